@@ -1,0 +1,1 @@
+"""helix_stream: the Vercel AI SDK's generation loop, context rows and UI stream for litellm."""

@@ -1,0 +1,256 @@
+"""The chunk vocabulary: one discriminated union that the loop emits and every consumer reads.
+
+Chunks are cheap slotted dataclasses, not validated per chunk. Each class has a ``type``
+class attribute (the discriminator; the AI SDK name where one exists). Field names are
+snake_case; :mod:`helix_stream.transformers` maps them to the AI SDK's camelCase wire names
+and drops the internal ones (``context-row``, ``context_skipped``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+__all__ = [
+    "Chunk",
+    "ContextRowChunk",
+    "ContextSkipped",
+    "DataChunk",
+    "ErrorChunk",
+    "Finish",
+    "FinishReason",
+    "FinishStep",
+    "ReasoningDelta",
+    "ReasoningEnd",
+    "ReasoningStart",
+    "Start",
+    "StartStep",
+    "TextDelta",
+    "TextEnd",
+    "TextStart",
+    "ToolApprovalRequest",
+    "ToolInputAvailable",
+    "ToolInputDelta",
+    "ToolInputStart",
+    "ToolNotExecuted",
+    "ToolOutputAvailable",
+    "ToolOutputDenied",
+    "ToolOutputError",
+    "Usage",
+]
+
+# The AI SDK's finish reasons (never "unknown": AI SDK v6+ clients reject it).
+FinishReason = Literal["stop", "length", "content-filter", "tool-calls", "error", "other"]
+
+_dc = dataclass(frozen=True, slots=True, kw_only=True)
+
+
+@_dc
+class Usage:
+    """Token counts as the provider reported them (0 when it reported nothing)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            total_tokens=self.total_tokens + other.total_tokens,
+        )
+
+
+@_dc
+class Start:
+    type: ClassVar[Literal["start"]] = "start"
+    message_id: str | None = None
+
+
+@_dc
+class StartStep:
+    type: ClassVar[Literal["start-step"]] = "start-step"
+    step_number: int
+
+
+@_dc
+class TextStart:
+    type: ClassVar[Literal["text-start"]] = "text-start"
+    id: str
+
+
+@_dc
+class TextDelta:
+    type: ClassVar[Literal["text-delta"]] = "text-delta"
+    id: str
+    delta: str
+
+
+@_dc
+class TextEnd:
+    type: ClassVar[Literal["text-end"]] = "text-end"
+    id: str
+
+
+@_dc
+class ReasoningStart:
+    type: ClassVar[Literal["reasoning-start"]] = "reasoning-start"
+    id: str
+
+
+@_dc
+class ReasoningDelta:
+    type: ClassVar[Literal["reasoning-delta"]] = "reasoning-delta"
+    id: str
+    delta: str
+
+
+@_dc
+class ReasoningEnd:
+    type: ClassVar[Literal["reasoning-end"]] = "reasoning-end"
+    id: str
+
+
+@_dc
+class ToolInputStart:
+    type: ClassVar[Literal["tool-input-start"]] = "tool-input-start"
+    tool_call_id: str
+    tool_name: str
+
+
+@_dc
+class ToolInputDelta:
+    type: ClassVar[Literal["tool-input-delta"]] = "tool-input-delta"
+    tool_call_id: str
+    delta: str
+
+
+@_dc
+class ToolInputAvailable:
+    """The complete input of a tool call (parsed JSON, or the raw text when it did not parse)."""
+
+    type: ClassVar[Literal["tool-input-available"]] = "tool-input-available"
+    tool_call_id: str
+    tool_name: str
+    input: Any
+
+
+@_dc
+class ToolOutputAvailable:
+    type: ClassVar[Literal["tool-output-available"]] = "tool-output-available"
+    tool_call_id: str
+    output: Any
+
+
+@_dc
+class ToolOutputError:
+    """The tool's input was invalid or its body raised; the model sees ``error_text``."""
+
+    type: ClassVar[Literal["tool-output-error"]] = "tool-output-error"
+    tool_call_id: str
+    error_text: str
+
+
+@_dc
+class ToolNotExecuted:
+    """The tool gate refused the call: nothing of the tool ran."""
+
+    type: ClassVar[Literal["tool-not-executed"]] = "tool-not-executed"
+    tool_call_id: str
+    tool_name: str
+    reason: Literal["tool_inactive", "tool_unavailable"]
+
+
+@_dc
+class ToolApprovalRequest:
+    type: ClassVar[Literal["tool-approval-request"]] = "tool-approval-request"
+    approval_id: str
+    tool_call_id: str
+
+
+@_dc
+class ToolOutputDenied:
+    type: ClassVar[Literal["tool-output-denied"]] = "tool-output-denied"
+    tool_call_id: str
+    reason: str | None = None
+
+
+@_dc
+class ContextRowChunk:
+    """A context row was committed (for servers, audit and telemetry; never for users)."""
+
+    type: ClassVar[Literal["context-row"]] = "context-row"
+    row: Any  # helix_stream.context.ContextRow (Any here to keep this module dependency-free)
+
+
+@_dc
+class ContextSkipped:
+    """A context source was skipped (hook raised, timed out, returned junk; memory too large)."""
+
+    type: ClassVar[Literal["context_skipped"]] = "context_skipped"
+    reason: str
+    source: str
+
+
+@_dc
+class FinishStep:
+    type: ClassVar[Literal["finish-step"]] = "finish-step"
+    step_number: int
+    finish_reason: FinishReason
+    usage: Usage = field(default_factory=Usage)
+    response_model: str | None = None
+
+
+@_dc
+class Finish:
+    type: ClassVar[Literal["finish"]] = "finish"
+    finish_reason: FinishReason
+    usage: Usage = field(default_factory=Usage)
+
+
+@_dc
+class ErrorChunk:
+    """The run failed; ``error`` is the exception (transformers mask its text by default)."""
+
+    type: ClassVar[Literal["error"]] = "error"
+    error: BaseException
+
+
+@_dc
+class DataChunk:
+    """An app-defined ``data-<name>`` part."""
+
+    name: str
+    data: Any
+    id: str | None = None
+    transient: bool = False
+
+    @property
+    def type(self) -> str:
+        return f"data-{self.name}"
+
+
+Chunk = (
+    Start
+    | StartStep
+    | TextStart
+    | TextDelta
+    | TextEnd
+    | ReasoningStart
+    | ReasoningDelta
+    | ReasoningEnd
+    | ToolInputStart
+    | ToolInputDelta
+    | ToolInputAvailable
+    | ToolOutputAvailable
+    | ToolOutputError
+    | ToolNotExecuted
+    | ToolApprovalRequest
+    | ToolOutputDenied
+    | ContextRowChunk
+    | ContextSkipped
+    | FinishStep
+    | Finish
+    | ErrorChunk
+    | DataChunk
+)

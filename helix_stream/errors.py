@@ -1,0 +1,206 @@
+"""Every error the package raises: one root, typed subclasses.
+
+The tree::
+
+    HelixError                        code, http_status, retryable
+    ├── ContextValidationError        validation_error            400
+    ├── ToolContextError              validation_error            400
+    ├── InvalidRequestError           invalid_request             400
+    │   └── PayloadTooLargeError      payload_too_large           413
+    ├── AuthenticationError           unauthenticated             401
+    ├── PermissionDeniedError         forbidden                   403
+    ├── SessionNotFoundError          state_session_not_found     404
+    ├── ContextKeyConflictError       state_context_key_conflict  409
+    ├── SessionBusyError              state_session_busy          409
+    ├── StateError                    state_invalid               409
+    ├── NoActiveContextError          no_active_context           500
+    ├── FrameworkNotSupportedError    framework_not_supported     501
+    └── ModelError                    model_error                 502 (translated litellm errors)
+        ├── ModelAuthError            model_auth_error            401
+        ├── ModelBadRequestError      model_bad_request           400
+        ├── ModelRateLimitError       model_rate_limited          429 retryable
+        ├── ModelTimeoutError         model_timeout               504 retryable
+        └── ModelUnavailableError     model_unavailable           503 retryable
+
+Foreign exceptions (litellm's) are translated in exactly one place,
+:func:`helix_stream.models._litellm.translate_error`, with ``raise ... from exc``.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+__all__ = [
+    "AuthenticationError",
+    "ContextKeyConflictError",
+    "ContextValidationError",
+    "FrameworkNotSupportedError",
+    "HelixError",
+    "InvalidRequestError",
+    "ModelAuthError",
+    "ModelBadRequestError",
+    "ModelError",
+    "ModelRateLimitError",
+    "ModelTimeoutError",
+    "ModelUnavailableError",
+    "NoActiveContextError",
+    "PayloadTooLargeError",
+    "PermissionDeniedError",
+    "SessionBusyError",
+    "SessionNotFoundError",
+    "StateError",
+    "ToolContextError",
+]
+
+
+class HelixError(Exception):
+    """Root of every error helix_stream raises.
+
+    Attributes:
+        code: A stable machine-readable code (``validation_error``, ...).
+        http_status: The HTTP status a server should answer with.
+        retryable: Whether the same call may succeed if simply tried again.
+        message: What was wrong and what to do about it.
+    """
+
+    code: ClassVar[str] = "internal_error"
+    http_status: ClassVar[int] = 500
+    retryable: ClassVar[bool] = False
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def to_dict(self) -> dict[str, object]:
+        """The JSON body servers send: ``{"error": {"code", "message"}}``."""
+        return {"error": {"code": self.code, "message": self.message}}
+
+
+class ContextValidationError(HelixError):
+    """A context item is invalid (unknown kind, ``__finish__`` switched off, over 32 KiB, ...)."""
+
+    code = "validation_error"
+    http_status = 400
+
+
+class ToolContextError(HelixError):
+    """A tool's entry in ``tools_context`` is missing or does not match its ``context_schema``."""
+
+    code = "validation_error"
+    http_status = 400
+
+
+class InvalidRequestError(HelixError):
+    """A request body or argument has the wrong shape."""
+
+    code = "invalid_request"
+    http_status = 400
+
+
+class PayloadTooLargeError(InvalidRequestError):
+    """A request body is larger than the server accepts."""
+
+    code = "payload_too_large"
+    http_status = 413
+
+
+class AuthenticationError(HelixError):
+    """The caller did not authenticate (raise it from ``authenticate``)."""
+
+    code = "unauthenticated"
+    http_status = 401
+
+
+class PermissionDeniedError(HelixError):
+    """The caller is known but may not do this (raise it from ``authenticate``)."""
+
+    code = "forbidden"
+    http_status = 403
+
+
+class SessionNotFoundError(HelixError):
+    """No session has this id."""
+
+    code = "state_session_not_found"
+    http_status = 404
+
+
+class ContextKeyConflictError(HelixError):
+    """The same ``key`` was used before with other items; nothing was written."""
+
+    code = "state_context_key_conflict"
+    http_status = 409
+
+
+class SessionBusyError(HelixError):
+    """The session is already being run by someone else."""
+
+    code = "state_session_busy"
+    http_status = 409
+    retryable = True
+
+
+class StateError(HelixError):
+    """The session is not in a state that allows this operation (e.g. nothing to resume)."""
+
+    code = "state_invalid"
+    http_status = 409
+
+
+class NoActiveContextError(HelixError):
+    """A session-scoped API (``define_state``, ``current_session``) was used outside a run."""
+
+    code = "no_active_context"
+    http_status = 500
+
+
+class FrameworkNotSupportedError(HelixError):
+    """The store or runtime in use cannot honour this feature; nothing was written."""
+
+    code = "framework_not_supported"
+    http_status = 501
+
+
+class ModelError(HelixError):
+    """The model provider failed (translated from litellm)."""
+
+    code = "model_error"
+    http_status = 502
+
+
+class ModelAuthError(ModelError):
+    """The provider refused the credentials."""
+
+    code = "model_auth_error"
+    http_status = 401
+
+
+class ModelBadRequestError(ModelError):
+    """The provider refused the request as malformed (bad params, context too long, ...)."""
+
+    code = "model_bad_request"
+    http_status = 400
+
+
+class ModelRateLimitError(ModelError):
+    """The provider rate-limited the call."""
+
+    code = "model_rate_limited"
+    http_status = 429
+    retryable = True
+
+
+class ModelTimeoutError(ModelError):
+    """The provider did not answer in time."""
+
+    code = "model_timeout"
+    http_status = 504
+    retryable = True
+
+
+class ModelUnavailableError(ModelError):
+    """The provider is down or overloaded."""
+
+    code = "model_unavailable"
+    http_status = 503
+    retryable = True

@@ -1,0 +1,21 @@
+"""The generation loop: ``stream_text``, ``generate_text``, steps and stop conditions."""
+
+from __future__ import annotations
+
+from ._api import DEFAULT_MAX_STEPS, generate_text, stream_text
+from ._result import GenerateTextResult, StreamTextResult
+from ._steps import StepResult, StopCondition, ToolCall, ToolResult, has_tool_call, step_count_is
+
+__all__ = [
+    "DEFAULT_MAX_STEPS",
+    "GenerateTextResult",
+    "StepResult",
+    "StopCondition",
+    "StreamTextResult",
+    "ToolCall",
+    "ToolResult",
+    "generate_text",
+    "has_tool_call",
+    "step_count_is",
+    "stream_text",
+]

@@ -1,0 +1,178 @@
+"""``stream_text`` and ``generate_text``: the one-shot loop, AI SDK style."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..middleware import ModelMiddleware, PrepareStep, WrappedModel
+from ..tools import Tool, tools_by_name
+from ._result import GenerateTextResult, StreamTextResult
+from ._run import LoopConfig, RunState, resolve_contexts, run_loop
+from ._steps import StopCondition, step_count_is
+
+if TYPE_CHECKING:
+    from ..telemetry import TelemetrySettings
+
+__all__ = ["DEFAULT_MAX_STEPS", "generate_text", "stream_text"]
+
+DEFAULT_MAX_STEPS = 20
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    return [value]
+
+
+def build_config(
+    *,
+    model: str | WrappedModel,
+    system: str | None,
+    messages: Sequence[Mapping[str, Any]] | None,
+    prompt: str | None,
+    tools: Sequence[Tool] | Mapping[str, Tool] | None,
+    tools_context: Mapping[str, Any] | None,
+    runtime_context: Mapping[str, Any] | None,
+    prepare_step: PrepareStep | Sequence[PrepareStep] | None,
+    stop_when: StopCondition | Sequence[StopCondition] | None,
+    telemetry: TelemetrySettings | None,
+    middleware: Sequence[ModelMiddleware] | None,
+    callbacks: Mapping[str, Any],
+    litellm_params: Mapping[str, Any],
+    operation: str,
+) -> tuple[LoopConfig, dict[str, Any]]:
+    """Validate the arguments and build a run's config (shared with the executor)."""
+    from ..telemetry import recorder_for
+
+    tool_map = tools_by_name(tools)
+    tools_context = dict(tools_context or {})
+    # Fails here, before any model call, naming the tool (reference 002).
+    contexts = resolve_contexts(tool_map, tools_context)
+    convo = [dict(m) for m in messages or []]
+    if prompt is not None:
+        convo.append({"role": "user", "content": prompt})
+    runtime = dict(runtime_context or {})
+    recorder = recorder_for(
+        telemetry,
+        operation=operation,
+        tools=tool_map,
+        runtime_context=runtime,
+        tools_context=tools_context,
+    )
+    config = LoopConfig(
+        model=model,
+        system=system,
+        messages=convo,
+        tools=tool_map,
+        tools_context=tools_context,
+        runtime_context=runtime,
+        prepare_step=_as_list(prepare_step),
+        stop_when=_as_list(stop_when) or [step_count_is(DEFAULT_MAX_STEPS)],
+        middleware=list(middleware or []),
+        litellm_params=dict(litellm_params),
+        recorder=recorder,
+        on_chunk=callbacks.get("on_chunk"),
+        on_step_finish=_as_list(callbacks.get("on_step_finish")),
+        on_finish=callbacks.get("on_finish"),
+        on_error=callbacks.get("on_error"),
+    )
+    return config, contexts
+
+
+def stream_text(
+    *,
+    model: str | WrappedModel,
+    messages: Sequence[Mapping[str, Any]] | None = None,
+    prompt: str | None = None,
+    system: str | None = None,
+    tools: Sequence[Tool] | Mapping[str, Tool] | None = None,
+    tools_context: Mapping[str, Any] | None = None,
+    runtime_context: Mapping[str, Any] | None = None,
+    prepare_step: PrepareStep | Sequence[PrepareStep] | None = None,
+    stop_when: StopCondition | Sequence[StopCondition] | None = None,
+    telemetry: TelemetrySettings | None = None,
+    middleware: Sequence[ModelMiddleware] | None = None,
+    on_chunk: Callable[..., Any] | None = None,
+    on_step_finish: Callable[..., Any] | None = None,
+    on_finish: Callable[..., Any] | None = None,
+    on_error: Callable[..., Any] | None = None,
+    **litellm_params: Any,
+) -> StreamTextResult:
+    """Stream a multi-step, tool-calling generation through ``litellm.acompletion``.
+
+    Example::
+
+        result = hs.stream_text(model="openai/gpt-4o-mini", prompt="Hi", tools=[weather])
+        async for chunk in result:
+            ...
+        print(await result.text())
+
+    Args:
+        model: Any litellm model string (``"helix/demo"`` is the embedded demo), or a
+            :func:`~helix_stream.wrap_model` result.
+        messages: The conversation so far, OpenAI format. ``prompt`` appends a user message.
+        system: The system prompt (sent first on every call, never changed by the loop).
+        tools: A list of tools or a ``{name: Tool}`` dict.
+        tools_context: Per-tool contexts by tool name; a tool with a ``context_schema`` gets
+            only its own entry, validated (a missing or invalid one raises
+            :class:`~helix_stream.errors.ToolContextError` here, before any model call).
+        runtime_context: Shared state for the loop, ``prepare_step`` and callbacks; never sent
+            to the model or to a tool.
+        prepare_step: A step middleware or a list of them (a chain); see
+            :class:`~helix_stream.middleware.StepInput`.
+        stop_when: A stop condition or a list (any stops); default ``step_count_is(20)``.
+            The loop also stops after a step without tool calls.
+        telemetry: OpenTelemetry settings (off when ``None``).
+        middleware: Model middleware around every call.
+        on_chunk, on_step_finish, on_finish, on_error: Callbacks, sync or async.
+        **litellm_params: Passed through to ``litellm.acompletion`` (temperature, api_base,
+            api_key, ...).
+
+    Raises:
+        ToolContextError: a tool's context is missing or invalid (nothing was sent).
+    """
+    config, contexts = build_config(
+        model=model,
+        system=system,
+        messages=messages,
+        prompt=prompt,
+        tools=tools,
+        tools_context=tools_context,
+        runtime_context=runtime_context,
+        prepare_step=prepare_step,
+        stop_when=stop_when,
+        telemetry=telemetry,
+        middleware=middleware,
+        callbacks={
+            "on_chunk": on_chunk,
+            "on_step_finish": on_step_finish,
+            "on_finish": on_finish,
+            "on_error": on_error,
+        },
+        litellm_params=litellm_params,
+        operation="stream_text",
+    )
+    state = RunState()
+    return StreamTextResult(lambda: run_loop(config, state, contexts), state)
+
+
+async def generate_text(**kwargs: Any) -> GenerateTextResult:
+    """Run the loop to the end and return its text, steps and usage at once.
+
+    Takes the same arguments as :func:`stream_text`.
+
+    Raises:
+        HelixError: the run's error (a ``ModelError`` for a failed model call, ...).
+    """
+    result = stream_text(**kwargs)
+    steps = await result.steps()
+    return GenerateTextResult(
+        text=steps[-1].text if steps else "",
+        steps=steps,
+        usage=result.usage,
+        finish_reason=result.finish_reason or "stop",
+        response_messages=result.response_messages,
+    )

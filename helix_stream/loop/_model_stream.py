@@ -1,0 +1,168 @@
+"""Turns one litellm stream (one model call) into chunks and an assembled step.
+
+Streamed tool calls arrive as fragments keyed by ``index``: the id and the name come only on
+a call's first fragment, the arguments in pieces. Several calls may interleave (parallel
+tool calls). This is the hot path: plain attribute access, no validation per chunk.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..chunks import (
+    Chunk,
+    FinishReason,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolInputAvailable,
+    ToolInputDelta,
+    ToolInputStart,
+    Usage,
+)
+from ._steps import ToolCall
+
+__all__ = ["StepParser", "map_finish_reason"]
+
+_FINISH: dict[str, FinishReason] = {
+    "stop": "stop",
+    "end_turn": "stop",
+    "length": "length",
+    "max_tokens": "length",
+    "tool_calls": "tool-calls",
+    "function_call": "tool-calls",
+    "content_filter": "content-filter",
+}
+
+
+def map_finish_reason(reason: str | None) -> FinishReason:
+    """litellm's finish reason as the AI SDK names it (never ``unknown``)."""
+    return _FINISH.get(reason or "", "other")
+
+
+@dataclass(slots=True)
+class _PartialCall:
+    id: str
+    name: str
+    arguments: list[str] = field(default_factory=list)
+    announced: bool = False
+
+
+class StepParser:
+    """Feed it the litellm chunks of one model call; it returns the chunks to emit."""
+
+    __slots__ = (
+        "_calls",
+        "_reasoning_id",
+        "_text_id",
+        "finish_reason",
+        "reasoning",
+        "response_model",
+        "step_number",
+        "text",
+        "usage",
+    )
+
+    def __init__(self, step_number: int) -> None:
+        self.step_number = step_number
+        self._text_id: str | None = None
+        self._reasoning_id: str | None = None
+        self._calls: dict[int, _PartialCall] = {}
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self.finish_reason: str | None = None
+        self.usage = Usage()
+        self.response_model: str | None = None
+
+    def feed(self, raw: Any) -> list[Chunk]:
+        out: list[Chunk] = []
+        choices = raw.choices
+        if choices:
+            choice = choices[0]
+            delta = choice.delta
+            reasoning = getattr(delta, "reasoning_content", None)
+            if reasoning:
+                if self._reasoning_id is None:
+                    self._reasoning_id = f"reasoning-{self.step_number}"
+                    out.append(ReasoningStart(id=self._reasoning_id))
+                self.reasoning.append(reasoning)
+                out.append(ReasoningDelta(id=self._reasoning_id, delta=reasoning))
+            content = delta.content
+            if content:
+                if self._text_id is None:
+                    self._text_id = f"text-{self.step_number}"
+                    out.append(TextStart(id=self._text_id))
+                self.text.append(content)
+                out.append(TextDelta(id=self._text_id, delta=content))
+            if delta.tool_calls:
+                self._feed_tool_calls(delta.tool_calls, out)
+            if choice.finish_reason:
+                self.finish_reason = choice.finish_reason
+        usage = getattr(raw, "usage", None)
+        if usage is not None:
+            self.usage = Usage(
+                input_tokens=usage.prompt_tokens or 0,
+                output_tokens=usage.completion_tokens or 0,
+                total_tokens=usage.total_tokens or 0,
+            )
+        if self.response_model is None:
+            self.response_model = getattr(raw, "model", None)
+        return out
+
+    def _feed_tool_calls(self, fragments: Any, out: list[Chunk]) -> None:
+        for position, fragment in enumerate(fragments):
+            index = fragment.index if fragment.index is not None else position
+            fn = fragment.function
+            call = self._calls.get(index)
+            if call is None:
+                call_id = fragment.id or f"call-{self.step_number}-{index}"
+                call = self._calls[index] = _PartialCall(id=call_id, name="")
+            if fn is not None and fn.name and not call.name:
+                call.name = fn.name
+            if call.name and not call.announced:
+                call.announced = True
+                out.append(ToolInputStart(tool_call_id=call.id, tool_name=call.name))
+            if fn is not None and fn.arguments:
+                call.arguments.append(fn.arguments)
+                if call.announced:
+                    out.append(ToolInputDelta(tool_call_id=call.id, delta=fn.arguments))
+
+    def finish(self) -> tuple[list[Chunk], list[ToolCall]]:
+        """Close open parts; return the closing chunks and the complete tool calls."""
+        out: list[Chunk] = []
+        if self._reasoning_id is not None:
+            out.append(ReasoningEnd(id=self._reasoning_id))
+        if self._text_id is not None:
+            out.append(TextEnd(id=self._text_id))
+        calls: list[ToolCall] = []
+        for index in sorted(self._calls):
+            partial = self._calls[index]
+            arguments = "".join(partial.arguments)
+            try:
+                parsed: Any = json.loads(arguments) if arguments.strip() else {}
+            except json.JSONDecodeError:
+                parsed = arguments
+            if not partial.announced:
+                out.append(ToolInputStart(tool_call_id=partial.id, tool_name=partial.name))
+            out.append(ToolInputAvailable(tool_call_id=partial.id, tool_name=partial.name, input=parsed))
+            calls.append(ToolCall(id=partial.id, name=partial.name, input=parsed, arguments=arguments))
+        return out, calls
+
+    def assistant_message(self, calls: list[ToolCall]) -> dict[str, Any]:
+        """The assistant message in the OpenAI format litellm expects next time."""
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(self.text) or None}
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments or "{}"},
+                }
+                for call in calls
+            ]
+        return message

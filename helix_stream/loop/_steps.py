@@ -1,0 +1,82 @@
+"""What a finished step records: its tool calls, their results, text, usage."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..chunks import FinishReason, Usage
+
+__all__ = ["StepResult", "StopCondition", "ToolCall", "ToolResult", "has_tool_call", "step_count_is"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCall:
+    """A tool call the model made (``input`` is the parsed JSON, or the raw text if invalid)."""
+
+    id: str
+    name: str
+    input: Any
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResult:
+    """How a tool call ended.
+
+    ``status`` is ``"output"`` (ran), ``"error"`` (invalid input or the body raised),
+    ``"not_executed"`` (the tool gate refused it; ``reason`` says why), ``"denied"`` (an
+    approval said no) or ``"pending"`` (waiting for an approval or a client's answer).
+    """
+
+    tool_call_id: str
+    tool_name: str
+    status: Literal["output", "error", "not_executed", "denied", "pending"]
+    output: Any = None
+    error: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepResult:
+    """One model call and the tool calls it made."""
+
+    step_number: int
+    text: str
+    reasoning: str
+    tool_calls: list[ToolCall]
+    tool_results: list[ToolResult]
+    finish_reason: FinishReason
+    usage: Usage
+    response_model: str | None
+    response_messages: list[dict[str, Any]] = field(default_factory=list)
+    runtime_context: Any = None
+
+    @property
+    def pending(self) -> list[ToolResult]:
+        """The calls waiting for an approval or a client's answer."""
+        return [r for r in self.tool_results if r.status == "pending"]
+
+
+StopCondition = Callable[[Sequence[StepResult]], bool | Awaitable[bool]]
+
+
+def step_count_is(count: int) -> StopCondition:
+    """Stop once ``count`` steps have run."""
+
+    def condition(steps: Sequence[StepResult]) -> bool:
+        return len(steps) >= count
+
+    condition.__name__ = f"step_count_is({count})"
+    return condition
+
+
+def has_tool_call(name: str) -> StopCondition:
+    """Stop after a step in which the model called the tool ``name``."""
+
+    def condition(steps: Sequence[StepResult]) -> bool:
+        return bool(steps) and any(call.name == name for call in steps[-1].tool_calls)
+
+    condition.__name__ = f"has_tool_call({name!r})"
+    return condition

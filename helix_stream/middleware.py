@@ -1,0 +1,252 @@
+"""Step middleware (the prepare_step chain) and model middleware (``wrap_model``).
+
+**Step middleware** runs before every model call. Each one receives a :class:`StepInput`
+(attributes ``step_number``, ``steps``, ``messages``, ``model``, ``runtime_context``,
+``tools_context``) and returns ``None`` or a dict of overrides. A list of them is a chain: each
+sees the overrides of the ones before it already applied. The built-in context pass of
+:class:`~helix_stream.Executor` is the first link of that chain.
+
+**Model middleware** wraps the litellm call, as the AI SDK's ``wrapLanguageModel`` does:
+``transform_params``, ``wrap_generate`` and ``wrap_stream``, each a no-op by default. The
+first middleware in a list is the outermost: it transforms the params first and its wrap
+sees the others' result.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .chunks import Chunk
+
+__all__ = [
+    "STEP_OVERRIDE_KEYS",
+    "ModelMiddleware",
+    "PrepareStep",
+    "StepInput",
+    "WrappedModel",
+    "default_settings",
+    "run_step_chain",
+    "simulate_streaming",
+    "wrap_acompletion",
+    "wrap_model",
+]
+
+Params = dict[str, Any]
+DoGenerate = Callable[[Params], Awaitable[Any]]
+DoStream = Callable[[Params], Awaitable[AsyncIterator[Any]]]
+
+# Overrides that are not litellm params. runtime_context and tools_context carry forward to
+# later steps (AI SDK semantics); the others, and every litellm param, apply to one step.
+STEP_OVERRIDE_KEYS = frozenset(
+    {"model", "tool_choice", "active_tools", "system", "messages", "runtime_context", "tools_context"}
+)
+
+
+@dataclass(slots=True, kw_only=True)
+class StepInput:
+    """What each step middleware (``prepare_step``) receives before a model call.
+
+    Attributes:
+        step_number: 0 for the first model call of the run.
+        steps: The finished steps so far (``StepResult`` objects).
+        messages: The messages about to be sent (system prompt first), as OpenAI dicts.
+        model: The model string (or wrapped model) about to be called.
+        runtime_context: The shared runtime context (never sent to the model).
+        tools_context: The per-tool contexts, keyed by tool name.
+        session_id: The executor session, or ``None`` for a plain ``stream_text`` call.
+    """
+
+    step_number: int
+    steps: Sequence[Any]
+    messages: list[dict[str, Any]]
+    model: Any
+    runtime_context: Mapping[str, Any]
+    tools_context: Mapping[str, Any]
+    session_id: str | None = None
+    emitted: list[Chunk] = field(default_factory=list)
+
+    def emit(self, chunk: Chunk) -> None:
+        """Put a chunk into the run's stream ahead of this step's model output."""
+        self.emitted.append(chunk)
+
+
+class PrepareStep(Protocol):
+    def __call__(self, step: StepInput, /) -> Mapping[str, Any] | None | Awaitable[
+        Mapping[str, Any] | None
+    ]: ...
+
+
+async def run_step_chain(chain: Sequence[PrepareStep], step: StepInput) -> dict[str, Any]:
+    """Run the chain; return the merged overrides (later links win).
+
+    Each link sees ``messages``, ``model``, ``runtime_context`` and ``tools_context`` as the
+    links before it left them.
+    """
+    merged: dict[str, Any] = {}
+    for link in chain:
+        out = link(step)
+        if inspect.isawaitable(out):
+            out = await out
+        if not out:
+            continue
+        if not isinstance(out, Mapping):
+            raise TypeError(f"prepare_step must return None or a dict, not {type(out).__name__}")
+        merged.update(out)
+        for key in ("messages", "model", "runtime_context", "tools_context"):
+            if key in out:
+                value = out[key]
+                setattr(step, key, list(value) if key == "messages" else value)
+    return merged
+
+
+class ModelMiddleware:
+    """Base class for model middleware; override any of the three hooks.
+
+    Example::
+
+        class LogParams(hs.ModelMiddleware):
+            async def transform_params(self, params, *, stream):
+                print(params["model"])
+                return params
+    """
+
+    async def transform_params(self, params: Params, *, stream: bool) -> Params:
+        """Return the params to call the model with (``stream`` says which call it is)."""
+        return params
+
+    async def wrap_generate(self, *, do_generate: DoGenerate, do_stream: DoStream, params: Params) -> Any:
+        """Wrap a non-streaming call; ``await do_generate(params)`` calls the next layer."""
+        return await do_generate(params)
+
+    async def wrap_stream(
+        self, *, do_generate: DoGenerate, do_stream: DoStream, params: Params
+    ) -> AsyncIterator[Any]:
+        """Wrap a streaming call; ``await do_stream(params)`` returns the next layer's stream."""
+        return await do_stream(params)
+
+
+@dataclass(frozen=True, slots=True)
+class WrappedModel:
+    """A model string with middleware around it (see :func:`wrap_model`)."""
+
+    model: str
+    middleware: tuple[ModelMiddleware, ...] = ()
+
+    def __str__(self) -> str:
+        return self.model
+
+
+def wrap_model(model: str | WrappedModel, middleware: Sequence[ModelMiddleware]) -> WrappedModel:
+    """Wrap a model with middleware; usable wherever a model string is.
+
+    Args:
+        model: A litellm model string, or an already wrapped model (its middleware stays
+            innermost).
+        middleware: The first is the outermost.
+    """
+    if isinstance(model, WrappedModel):
+        return WrappedModel(model.model, (*middleware, *model.middleware))
+    return WrappedModel(model, tuple(middleware))
+
+
+async def call_with_middleware(
+    acompletion: Callable[..., Awaitable[Any]],
+    middleware: Sequence[ModelMiddleware],
+    params: Params,
+) -> Any:
+    """Call ``acompletion(**params)`` through the middleware; streaming iff ``params["stream"]``."""
+    stream = bool(params.get("stream"))
+    for m in middleware:
+        params = await m.transform_params(dict(params), stream=stream)
+
+    async def base_generate(p: Params) -> Any:
+        return await acompletion(**{**p, "stream": False})
+
+    async def base_stream(p: Params) -> AsyncIterator[Any]:
+        result: AsyncIterator[Any] = await acompletion(**{**p, "stream": True})
+        return result
+
+    do_generate: DoGenerate = base_generate
+    do_stream: DoStream = base_stream
+    # Build from the inside out so that middleware[0] ends up outermost.
+    for m in reversed(middleware):
+        do_generate, do_stream = _layer(m, do_generate, do_stream)
+    return await (do_stream(params) if stream else do_generate(params))
+
+
+def _layer(m: ModelMiddleware, inner_gen: DoGenerate, inner_stream: DoStream) -> tuple[DoGenerate, DoStream]:
+    async def gen(p: Params) -> Any:
+        return await m.wrap_generate(do_generate=inner_gen, do_stream=inner_stream, params=p)
+
+    async def stream(p: Params) -> AsyncIterator[Any]:
+        return await m.wrap_stream(do_generate=inner_gen, do_stream=inner_stream, params=p)
+
+    return gen, stream
+
+
+def wrap_acompletion(
+    acompletion: Callable[..., Awaitable[Any]], middleware: Sequence[ModelMiddleware]
+) -> Callable[..., Awaitable[Any]]:
+    """A drop-in for ``litellm.acompletion`` with middleware around every call.
+
+    Example::
+
+        acompletion = hs.wrap_acompletion(litellm.acompletion, [hs.default_settings(temperature=0)])
+        stream = await acompletion(model="openai/gpt-4o-mini", messages=msgs, stream=True)
+    """
+    chain = tuple(middleware)
+
+    async def wrapped(model: str | None = None, messages: Any = None, **kwargs: Any) -> Any:
+        params: Params = dict(kwargs)
+        if model is not None:
+            params["model"] = model
+        if messages is not None:
+            params["messages"] = messages
+        return await call_with_middleware(acompletion, chain, params)
+
+    wrapped.__doc__ = getattr(acompletion, "__doc__", None)
+    return wrapped
+
+
+class _DefaultSettings(ModelMiddleware):
+    def __init__(self, settings: Mapping[str, Any]) -> None:
+        self.settings = dict(settings)
+
+    async def transform_params(self, params: Params, *, stream: bool) -> Params:
+        merged = dict(self.settings)
+        for key, value in params.items():
+            # Explicit call params win; dict-valued settings merge one level deep.
+            if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+                merged[key] = {**merged[key], **value}
+            else:
+                merged[key] = value
+        return merged
+
+
+def default_settings(**settings: Any) -> ModelMiddleware:
+    """Middleware that supplies default litellm params; explicit call params win.
+
+    Example::
+
+        model = hs.wrap_model("openai/gpt-4o", [hs.default_settings(temperature=0.2)])
+    """
+    return _DefaultSettings(settings)
+
+
+class _SimulateStreaming(ModelMiddleware):
+    async def wrap_stream(
+        self, *, do_generate: DoGenerate, do_stream: DoStream, params: Params
+    ) -> AsyncIterator[Any]:
+        from .models._litellm import response_to_stream
+
+        response = await do_generate(params)
+        return response_to_stream(response)
+
+
+def simulate_streaming() -> ModelMiddleware:
+    """Middleware for models that cannot stream: makes a non-streaming call and replays its
+    result as a stream (the AI SDK's ``simulateStreamingMiddleware``)."""
+    return _SimulateStreaming()

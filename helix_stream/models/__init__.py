@@ -1,0 +1,1 @@
+"""Model access: the litellm adapter (the only module that imports litellm) and the demo model."""

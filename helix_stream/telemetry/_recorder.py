@@ -1,0 +1,57 @@
+"""The recorder interface the loop reports to; the no-op default costs nothing.
+
+The loop calls these methods at the moments a span must start or end (the chunk stream alone
+cannot say when a model call ends and its tools begin). :mod:`._otel` implements them on
+OpenTelemetry; the loop never depends on OpenTelemetry itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = ["NOOP_RECORDER", "Recorder"]
+
+
+class Recorder:
+    """Receives the loop's lifecycle; every method is a no-op here."""
+
+    def call_started(self, *, model: str, runtime_context: Mapping[str, Any], messages: Sequence[Any]) -> None:
+        """The whole call (``stream_text``/``generate_text``/an agent turn) starts."""
+
+    def step_started(
+        self,
+        *,
+        step_number: int,
+        model: str,
+        params: Mapping[str, Any],
+        runtime_context: Mapping[str, Any],
+        context_rows: Sequence[Any],
+        skipped: Sequence[Any],
+    ) -> None:
+        """A model call is about to be made (``context_rows`` were committed for it)."""
+
+    def first_chunk(self) -> None:
+        """The model call's first chunk arrived."""
+
+    def step_finished(self, *, step: Any) -> None:
+        """The model call of ``step`` (a StepResult, tool results not yet in) finished."""
+
+    @contextmanager
+    def tool_call(self, *, call: Any, tool_context: Any) -> Iterator[Any]:
+        """Wraps one tool's execution (``call`` is a ToolCall); yields a handle for
+        :meth:`tool_finished`."""
+        yield None
+
+    def tool_finished(self, handle: Any, *, result: Any) -> None:
+        """The tool call ended with ``result`` (a ToolResult)."""
+
+    def call_finished(self, *, steps: Sequence[Any], finish_reason: str, usage: Any, text: str) -> None:
+        """The call ended normally."""
+
+    def call_failed(self, error: BaseException) -> None:
+        """The call ended with an error (also used for cancellation)."""
+
+
+NOOP_RECORDER = Recorder()

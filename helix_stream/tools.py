@@ -1,0 +1,326 @@
+"""Tools: ``tool()`` / :class:`Tool`, the per-call :class:`ToolContext`, context_schema resolution.
+
+A tool's input is validated against its ``input_schema`` (a pydantic model) before ``execute``
+runs. A tool with a ``context_schema`` receives in ``ctx.context`` only its own entry of
+``tools_context``, validated and frozen (reference 002, "Scope state to a single tool"): a tool
+never sees the runtime context or another tool's context.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, overload
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from .errors import ToolContextError
+
+if TYPE_CHECKING:
+    from .context import ContextItemLike
+    from .state import SessionInfo
+
+__all__ = ["FINISH_TOOL_NAME", "Tool", "ToolContext", "tool", "tools_by_name"]
+
+FINISH_TOOL_NAME = "__finish__"
+
+ExecuteFn = Callable[..., Any]
+DescriptionFn = Callable[[Any], str]
+
+
+@dataclass(slots=True, kw_only=True)
+class ToolContext:
+    """What a running tool receives besides its input.
+
+    Attributes:
+        context: This tool's validated, read-only context (``None`` without a context_schema).
+        tool_call_id: The id of the call being executed.
+        tool_name: The tool's name.
+        session: The session this call runs in (``None`` outside an executor session).
+    """
+
+    context: Any
+    tool_call_id: str
+    tool_name: str
+    session: SessionInfo | None = None
+    _add_context: Callable[[Sequence[ContextItemLike], int], Awaitable[int]] | None = None
+    _add_calls: int = 0
+
+    async def add_context(self, items: Sequence[ContextItemLike]) -> int:
+        """Queue context items for the session; they reach the model at its next call, once.
+
+        Items a tool adds always carry ``source="tool"``. Re-running the same call does not
+        queue them twice (first wins). Returns how many items were recorded.
+
+        Raises:
+            FrameworkNotSupportedError: the tool runs outside a session (plain ``stream_text``).
+            ContextValidationError: an item is invalid; nothing is queued.
+        """
+        from .errors import FrameworkNotSupportedError
+
+        position = self._add_calls
+        self._add_calls += 1
+        if self._add_context is None:
+            raise FrameworkNotSupportedError(
+                "ctx.add_context needs a session: run the agent through Executor.run(), "
+                "not stream_text(), to queue context from a tool."
+            )
+        return await self._add_context(items, position)
+
+    @property
+    def abort(self) -> None:
+        """Cancellation is asyncio's: a cancelled run cancels the tool's task
+        (``asyncio.CancelledError`` is raised at the tool's next ``await``)."""
+        return None
+
+
+@dataclass(slots=True, kw_only=True)
+class Tool:
+    """A tool the model may call.
+
+    Attributes:
+        name: The name the model calls it by.
+        description: A string, or a callable that receives the tool's validated context and
+            returns the description (evaluated before each model call).
+        input_schema: The pydantic model the call's arguments are validated against.
+        context_schema: The pydantic model this tool's ``tools_context`` entry must match, or
+            ``None`` if the tool needs no context.
+        execute: ``execute(input, ctx)``, sync or async; ``None`` makes it a client tool.
+        needs_approval: Pause for the app's approval before each call.
+    """
+
+    name: str
+    description: str | DescriptionFn = ""
+    input_schema: type[BaseModel]
+    context_schema: type[BaseModel] | None = None
+    execute: ExecuteFn | None = None
+    needs_approval: bool = False
+    _frozen_context: type[BaseModel] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.context_schema is not None:
+            # A frozen subclass: validation copies the entry and the tool cannot assign to it.
+            config = ConfigDict(**{**self.context_schema.model_config, "frozen": True})
+            self._frozen_context = type(
+                self.context_schema.__name__, (self.context_schema,), {"model_config": config}
+            )
+
+    def resolve_context(self, tools_context: Mapping[str, Any] | None) -> Any:
+        """Validate and freeze this tool's entry of ``tools_context``.
+
+        Raises:
+            ToolContextError: the entry is missing or does not match ``context_schema``.
+        """
+        if self._frozen_context is None:
+            return None
+        if not tools_context or self.name not in tools_context:
+            raise ToolContextError(
+                f"Tool {self.name!r} declares a context_schema "
+                f"({self.context_schema.__name__ if self.context_schema else ''}) but "
+                f"tools_context has no {self.name!r} entry. Pass "
+                f"tools_context={{{self.name!r}: {{...}}}}."
+            )
+        entry = tools_context[self.name]
+        if isinstance(entry, BaseModel):
+            entry = entry.model_dump()
+        try:
+            return self._frozen_context.model_validate(entry)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
+                for err in exc.errors()
+            )
+            raise ToolContextError(
+                f"tools_context[{self.name!r}] does not match its context_schema: {problems}"
+            ) from None
+
+    def describe(self, context: Any) -> str:
+        """The description for this model call."""
+        if callable(self.description):
+            return str(self.description(context))
+        return self.description
+
+    def schema(self, context: Any) -> dict[str, Any]:
+        """The OpenAI ``tools`` entry litellm expects."""
+        params = self.input_schema.model_json_schema()
+        params.pop("title", None)
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.describe(context),
+                "parameters": params,
+            },
+        }
+
+    async def run(self, input: BaseModel, ctx: ToolContext) -> Any:
+        """Run ``execute`` (sync functions run as they are: keep them quick)."""
+        assert self.execute is not None
+        result = self.execute(input, ctx)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+
+def _signature_tool(fn: ExecuteFn) -> tuple[type[BaseModel], ExecuteFn]:
+    """Derive (input_schema, execute(input, ctx)) from a function's signature.
+
+    ``def f(input: Model, ctx)`` is used as it is; ``def f(city: str, days: int = 1, ctx=...)``
+    gets a generated model of its non-context parameters and is called with keywords.
+    """
+    params = list(inspect.signature(fn).parameters.values())
+    hints = inspect.get_annotations(fn, eval_str=True)
+
+    def is_ctx(p: inspect.Parameter) -> bool:
+        return hints.get(p.name) is ToolContext or p.name in ("ctx", "context")
+
+    first = params[0] if params else None
+    if first is not None and isinstance(hints.get(first.name), type) and issubclass(
+        hints[first.name], BaseModel
+    ):
+        wants_ctx = len(params) > 1
+        model: type[BaseModel] = hints[first.name]
+
+        def call_model(input: BaseModel, ctx: ToolContext) -> Any:
+            return fn(input, ctx) if wants_ctx else fn(input)
+
+        return model, call_model
+
+    fields: dict[str, Any] = {}
+    ctx_name: str | None = None
+    for p in params:
+        if is_ctx(p):
+            ctx_name = p.name
+            continue
+        default = ... if p.default is inspect.Parameter.empty else p.default
+        fields[p.name] = (hints.get(p.name, Any), default)
+    model = create_model(f"{fn.__name__}_input", **fields)
+
+    def call_kwargs(input: BaseModel, ctx: ToolContext) -> Any:
+        kwargs = {name: getattr(input, name) for name in fields}
+        if ctx_name is not None:
+            kwargs[ctx_name] = ctx
+        return fn(**kwargs)
+
+    return model, call_kwargs
+
+
+@overload
+def tool(fn: ExecuteFn, /) -> Tool: ...
+@overload
+def tool(
+    fn: None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | DescriptionFn | None = None,
+    input_schema: type[BaseModel] | None = None,
+    context_schema: type[BaseModel] | None = None,
+    execute: ExecuteFn | None = None,
+    needs_approval: bool = False,
+) -> Any: ...
+def tool(
+    fn: ExecuteFn | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | DescriptionFn | None = None,
+    input_schema: type[BaseModel] | None = None,
+    context_schema: type[BaseModel] | None = None,
+    execute: ExecuteFn | None = None,
+    needs_approval: bool = False,
+) -> Any:
+    """Define a tool, directly or as a decorator.
+
+    Examples::
+
+        @hs.tool(context_schema=WeatherContext)
+        async def weather(input: WeatherInput, ctx: hs.ToolContext) -> dict:
+            '''Get the weather in a city.'''
+            ...
+
+        lookup = hs.tool(name="lookup", input_schema=LookupInput, execute=do_lookup)
+        ask_user = hs.tool(name="ask_user", input_schema=Question)   # no execute: client tool
+
+    Args:
+        name: Defaults to the function's name.
+        description: A string or ``callable(context) -> str``; defaults to the docstring.
+        input_schema: A pydantic model; derived from the signature when omitted.
+        context_schema: A pydantic model this tool's ``tools_context`` entry must match.
+        execute: ``execute(input, ctx)``, sync or async. Without it (and without a decorated
+            function) the tool is a client tool: the run pauses until the client answers.
+        needs_approval: Pause each call until the app approves or denies it.
+    """
+
+    def build(f: ExecuteFn | None) -> Tool:
+        schema, run = input_schema, f
+        if f is not None and schema is None:
+            schema, run = _signature_tool(f)
+        elif f is not None:
+            wants_ctx = len(inspect.signature(f).parameters) > 1
+            run = f if wants_ctx else (lambda i, c, _f=f: _f(i))
+        if schema is None:
+            raise TypeError("tool() needs input_schema= when it has no function to read it from")
+        tool_name = name or (f.__name__ if f is not None else None)
+        if not tool_name:
+            raise TypeError("tool() needs name= when it has no function to take it from")
+        desc = description
+        if desc is None:
+            desc = inspect.getdoc(f) or "" if f is not None else ""
+        return Tool(
+            name=tool_name,
+            description=desc,
+            input_schema=schema,
+            context_schema=context_schema,
+            execute=run,
+            needs_approval=needs_approval,
+        )
+
+    if fn is not None:
+        return build(fn)
+    if execute is not None or input_schema is not None:
+        return build(execute)
+    return build
+
+
+def tools_by_name(tools: Sequence[Tool] | Mapping[str, Tool] | None) -> dict[str, Tool]:
+    """Normalize ``tools=`` (a list or a ``{name: Tool}`` dict) to a dict by name."""
+    if tools is None:
+        return {}
+    if isinstance(tools, Mapping):
+        out: dict[str, Tool] = {}
+        for key, t in tools.items():
+            if not isinstance(t, Tool):
+                raise TypeError(f"tools[{key!r}] is not a Tool; define it with hs.tool()")
+            out[key] = t if t.name == key else _renamed(t, key)
+        return out
+    result: dict[str, Tool] = {}
+    for t in tools:
+        if not isinstance(t, Tool):
+            raise TypeError(f"{t!r} is not a Tool; define it with hs.tool()")
+        if t.name in result:
+            raise ValueError(f"two tools are named {t.name!r}")
+        result[t.name] = t
+    return result
+
+
+def _renamed(t: Tool, name: str) -> Tool:
+    return Tool(
+        name=name,
+        description=t.description,
+        input_schema=t.input_schema,
+        context_schema=t.context_schema,
+        execute=t.execute,
+        needs_approval=t.needs_approval,
+    )
+
+
+def dump_output(output: Any) -> str:
+    """A tool result as the tool message's content: strings as they are, the rest as JSON."""
+    if isinstance(output, str):
+        return output
+    if isinstance(output, BaseModel):
+        return output.model_dump_json()
+    return json.dumps(output, ensure_ascii=False, default=str)

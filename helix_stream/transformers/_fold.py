@@ -1,0 +1,329 @@
+"""Folding AI SDK UI message chunks into a ``UIMessage``.
+
+This module owns :class:`UIMessageFold` and :func:`read_ui_message`: the Python twin of the
+AI SDK's ``processUIMessageStream`` / ``readUIMessageStream`` (``ai`` v5-v7). It is what
+:func:`~helix_stream.transformers.to_ui_message_stream` uses to hand ``on_finish`` the final
+assistant message, and what a server uses to store the message a client will see.
+
+The parts it builds have the same keys as the client's (keys the client leaves ``undefined``
+are omitted, as ``JSON.stringify`` omits them): ``text`` and ``reasoning`` parts with a
+``state`` of ``streaming``/``done``, ``tool-<name>`` parts (``dynamic-tool`` when the chunk
+says ``dynamic``) with the tool states, ``data-<name>`` parts (replaced by ``id``, never stored
+when ``transient``), ``source-url``/``source-document``/``file`` parts and ``step-start``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = ["UIMessageFold", "read_ui_message"]
+
+UIPart = dict[str, Any]
+UIMessage = dict[str, Any]
+
+# The keys a tool part update rewrites (the client assigns them, undefined or not).
+_TOOL_VOLATILE = ("input", "output", "errorText", "rawInput", "preliminary")
+
+
+def _merge(base: Any, override: Any) -> Any:
+    """Deep-merge metadata the way the AI SDK's ``mergeObjects`` does."""
+    if isinstance(base, dict) and isinstance(override, dict):
+        merged = dict(base)
+        for key, value in override.items():
+            if value is None:
+                continue
+            merged[key] = _merge(merged.get(key), value) if key in merged else value
+        return merged
+    return override
+
+
+class UIMessageFold:
+    """Incrementally folds UI message chunk dicts into one assistant ``UIMessage``.
+
+    Args:
+        message: The message to continue (the last assistant message of a conversation, as
+            the client does for a continuation); it is deep-copied. Anything else starts a new
+            assistant message.
+        message_id: The id of a new message until a ``start`` chunk sets one.
+
+    Raises:
+        ValueError: From :meth:`add`, for a chunk the client would reject (a text delta
+            without its ``text-start``, a tool result for an unknown tool call, ...).
+    """
+
+    def __init__(self, message: Mapping[str, Any] | None = None, message_id: str = "") -> None:
+        if message is not None and message.get("role") == "assistant":
+            self.message: UIMessage = copy.deepcopy(dict(message))
+            self.message.setdefault("parts", [])
+        else:
+            self.message = {"id": message_id, "role": "assistant", "parts": []}
+        self.finish_reason: str | None = None
+        self._text: dict[str, UIPart] = {}
+        self._reasoning: dict[str, UIPart] = {}
+        # toolCallId -> accumulated input text and the tool's name (for tool-input-delta).
+        self._partial: dict[str, tuple[list[str], str, bool]] = {}
+        for part in self._step_parts():
+            if _is_tool(part) and part.get("state") == "input-streaming":
+                self._partial[part["toolCallId"]] = (
+                    [part.get("rawInput") or ""],
+                    _tool_name(part),
+                    part["type"] == "dynamic-tool",
+                )
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _step_parts(self) -> list[UIPart]:
+        parts: list[UIPart] = self.message["parts"]
+        index = len(parts) - 1
+        while index >= 0 and parts[index].get("type") != "step-start":
+            index -= 1
+        return parts[index + 1 :]
+
+    def _find_tool(self, tool_call_id: str) -> UIPart | None:
+        for part in self._step_parts():
+            if _is_tool(part) and part.get("toolCallId") == tool_call_id:
+                return part
+        for part in reversed(self.message["parts"]):
+            if _is_tool(part) and part.get("toolCallId") == tool_call_id:
+                return part
+        return None
+
+    def _require_tool(self, chunk: Mapping[str, Any]) -> UIPart:
+        part = self._find_tool(chunk["toolCallId"])
+        if part is None:
+            raise ValueError(f'No tool invocation found for tool call ID "{chunk["toolCallId"]}".')
+        return part
+
+    def _update_tool(
+        self, chunk: Mapping[str, Any], state: str, values: Mapping[str, Any], dynamic: bool
+    ) -> None:
+        tool_call_id = chunk["toolCallId"]
+        part = next(
+            (
+                p
+                for p in self._step_parts()
+                if _is_tool(p) and p.get("toolCallId") == tool_call_id
+            ),
+            None,
+        )
+        if part is None:
+            part = {"type": "", "toolCallId": tool_call_id}
+            self.message["parts"].append(part)
+        dynamic = part["type"] == "dynamic-tool" if part["type"] else dynamic
+        if dynamic:
+            part["type"] = "dynamic-tool"
+            part["toolName"] = chunk["toolName"]
+        else:
+            part["type"] = f"tool-{chunk['toolName']}"
+        part["state"] = state
+        for key in _TOOL_VOLATILE:
+            part.pop(key, None)
+        part.update((k, v) for k, v in values.items() if v is not None or k == "output")
+        for key in ("title", "providerExecuted"):
+            if chunk.get(key) is not None:
+                part[key] = chunk[key]
+
+    def _set_metadata(self, metadata: Any) -> None:
+        if metadata is None:
+            return
+        current = self.message.get("metadata")
+        self.message["metadata"] = metadata if current is None else _merge(current, metadata)
+
+    # -- the fold ----------------------------------------------------------------------------
+
+    def add(self, chunk: Mapping[str, Any]) -> None:  # noqa: C901 - one flat switch, like the client's
+        """Apply one UI chunk dict to :attr:`message`."""
+        kind = chunk["type"]
+        parts: list[UIPart] = self.message["parts"]
+        if kind == "text-delta" or kind == "reasoning-delta":
+            active = self._text if kind == "text-delta" else self._reasoning
+            part = active.get(chunk["id"])
+            if part is None:
+                raise ValueError(f'Received {kind} for missing part with ID "{chunk["id"]}".')
+            part["text"] += chunk["delta"]
+            if chunk.get("providerMetadata") is not None:
+                part["providerMetadata"] = chunk["providerMetadata"]
+        elif kind == "text-start" or kind == "reasoning-start":
+            part = {"type": "text", "text": "", "state": "streaming"}
+            if kind == "reasoning-start":
+                part = {"type": "reasoning", "id": chunk["id"], "text": "", "state": "streaming"}
+            if chunk.get("providerMetadata") is not None:
+                part["providerMetadata"] = chunk["providerMetadata"]
+            (self._text if kind == "text-start" else self._reasoning)[chunk["id"]] = part
+            parts.append(part)
+        elif kind == "text-end" or kind == "reasoning-end":
+            active = self._text if kind == "text-end" else self._reasoning
+            part = active.pop(chunk["id"], None)
+            if part is None:
+                raise ValueError(f'Received {kind} for missing part with ID "{chunk["id"]}".')
+            part["state"] = "done"
+            if chunk.get("providerMetadata") is not None:
+                part["providerMetadata"] = chunk["providerMetadata"]
+        elif kind == "tool-input-start":
+            dynamic = bool(chunk.get("dynamic"))
+            self._partial[chunk["toolCallId"]] = ([], chunk["toolName"], dynamic)
+            self._update_tool(chunk, "input-streaming", {}, dynamic)
+        elif kind == "tool-input-delta":
+            partial = self._partial.get(chunk["toolCallId"])
+            if partial is None:
+                raise ValueError(
+                    f'Received tool-input-delta for missing tool call "{chunk["toolCallId"]}".'
+                )
+            texts, name, dynamic = partial
+            texts.append(chunk["inputTextDelta"])
+            raw = "".join(texts)
+            values = {"input": _parse_partial_json(raw), "rawInput": raw}
+            self._update_tool({**chunk, "toolName": name}, "input-streaming", values, dynamic)
+        elif kind == "tool-input-available":
+            self._partial.pop(chunk["toolCallId"], None)
+            values = {"input": chunk.get("input")}
+            self._update_tool(chunk, "input-available", values, bool(chunk.get("dynamic")))
+        elif kind == "tool-input-error":
+            self._partial.pop(chunk["toolCallId"], None)
+            values = {"rawInput": chunk.get("input"), "errorText": chunk["errorText"]}
+            self._update_tool(chunk, "output-error", values, bool(chunk.get("dynamic")))
+        elif kind == "tool-output-available":
+            part = self._require_tool(chunk)
+            self._finish_tool(part, "output-available", {"output": chunk.get("output")})
+            if chunk.get("preliminary") is not None:
+                part["preliminary"] = chunk["preliminary"]
+        elif kind == "tool-output-error":
+            part = self._require_tool(chunk)
+            self._finish_tool(part, "output-error", {"errorText": chunk["errorText"]})
+        elif kind == "tool-output-denied":
+            self._require_tool(chunk)["state"] = "output-denied"
+        elif kind == "tool-approval-request":
+            part = self._require_tool(chunk)
+            part["state"] = "approval-requested"
+            part["approval"] = {"id": chunk["approvalId"]}
+        elif kind == "start-step":
+            parts.append({"type": "step-start"})
+        elif kind == "finish-step":
+            self._text = {}
+            self._reasoning = {}
+        elif kind == "start":
+            if chunk.get("messageId") is not None:
+                self.message["id"] = chunk["messageId"]
+            self._set_metadata(chunk.get("messageMetadata"))
+        elif kind == "finish":
+            if chunk.get("finishReason") is not None:
+                self.finish_reason = chunk["finishReason"]
+            self._set_metadata(chunk.get("messageMetadata"))
+        elif kind == "message-metadata":
+            self._set_metadata(chunk.get("messageMetadata"))
+        elif kind in ("source-url", "source-document", "file"):
+            parts.append({k: v for k, v in chunk.items() if v is not None})
+        elif kind.startswith("data-"):
+            if chunk.get("transient"):
+                return
+            data_id = chunk.get("id")
+            if data_id is not None:
+                for part in parts:
+                    if part.get("type") == kind and part.get("id") == data_id:
+                        part["data"] = chunk.get("data")
+                        return
+            parts.append({k: v for k, v in chunk.items() if k != "transient" or v})
+        # "error", "abort" and the rest leave the message as it is (the client reports errors
+        # through its onError callback).
+
+    @staticmethod
+    def _finish_tool(part: UIPart, state: str, values: Mapping[str, Any]) -> None:
+        part["state"] = state
+        for key in ("output", "errorText", "preliminary"):
+            part.pop(key, None)
+        part.update(values)
+
+
+def read_ui_message(
+    chunks: Iterable[Mapping[str, Any]], *, message: Mapping[str, Any] | None = None
+) -> UIMessage:
+    """Fold UI message chunk dicts into the final ``UIMessage``, as the AI SDK client does.
+
+    Args:
+        chunks: UI chunk dicts, e.g. collected from
+            :func:`~helix_stream.transformers.to_ui_message_stream`.
+        message: The last assistant message when the stream continues it.
+
+    Returns:
+        ``{"id", "role": "assistant", "parts": [...]}`` plus ``metadata`` when any was sent.
+
+    Raises:
+        ValueError: A chunk the client would reject (see :class:`UIMessageFold`).
+
+    Example:
+        >>> read_ui_message([{"type": "start", "messageId": "m1"},
+        ...                  {"type": "text-start", "id": "t"},
+        ...                  {"type": "text-delta", "id": "t", "delta": "Hi"},
+        ...                  {"type": "text-end", "id": "t"}])
+        {'id': 'm1', 'role': 'assistant', 'parts': [{'type': 'text', 'text': 'Hi', 'state': 'done'}]}
+    """
+    fold = UIMessageFold(message)
+    for chunk in chunks:
+        fold.add(chunk)
+    return fold.message
+
+
+def _is_tool(part: Mapping[str, Any]) -> bool:
+    kind = part.get("type", "")
+    return isinstance(kind, str) and (kind.startswith("tool-") or kind == "dynamic-tool")
+
+
+def _tool_name(part: Mapping[str, Any]) -> str:
+    if part.get("type") == "dynamic-tool":
+        return str(part.get("toolName", ""))
+    return str(part["type"]).removeprefix("tool-")
+
+
+def _parse_partial_json(text: str) -> Any:
+    """Best-effort parse of incomplete JSON (what the client's ``parsePartialJson`` shows).
+
+    Cuts the text after the last complete value and closes the open strings, arrays and
+    objects; ``None`` when nothing parses.
+    """
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    stack: list[list[Any]] = []  # ["}", expecting_key] or ["]", False]
+    best = ""  # the longest repaired prefix found so far
+    in_string = escaped = is_key = False
+    for index, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+                if not is_key:
+                    best = text[: index + 1] + _closers(stack)
+            continue
+        if char == '"':
+            in_string = True
+            is_key = bool(stack) and stack[-1][1]
+        elif char in "{[":
+            stack.append(["}" if char == "{" else "]", char == "{"])
+            best = text[: index + 1] + _closers(stack)
+        elif char in "}]":
+            if stack:
+                stack.pop()
+            best = text[: index + 1] + _closers(stack)
+        elif char == ":" and stack:
+            stack[-1][1] = False
+        elif char == "," and stack and stack[-1][0] == "}":
+            stack[-1][1] = True
+        elif char.isdigit() or text.endswith(("true", "false", "null"), 0, index + 1):
+            best = text[: index + 1] + _closers(stack)
+    if in_string and not is_key:
+        best = text + '"' + _closers(stack)
+    try:
+        return json.loads(best) if best else None
+    except ValueError:
+        return None
+
+
+def _closers(stack: list[list[Any]]) -> str:
+    return "".join(entry[0] for entry in reversed(stack))
