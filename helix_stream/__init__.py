@@ -1,1 +1,81 @@
-"""helix_stream: the Vercel AI SDK's generation loop, context rows and UI stream for litellm."""
+"""helix_stream: the Vercel AI SDK's generation loop, context rows and UI stream for litellm.
+
+Everything public is importable from here::
+
+    import helix_stream as hs
+
+    result = hs.stream_text(model="helix/demo", prompt="What is the weather in Paris?",
+                            tools=[weather])
+
+Importing this package does not import litellm (that takes seconds); the first model call does.
+"""
+
+from __future__ import annotations
+
+from . import errors
+from .chunks import Usage
+from .errors import (
+    ContextKeyConflictError,
+    ContextValidationError,
+    FrameworkNotSupportedError,
+    HelixError,
+    ModelError,
+    NoActiveContextError,
+    SessionNotFoundError,
+    ToolContextError,
+)
+from .loop import (
+    GenerateTextResult,
+    StepResult,
+    StopCondition,
+    StreamTextResult,
+    ToolCall,
+    ToolResult,
+    generate_text,
+    has_tool_call,
+    step_count_is,
+    stream_text,
+)
+from .middleware import (
+    ModelMiddleware,
+    StepInput,
+    WrappedModel,
+    default_settings,
+    simulate_streaming,
+    wrap_acompletion,
+    wrap_model,
+)
+from .tools import Tool, ToolContext, tool
+
+__all__ = [
+    "ContextKeyConflictError",
+    "ContextValidationError",
+    "FrameworkNotSupportedError",
+    "GenerateTextResult",
+    "HelixError",
+    "ModelError",
+    "ModelMiddleware",
+    "NoActiveContextError",
+    "SessionNotFoundError",
+    "StepInput",
+    "StepResult",
+    "StopCondition",
+    "StreamTextResult",
+    "Tool",
+    "ToolCall",
+    "ToolContext",
+    "ToolContextError",
+    "ToolResult",
+    "Usage",
+    "WrappedModel",
+    "default_settings",
+    "errors",
+    "generate_text",
+    "has_tool_call",
+    "simulate_streaming",
+    "step_count_is",
+    "stream_text",
+    "tool",
+    "wrap_acompletion",
+    "wrap_model",
+]

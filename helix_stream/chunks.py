@@ -42,10 +42,9 @@ __all__ = [
 # The AI SDK's finish reasons (never "unknown": AI SDK v6+ clients reject it).
 FinishReason = Literal["stop", "length", "content-filter", "tool-calls", "error", "other"]
 
-_dc = dataclass(frozen=True, slots=True, kw_only=True)
 
 
-@_dc
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Usage:
     """Token counts as the provider reported them (0 when it reported nothing)."""
 
@@ -61,71 +60,71 @@ class Usage:
         )
 
 
-@_dc
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Start:
     type: ClassVar[Literal["start"]] = "start"
     message_id: str | None = None
 
 
-@_dc
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StartStep:
     type: ClassVar[Literal["start-step"]] = "start-step"
     step_number: int
 
 
-@_dc
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TextStart:
     type: ClassVar[Literal["text-start"]] = "text-start"
     id: str
 
 
-@_dc
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TextDelta:
     type: ClassVar[Literal["text-delta"]] = "text-delta"
     id: str
     delta: str
 
 
-@_dc
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TextEnd:
     type: ClassVar[Literal["text-end"]] = "text-end"
     id: str
 
 
-@_dc
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ReasoningStart:
     type: ClassVar[Literal["reasoning-start"]] = "reasoning-start"
     id: str
 
 
-@_dc
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ReasoningDelta:
     type: ClassVar[Literal["reasoning-delta"]] = "reasoning-delta"
     id: str
     delta: str
 
 
-@_dc
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ReasoningEnd:
     type: ClassVar[Literal["reasoning-end"]] = "reasoning-end"
     id: str
 
 
-@_dc
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolInputStart:
     type: ClassVar[Literal["tool-input-start"]] = "tool-input-start"
     tool_call_id: str
     tool_name: str
 
 
-@_dc
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolInputDelta:
     type: ClassVar[Literal["tool-input-delta"]] = "tool-input-delta"
     tool_call_id: str
     delta: str
 
 
-@_dc
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolInputAvailable:
     """The complete input of a tool call (parsed JSON, or the raw text when it did not parse)."""
 
@@ -135,14 +134,14 @@ class ToolInputAvailable:
     input: Any
 
 
-@_dc
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolOutputAvailable:
     type: ClassVar[Literal["tool-output-available"]] = "tool-output-available"
     tool_call_id: str
     output: Any
 
 
-@_dc
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolOutputError:
     """The tool's input was invalid or its body raised; the model sees ``error_text``."""
 
@@ -151,7 +150,7 @@ class ToolOutputError:
     error_text: str
 
 
-@_dc
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolNotExecuted:
     """The tool gate refused the call: nothing of the tool ran."""
 
@@ -161,21 +160,21 @@ class ToolNotExecuted:
     reason: Literal["tool_inactive", "tool_unavailable"]
 
 
-@_dc
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolApprovalRequest:
     type: ClassVar[Literal["tool-approval-request"]] = "tool-approval-request"
     approval_id: str
     tool_call_id: str
 
 
-@_dc
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolOutputDenied:
     type: ClassVar[Literal["tool-output-denied"]] = "tool-output-denied"
     tool_call_id: str
     reason: str | None = None
 
 
-@_dc
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ContextRowChunk:
     """A context row was committed (for servers, audit and telemetry; never for users)."""
 
@@ -183,7 +182,7 @@ class ContextRowChunk:
     row: Any  # helix_stream.context.ContextRow (Any here to keep this module dependency-free)
 
 
-@_dc
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ContextSkipped:
     """A context source was skipped (hook raised, timed out, returned junk; memory too large)."""
 
@@ -192,7 +191,7 @@ class ContextSkipped:
     source: str
 
 
-@_dc
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FinishStep:
     type: ClassVar[Literal["finish-step"]] = "finish-step"
     step_number: int
@@ -201,14 +200,14 @@ class FinishStep:
     response_model: str | None = None
 
 
-@_dc
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Finish:
     type: ClassVar[Literal["finish"]] = "finish"
     finish_reason: FinishReason
     usage: Usage = field(default_factory=Usage)
 
 
-@_dc
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ErrorChunk:
     """The run failed; ``error`` is the exception (transformers mask its text by default)."""
 
@@ -216,7 +215,7 @@ class ErrorChunk:
     error: BaseException
 
 
-@_dc
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DataChunk:
     """An app-defined ``data-<name>`` part."""
 

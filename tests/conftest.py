@@ -5,3 +5,24 @@ from __future__ import annotations
 import os
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.loopback import LoopbackServer
+
+
+@pytest.fixture(scope="session")
+def _loopback_server() -> Iterator[LoopbackServer]:
+    server = LoopbackServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def loopback(_loopback_server: LoopbackServer) -> Iterator[LoopbackServer]:
+    """The loopback OpenAI-compatible server, with an empty script and no recorded requests."""
+    _loopback_server.reset()
+    yield _loopback_server
+    _loopback_server.reset()

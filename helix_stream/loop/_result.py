@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -30,36 +31,44 @@ class StreamTextResult:
     def __init__(self, factory: Callable[[], AsyncGenerator[Chunk, None]], state: RunState) -> None:
         self._factory = factory
         self._state = state
-        self._gen: weakref.ref[AsyncGenerator[Chunk, None]] | None = None
-        self._started = False
+        self._gen: AsyncGenerator[Chunk, None] | None = None
+        self._closing: asyncio.Task[None] | None = None
 
     def __aiter__(self) -> AsyncIterator[Chunk]:
-        if self._started:
+        if self._gen is not None:
             raise RuntimeError("a StreamTextResult can be iterated only once")
-        self._started = True
-        gen = self._factory()
-        # A weak reference only: if the consumer drops its iterator, the generator is
-        # finalized (and so closed) instead of being kept alive by this object.
-        self._gen = weakref.ref(gen)
-        return gen
+        self._gen = self._factory()
+        iterator = _Iterator(self._gen)
+        # When the consumer drops its iterator (a `break`), close the run right away rather
+        # than when this result object happens to be collected.
+        weakref.finalize(iterator, self._schedule_close)
+        return iterator
+
+    def _schedule_close(self) -> None:
+        if self._gen is None or self._state.done or self._closing is not None:
+            return
+        try:
+            self._closing = asyncio.get_running_loop().create_task(self._gen.aclose())
+        except RuntimeError:  # no running loop (interpreter shutdown): nothing to cancel
+            pass
 
     async def consume(self) -> None:
         """Run to the end without looking at the chunks (a no-op once finished)."""
-        if not self._started:
+        if self._gen is None:
             async for _ in self:
                 pass
-            return
-        gen = self._gen() if self._gen is not None else None
-        if gen is not None and not self._state.done:
-            async for _ in gen:
+        elif not self._state.done and self._closing is None:
+            async for _ in self._gen:
                 pass
 
     async def aclose(self) -> None:
         """Stop the run now: close the model stream, cancel running tools."""
-        self._started = True
-        gen = self._gen() if self._gen is not None else None
-        if gen is not None:
-            await gen.aclose()
+        if self._gen is None:
+            self._gen = self._factory()
+        if self._closing is not None:
+            await self._closing
+        else:
+            await self._gen.aclose()
 
     async def __aenter__(self) -> StreamTextResult:
         return self
@@ -112,6 +121,21 @@ class StreamTextResult:
         from ..transformers import UIMessageStreamResponse
 
         return UIMessageStreamResponse(self.to_ui_message_stream(**options))
+
+
+class _Iterator:
+    """The consumer's handle on a run (see ``StreamTextResult.__aiter__``)."""
+
+    __slots__ = ("__weakref__", "_gen")
+
+    def __init__(self, gen: AsyncGenerator[Chunk, None]) -> None:
+        self._gen = gen
+
+    def __aiter__(self) -> _Iterator:
+        return self
+
+    def __anext__(self) -> Awaitable[Chunk]:
+        return self._gen.__anext__()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

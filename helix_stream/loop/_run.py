@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from contextlib import aclosing
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -222,7 +223,7 @@ async def run_loop(cfg: LoopConfig, state: RunState, contexts: dict[str, Any]) -
             run = ToolRun(results=[], messages=[])
             if calls:
                 make = cfg.make_tool_context or _plain_context
-                async for chunk in run_tool_calls(
+                tool_chunks = run_tool_calls(
                     calls,
                     tools=cfg.tools,
                     contexts=contexts,
@@ -230,9 +231,13 @@ async def run_loop(cfg: LoopConfig, state: RunState, contexts: dict[str, Any]) -
                     make_context=lambda call, tool: make(call, tool, contexts.get(tool.name)),
                     recorder=rec,
                     run=run,
-                ):
-                    await _call(emit, chunk)
-                    yield chunk
+                )
+                # aclosing: if this run is closed mid-way, the tools still running are
+                # cancelled now, not whenever the inner generator is collected.
+                async with aclosing(tool_chunks):
+                    async for chunk in tool_chunks:
+                        await _call(emit, chunk)
+                        yield chunk
 
             step_messages = [assistant, *run.messages]
             step = StepResult(

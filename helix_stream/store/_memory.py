@@ -151,6 +151,17 @@ def check_status(status: str) -> None:
         raise ValueError(f"unknown session status {status!r}; use one of {sorted(_STATUSES)}")
 
 
+def check_expect(expect: Sequence[str] | None) -> tuple[str, ...] | None:
+    """Validate ``set_status(expect=...)``; a bare string would silently match by substring."""
+    if expect is None:
+        return None
+    if isinstance(expect, str):
+        raise TypeError(f"expect must be a list of statuses, e.g. [{expect!r}], not a string")
+    for status in expect:
+        check_status(status)
+    return tuple(expect)
+
+
 def check_conflict_mode(mode: str) -> None:
     if mode not in ("raise", "ignore"):
         raise ValueError(f"on_key_conflict must be 'raise' or 'ignore', not {mode!r}")
@@ -285,9 +296,10 @@ class MemoryStore:
     ) -> bool:
         """Set the status; with ``expect``, only if the current one is among them."""
         check_status(status)
+        expected = check_expect(expect)
         async with self._lock:
             session = self._session(session_id)
-            if expect is not None and session.record.status not in expect:
+            if expected is not None and session.record.status not in expected:
                 return False
             session.record = session_record(
                 id=session.record.id,

@@ -29,10 +29,9 @@ __all__ = [
 SessionStatus = Literal["idle", "running", "paused", "failed"]
 JSON = dict[str, Any]
 
-_dc = dataclass(frozen=True, slots=True, kw_only=True)
 
 
-@_dc
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SessionRecord:
     id: str
     agent_name: str
@@ -43,7 +42,7 @@ class SessionRecord:
     meta: JSON = field(default_factory=dict)
 
 
-@_dc
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LogRecord:
     """One entry of a session's log.
 
@@ -61,7 +60,7 @@ class LogRecord:
     created_at: float
 
 
-@_dc
+@dataclass(frozen=True, slots=True, kw_only=True)
 class QueueEntry:
     """One ``add_context`` call's items, waiting for the next context pass.
 
@@ -83,7 +82,7 @@ class QueueEntry:
     delivered_seq: int | None = None
 
 
-@_dc
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Checkpoint:
     """The state after a finished step: everything up to ``log_seq`` is that step's past."""
 
@@ -106,6 +105,8 @@ class Store(Protocol):
     such session (and write nothing), except :meth:`create_session`.
     """
 
+    write_transactions: int
+
     async def create_session(
         self,
         session_id: str,
@@ -122,7 +123,11 @@ class Store(Protocol):
         ...
 
     async def set_status(
-        self, session_id: str, status: SessionStatus, *, expect: Sequence[SessionStatus] | None = None
+        self,
+        session_id: str,
+        status: SessionStatus,
+        *,
+        expect: Sequence[SessionStatus] | None = None,
     ) -> bool:
         """Set the status. With ``expect``, only if the current status is one of them
         (a compare-and-set); returns whether it was set."""

@@ -25,6 +25,7 @@ from typing import Any, Literal, TypeVar
 from helix_stream.errors import FrameworkNotSupportedError
 from helix_stream.store._memory import (
     check_conflict_mode,
+    check_expect,
     check_status,
     checkpoint_id,
     checkpoint_record,
@@ -177,9 +178,9 @@ class SQLiteStore:
         conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
         try:
             conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(
-                "PRAGMA synchronous=NORMAL"
-            )  # WAL + NORMAL: durable and no fsync per commit
+            # WAL + NORMAL: no fsync per commit. A crashed process loses nothing; a power cut
+            # may lose the last commits but never leaves one half-applied.
+            conn.execute("PRAGMA synchronous=NORMAL")
             # Creating the schema is not one of the caller's writes: not counted.
             self._transaction(conn, self._create_schema, count=False)
         except BaseException:
@@ -265,7 +266,7 @@ class SQLiteStore:
     ) -> bool:
         """Set the status; with ``expect``, only if the current one is among them."""
         check_status(status)
-        expected = None if expect is None else tuple(expect)
+        expected = check_expect(expect)
 
         def tx(conn: sqlite3.Connection) -> tuple[bool, bool]:
             row = conn.execute("SELECT status FROM sessions WHERE id = ?", (session_id,)).fetchone()

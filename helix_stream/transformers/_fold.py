@@ -86,7 +86,8 @@ class UIMessageFold:
         for part in self._step_parts():
             if _is_tool(part) and part.get("toolCallId") == tool_call_id:
                 return part
-        for part in reversed(self.message["parts"]):
+        parts: list[UIPart] = self.message["parts"]
+        for part in reversed(parts):
             if _is_tool(part) and part.get("toolCallId") == tool_call_id:
                 return part
         return None
@@ -102,11 +103,7 @@ class UIMessageFold:
     ) -> None:
         tool_call_id = chunk["toolCallId"]
         part = next(
-            (
-                p
-                for p in self._step_parts()
-                if _is_tool(p) and p.get("toolCallId") == tool_call_id
-            ),
+            (p for p in self._step_parts() if _is_tool(p) and p.get("toolCallId") == tool_call_id),
             None,
         )
         if part is None:
@@ -134,7 +131,7 @@ class UIMessageFold:
 
     # -- the fold ----------------------------------------------------------------------------
 
-    def add(self, chunk: Mapping[str, Any]) -> None:  # noqa: C901 - one flat switch, like the client's
+    def add(self, chunk: Mapping[str, Any]) -> None:
         """Apply one UI chunk dict to :attr:`message`."""
         kind = chunk["type"]
         parts: list[UIPart] = self.message["parts"]
@@ -254,11 +251,12 @@ def read_ui_message(
         ValueError: A chunk the client would reject (see :class:`UIMessageFold`).
 
     Example:
-        >>> read_ui_message([{"type": "start", "messageId": "m1"},
-        ...                  {"type": "text-start", "id": "t"},
-        ...                  {"type": "text-delta", "id": "t", "delta": "Hi"},
-        ...                  {"type": "text-end", "id": "t"}])
-        {'id': 'm1', 'role': 'assistant', 'parts': [{'type': 'text', 'text': 'Hi', 'state': 'done'}]}
+        >>> message = read_ui_message([{"type": "start", "messageId": "m1"},
+        ...                            {"type": "text-start", "id": "t"},
+        ...                            {"type": "text-delta", "id": "t", "delta": "Hi"},
+        ...                            {"type": "text-end", "id": "t"}])
+        >>> message["id"], message["parts"]
+        ('m1', [{'type': 'text', 'text': 'Hi', 'state': 'done'}])
     """
     fold = UIMessageFold(message)
     for chunk in chunks:

@@ -1,0 +1,438 @@
+"""The per-chunk mapping from internal chunks to AI SDK UI chunk dicts, with its repairs.
+
+This module owns :class:`UIChunkMapper`: one instance per UI stream, holding what the
+protocol's ordering rules need to remember (is ``start`` sent, is a step open, which text and
+reasoning parts are open under which wire id, which tool calls the client knows). It is driven
+by :func:`helix_stream.transformers.to_ui_message_stream`, which owns iteration and closing.
+
+Each handler appends plain dicts through :meth:`UIChunkMapper._emit`, the single exit where the
+per-version whitelist is enforced and the ``on_finish`` fold is fed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from helix_stream.chunks import (
+    ContextRowChunk,
+    ContextSkipped,
+    DataChunk,
+    ErrorChunk,
+    Finish,
+    FinishReason,
+    FinishStep,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    Start,
+    StartStep,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolApprovalRequest,
+    ToolInputAvailable,
+    ToolInputDelta,
+    ToolInputStart,
+    ToolNotExecuted,
+    ToolOutputAvailable,
+    ToolOutputDenied,
+    ToolOutputError,
+)
+from helix_stream.transformers._fold import UIMessageFold
+
+__all__ = ["ERROR_MASK", "UIChunk", "UIChunkMapper", "allowed_types"]
+
+logger = logging.getLogger("helix_stream.transformers")
+
+UIChunk = dict[str, Any]
+
+ERROR_MASK = "An error occurred."
+
+# The chunk types each client major version accepts (the ``ai`` package's uiMessageChunkSchema;
+# ai-sdk-protocol.md, "Chunk types"), ``data-*`` aside.
+_V5 = frozenset(
+    {
+        "start", "start-step", "finish-step", "finish", "abort", "error",
+        "text-start", "text-delta", "text-end",
+        "reasoning-start", "reasoning-delta", "reasoning-end",
+        "tool-input-start", "tool-input-delta", "tool-input-available", "tool-input-error",
+        "tool-output-available", "tool-output-error",
+        "source-url", "source-document", "file", "message-metadata",
+    }
+)  # fmt: skip
+_V6 = _V5 | {"tool-approval-request", "tool-output-denied"}
+_V7 = _V6 | {"tool-approval-response", "custom", "reasoning-file", "reset-step"}
+_ALLOWED = {5: _V5, 6: _V6, 7: _V7}
+
+
+def allowed_types(client_version: int) -> frozenset[str]:
+    """The UI chunk types (besides ``data-*``) that an ``ai`` client of this major accepts."""
+    return _ALLOWED[client_version]
+
+
+_NOT_EXECUTED_TEXT = {
+    "tool_inactive": 'The tool "{name}" is switched off in this conversation, so it was not run.',
+    "tool_unavailable": 'There is no tool named "{name}", so nothing was run.',
+}
+
+
+class UIChunkMapper:
+    """Maps one stream's internal chunks to UI chunk dicts (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        client_version: int,
+        send_reasoning: bool,
+        send_start: bool,
+        send_finish: bool,
+        message_metadata: Callable[[Start | Finish], Mapping[str, Any] | None] | None,
+        message_id: str | None,
+        generate_message_id: Callable[[], str] | None,
+        on_error: Callable[[BaseException], str] | None,
+        continued_message: Mapping[str, Any] | None,
+        fold: UIMessageFold | None,
+    ) -> None:
+        self.fold = fold
+        self.finished = False  # finish (or the error's finish) was handled
+        self.finish_reason: FinishReason | None = None
+        self._allowed = _ALLOWED[client_version]
+        self._version = client_version
+        self._send_start = send_start
+        self._send_finish = send_finish
+        self._metadata = message_metadata
+        self._message_id = message_id
+        self._generate_id = generate_message_id
+        self._on_error = on_error
+        self._started = False
+        self._step_open = False
+        self._last_step_reason: FinishReason | None = None
+        self._text: dict[str, str] = {}  # source id -> wire id of the open text parts
+        self._reasoning: dict[str, str] = {}
+        self._used_text: set[str] = set()
+        self._used_reasoning: set[str] = set()
+        self._tools: dict[str, str] = {}  # toolCallId -> tool name, for announced calls
+        self._streaming: set[str] = set()  # toolCallIds with a tool-input-start
+        self._unknown: set[type] = set()
+        self._out: list[UIChunk] = []
+        for part in (continued_message or {}).get("parts", ()):
+            kind = part.get("type", "")
+            if kind == "dynamic-tool" or kind.startswith("tool-"):
+                self._tools[part.get("toolCallId", "")] = part.get("toolName") or kind[5:]
+        drop = self._drop
+        self._dispatch: dict[type, Callable[[Any], None]] = {
+            TextDelta: self._text_delta,
+            TextStart: self._text_start,
+            TextEnd: self._text_end,
+            ReasoningDelta: self._reasoning_delta if send_reasoning else drop,
+            ReasoningStart: self._reasoning_start if send_reasoning else drop,
+            ReasoningEnd: self._reasoning_end if send_reasoning else drop,
+            ToolInputStart: self._tool_input_start,
+            ToolInputDelta: self._tool_input_delta,
+            ToolInputAvailable: self._tool_input_available,
+            ToolOutputAvailable: self._tool_output_available,
+            ToolOutputError: self._tool_output_error,
+            ToolNotExecuted: self._tool_not_executed,
+            ToolApprovalRequest: self._approval if client_version >= 6 else drop,
+            ToolOutputDenied: self._denied,
+            DataChunk: self._data,
+            StartStep: self._start_step,
+            FinishStep: self._finish_step,
+            Start: self._start,
+            Finish: self._finish,
+            ErrorChunk: self._error_chunk,
+            # Internal only (DESIGN.md §5): never shown to a chat UI.
+            ContextRowChunk: drop,
+            ContextSkipped: drop,
+        }
+
+    # -- entry points ------------------------------------------------------------------------
+
+    def handle(self, chunk: Any) -> list[UIChunk]:
+        """The UI chunks for one source chunk (often one; none for dropped chunks)."""
+        out = self._out = []
+        if self.finished:
+            return out  # after finish (or an error) the source is only drained
+        method = self._dispatch.get(chunk.__class__)
+        if method is None:
+            self._drop_unknown(chunk)
+            return out
+        if not self._started and chunk.__class__ is not Start:
+            self._start(Start())
+        method(chunk)
+        return out
+
+    def fail(self, exc: BaseException) -> list[UIChunk]:
+        """The UI chunks that end the stream after the source raised ``exc``."""
+        out = self._out = []
+        if self.finished:
+            logger.error("the chunk source raised after finish", exc_info=exc)
+            return out
+        self._error_chunk(ErrorChunk(error=exc))
+        return out
+
+    def end(self) -> list[UIChunk]:
+        """The UI chunks that complete a source that ended without ``finish``."""
+        out = self._out = []
+        if not self.finished:
+            self._finish(Finish(finish_reason=self._last_step_reason or "other"))
+        return out
+
+    # -- output ------------------------------------------------------------------------------
+
+    def _emit(self, chunk: UIChunk, send: bool = True) -> None:
+        kind: str = chunk["type"]
+        if kind not in self._allowed and not kind.startswith("data-"):
+            # Unreachable by construction; the boundary check stays as the protocol demands.
+            logger.error("refusing UI chunk type %r for an ai@%d client", kind, self._version)
+            return
+        if self.fold is not None:
+            self.fold.add(chunk)
+        if send:
+            self._out.append(chunk)
+
+    def _drop(self, chunk: Any) -> None:
+        pass
+
+    def _drop_unknown(self, chunk: Any) -> None:
+        if chunk.__class__ not in self._unknown:
+            self._unknown.add(chunk.__class__)
+            logger.warning("dropping a chunk of unknown type %s", chunk.__class__.__name__)
+
+    def _call_metadata(self, chunk: Start | Finish) -> Mapping[str, Any] | None:
+        if self._metadata is None:
+            return None
+        try:
+            return self._metadata(chunk)
+        except Exception:
+            logger.exception("message_metadata raised; sending no metadata")
+            return None
+
+    def _error_text(self, exc: BaseException) -> str:
+        if self._on_error is None:
+            return ERROR_MASK
+        try:
+            text = self._on_error(exc)
+        except Exception:
+            logger.exception("on_error raised; sending the masked error text")
+            return ERROR_MASK
+        return text if isinstance(text, str) else ERROR_MASK
+
+    # -- message and steps -------------------------------------------------------------------
+
+    def _start(self, chunk: Start) -> None:
+        if self._started:
+            return  # one message per stream
+        self._started = True
+        message_id = self._message_id
+        if message_id is None and self._generate_id is not None:
+            message_id = self._generate_id()
+        if message_id is None:
+            message_id = chunk.message_id
+        out: UIChunk = {"type": "start"}
+        if message_id is not None:
+            out["messageId"] = message_id
+        metadata = self._call_metadata(chunk)
+        if metadata is not None:
+            out["messageMetadata"] = metadata
+        self._emit(out, self._send_start)
+
+    def _start_step(self, chunk: StartStep) -> None:
+        if self._step_open:
+            self._close_step()
+        self._step_open = True
+        self._emit({"type": "start-step"})
+
+    def _close_parts(self) -> None:
+        for wire in self._reasoning.values():
+            self._emit({"type": "reasoning-end", "id": wire})
+        for wire in self._text.values():
+            self._emit({"type": "text-end", "id": wire})
+        self._reasoning.clear()
+        self._text.clear()
+
+    def _close_step(self) -> None:
+        self._close_parts()
+        if self._step_open:
+            self._step_open = False
+            self._emit({"type": "finish-step"})
+
+    def _finish_step(self, chunk: FinishStep) -> None:
+        self._last_step_reason = chunk.finish_reason
+        self._close_step()
+
+    def _finish(self, chunk: Finish) -> None:
+        self._close_step()
+        self.finished = True
+        self.finish_reason = chunk.finish_reason
+        out: UIChunk = {"type": "finish", "finishReason": chunk.finish_reason}
+        metadata = self._call_metadata(chunk)
+        if metadata is not None:
+            out["messageMetadata"] = metadata
+        self._emit(out, self._send_finish)
+
+    def _error_chunk(self, chunk: ErrorChunk) -> None:
+        if not self._started:
+            self._start(Start())
+        self._emit({"type": "error", "errorText": self._error_text(chunk.error)})
+        self._finish(Finish(finish_reason="error"))
+
+    # -- text and reasoning ------------------------------------------------------------------
+
+    @staticmethod
+    def _fresh_id(source_id: str, used: set[str]) -> str:
+        wire, n = source_id, 1
+        while wire in used:  # the AI SDK client folds a reused id into the old part
+            wire, n = f"{source_id}-{n}", n + 1
+        used.add(wire)
+        return wire
+
+    def _text_start(self, chunk: TextStart) -> None:
+        if chunk.id not in self._text:
+            wire = self._text[chunk.id] = self._fresh_id(chunk.id, self._used_text)
+            self._emit({"type": "text-start", "id": wire})
+
+    def _text_delta(self, chunk: TextDelta) -> None:
+        wire = self._text.get(chunk.id)
+        if wire is None:  # a delta without its start: open the part first
+            self._text_start(TextStart(id=chunk.id))
+            wire = self._text[chunk.id]
+        self._emit({"type": "text-delta", "id": wire, "delta": chunk.delta})
+
+    def _text_end(self, chunk: TextEnd) -> None:
+        wire = self._text.pop(chunk.id, None)
+        if wire is not None:
+            self._emit({"type": "text-end", "id": wire})
+
+    def _reasoning_start(self, chunk: ReasoningStart) -> None:
+        if chunk.id not in self._reasoning:
+            wire = self._reasoning[chunk.id] = self._fresh_id(chunk.id, self._used_reasoning)
+            self._emit({"type": "reasoning-start", "id": wire})
+
+    def _reasoning_delta(self, chunk: ReasoningDelta) -> None:
+        wire = self._reasoning.get(chunk.id)
+        if wire is None:
+            self._reasoning_start(ReasoningStart(id=chunk.id))
+            wire = self._reasoning[chunk.id]
+        self._emit({"type": "reasoning-delta", "id": wire, "delta": chunk.delta})
+
+    def _reasoning_end(self, chunk: ReasoningEnd) -> None:
+        wire = self._reasoning.pop(chunk.id, None)
+        if wire is not None:
+            self._emit({"type": "reasoning-end", "id": wire})
+
+    # -- tools -------------------------------------------------------------------------------
+
+    def _tool_input_start(self, chunk: ToolInputStart) -> None:
+        self._tools[chunk.tool_call_id] = chunk.tool_name
+        self._streaming.add(chunk.tool_call_id)
+        self._emit(
+            {
+                "type": "tool-input-start",
+                "toolCallId": chunk.tool_call_id,
+                "toolName": chunk.tool_name,
+            }
+        )
+
+    def _tool_input_delta(self, chunk: ToolInputDelta) -> None:
+        if chunk.tool_call_id in self._streaming:  # else: the input-available announces it
+            self._emit(
+                {
+                    "type": "tool-input-delta",
+                    "toolCallId": chunk.tool_call_id,
+                    "inputTextDelta": chunk.delta,
+                }
+            )
+
+    def _tool_input_available(self, chunk: ToolInputAvailable) -> None:
+        self._tools[chunk.tool_call_id] = chunk.tool_name
+        self._streaming.discard(chunk.tool_call_id)
+        self._emit(
+            {
+                "type": "tool-input-available",
+                "toolCallId": chunk.tool_call_id,
+                "toolName": chunk.tool_name,
+                "input": chunk.input,
+            }
+        )
+
+    def _announced(self, tool_call_id: str, what: str) -> bool:
+        if tool_call_id in self._tools:
+            return True
+        # The client throws on a result for a tool part it does not know, and without a tool
+        # name the part cannot be announced here.
+        logger.warning("dropping %s for unannounced tool call %r", what, tool_call_id)
+        return False
+
+    def _tool_output_available(self, chunk: ToolOutputAvailable) -> None:
+        if self._announced(chunk.tool_call_id, "tool-output-available"):
+            self._emit(
+                {
+                    "type": "tool-output-available",
+                    "toolCallId": chunk.tool_call_id,
+                    "output": chunk.output,
+                }
+            )
+
+    def _tool_output_error(self, chunk: ToolOutputError) -> None:
+        if self._announced(chunk.tool_call_id, "tool-output-error"):
+            self._emit(
+                {
+                    "type": "tool-output-error",
+                    "toolCallId": chunk.tool_call_id,
+                    "errorText": chunk.error_text,
+                }
+            )
+
+    def _tool_not_executed(self, chunk: ToolNotExecuted) -> None:
+        if chunk.tool_call_id not in self._tools:
+            # The gate refused a call the client has not seen: announce it (its input is not
+            # known here; an empty object is what a tool call's input always is).
+            self._tool_input_available(
+                ToolInputAvailable(
+                    tool_call_id=chunk.tool_call_id, tool_name=chunk.tool_name, input={}
+                )
+            )
+        text = _NOT_EXECUTED_TEXT.get(chunk.reason, "The tool {name} was not run.")
+        output = {
+            "notExecuted": True,
+            "reason": chunk.reason,
+            "message": text.format(name=chunk.tool_name),
+        }
+        self._emit(
+            {"type": "tool-output-available", "toolCallId": chunk.tool_call_id, "output": output}
+        )
+
+    def _approval(self, chunk: ToolApprovalRequest) -> None:
+        if self._announced(chunk.tool_call_id, "tool-approval-request"):
+            self._emit(
+                {
+                    "type": "tool-approval-request",
+                    "approvalId": chunk.approval_id,
+                    "toolCallId": chunk.tool_call_id,
+                }
+            )
+
+    def _denied(self, chunk: ToolOutputDenied) -> None:
+        if not self._announced(chunk.tool_call_id, "tool-output-denied"):
+            return
+        if self._version >= 6:
+            self._emit({"type": "tool-output-denied", "toolCallId": chunk.tool_call_id})
+            return
+        # ai@5 has no denied state: the closest thing it shows is a tool error.
+        text = "The tool call was denied." + (f" Reason: {chunk.reason}" if chunk.reason else "")
+        self._emit(
+            {"type": "tool-output-error", "toolCallId": chunk.tool_call_id, "errorText": text}
+        )
+
+    # -- data --------------------------------------------------------------------------------
+
+    def _data(self, chunk: DataChunk) -> None:
+        out: UIChunk = {"type": f"data-{chunk.name}", "data": chunk.data}
+        if chunk.id is not None:
+            out["id"] = chunk.id
+        if chunk.transient:
+            out["transient"] = True
+        self._emit(out)

@@ -1,0 +1,912 @@
+"""The Store contract: one suite every store passes (DESIGN.md §7).
+
+Every test takes the ``store`` fixture, parametrized over the implementations; a new store
+joins by adding a param to that fixture. Tests that need a file on disk or SQLite itself
+(reopening, two connections, the worker thread, query plans) are at the end, SQLite only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import sqlite3
+import threading
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import closing
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+
+import helix_stream.store as store_pkg
+from helix_stream.errors import ContextKeyConflictError, SessionNotFoundError
+from helix_stream.store import (
+    Checkpoint,
+    LogRecord,
+    MemoryStore,
+    QueueEntry,
+    SessionRecord,
+    SQLiteStore,
+    Store,
+)
+from helix_stream.store._sqlite import SQL_LAST_SEQ, SQL_PENDING, SQL_READ_LOG
+
+
+class CountingStore(Store, Protocol):
+    """A Store with the ``write_transactions`` counter its docstring requires."""
+
+    write_transactions: int
+
+
+# One factory per implementation; a new store joins the whole suite by adding a line here.
+STORES: dict[str, Callable[[Path], CountingStore]] = {
+    "memory": lambda _tmp_path: MemoryStore(),
+    "sqlite": lambda tmp_path: SQLiteStore(tmp_path / "contract.db"),
+}
+
+
+@pytest.fixture(params=list(STORES))
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[CountingStore]:
+    made = STORES[request.param](tmp_path)
+    yield made
+    await made.close()
+
+
+SID = "s-1"
+APP: dict[str, Any] = {"type": "app"}
+
+
+def notice(text: str) -> dict[str, Any]:
+    return {"kind": "notice", "content": text}
+
+
+def checkpoint(*, id: str = "", step_number: int = 0, state: dict[str, Any] | None = None) -> Any:
+    # The protocol's records are built through a dataclass alias mypy cannot see through;
+    # going through Any keeps this helper checker-neutral.
+    make: Any = Checkpoint
+    return make(
+        id=id,
+        session_id=SID,
+        step_number=step_number,
+        log_seq=0,
+        state=state or {},
+        created_at=0.0,
+    )
+
+
+async def snapshot(store: CountingStore, *session_ids: str) -> tuple[object, ...]:
+    """Everything the protocol lets a reader see about these sessions, plus the counter."""
+    state: list[object] = [store.write_transactions]
+    for sid in session_ids:
+        record = await store.get_session(sid)
+        state.append(record)
+        if record is not None:
+            state.append(await store.read_log(sid))
+            state.append(await store.pending_context(sid))
+            state.append(await store.checkpoints(sid))
+    return tuple(state)
+
+
+async def session(store: CountingStore, sid: str = SID) -> SessionRecord:
+    return await store.create_session(sid, agent_name="agent")
+
+
+# -- sessions ------------------------------------------------------------------------------
+
+
+async def test_store_satisfies_the_protocol_and_starts_with_no_writes(
+    store: CountingStore,
+) -> None:
+    assert isinstance(store, Store)
+    assert store.write_transactions == 0
+
+
+async def test_create_session_returns_an_idle_record_with_its_fields(store: CountingStore) -> None:
+    record = await store.create_session(
+        SID, agent_name="agent", parent_id="parent", meta={"z": 1, "a": [1, "é"]}
+    )
+    assert (record.id, record.agent_name, record.status, record.parent_id) == (
+        SID,
+        "agent",
+        "idle",
+        "parent",
+    )
+    assert record.meta == {"z": 1, "a": [1, "é"]}
+    assert list(record.meta) == ["z", "a"]
+    assert record.created_at > 0 and record.updated_at == record.created_at
+    assert await store.get_session(SID) == record
+    assert store.write_transactions == 1
+
+
+async def test_create_session_never_overwrites_and_writes_nothing_the_second_time(
+    store: CountingStore,
+) -> None:
+    first = await session(store)
+    again = await store.create_session(SID, agent_name="other", parent_id="p", meta={"x": 1})
+    assert again == first
+    assert await store.get_session(SID) == first
+    assert store.write_transactions == 1
+
+
+async def test_get_session_of_an_unknown_id_is_none(store: CountingStore) -> None:
+    assert await store.get_session("nope") is None
+
+
+async def test_set_status_sets_it_and_counts_one_write(store: CountingStore) -> None:
+    created = await session(store)
+    assert await store.set_status(SID, "running") is True
+    record = await store.get_session(SID)
+    assert record is not None
+    assert record.status == "running"
+    assert record.updated_at >= created.updated_at
+    assert store.write_transactions == 2
+
+
+async def test_set_status_with_expect_is_a_compare_and_set(store: CountingStore) -> None:
+    await session(store)
+    before = await snapshot(store, SID)
+    assert await store.set_status(SID, "paused", expect=["running", "failed"]) is False
+    assert await snapshot(store, SID) == before
+    assert await store.set_status(SID, "running", expect=["idle"]) is True
+    record = await store.get_session(SID)
+    assert record is not None and record.status == "running"
+
+
+async def test_concurrent_compare_and_set_lets_exactly_one_caller_win(
+    store: CountingStore,
+) -> None:
+    await session(store)
+    results = await asyncio.gather(
+        *(store.set_status(SID, "running", expect=["idle"]) for _ in range(20))
+    )
+    assert results.count(True) == 1
+    assert store.write_transactions == 2
+
+
+async def test_set_status_refuses_an_unknown_status_and_writes_nothing(
+    store: CountingStore,
+) -> None:
+    await session(store)
+    before = await snapshot(store, SID)
+    with pytest.raises(ValueError, match="bogus"):
+        await store.set_status(SID, "bogus")  # type: ignore[arg-type]
+    assert await snapshot(store, SID) == before
+
+
+async def test_set_status_refuses_expect_given_as_a_bare_string(store: CountingStore) -> None:
+    await session(store)
+    before = await snapshot(store, SID)
+    with pytest.raises(TypeError, match="list of statuses"):
+        await store.set_status(SID, "running", expect="idle")  # type: ignore[arg-type]
+    assert await snapshot(store, SID) == before
+
+
+# -- the log -------------------------------------------------------------------------------
+
+
+async def test_append_messages_numbers_them_from_one_without_gaps(store: CountingStore) -> None:
+    await session(store)
+    first = await store.append_messages(
+        SID, [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+    )
+    second = await store.append_messages(SID, [{"role": "tool", "content": "c"}])
+    assert [(r.seq, r.role) for r in first + second] == [
+        (1, "user"),
+        (2, "assistant"),
+        (3, "tool"),
+    ]
+    assert await store.read_log(SID) == first + second
+    assert store.write_transactions == 3
+
+
+async def test_payloads_read_back_equal_with_the_same_key_order(store: CountingStore) -> None:
+    await session(store)
+    message = {
+        "role": "assistant",
+        "z": None,
+        "content": "ünïcødé ✓ 日本",
+        "tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": '{"b":1,"a":2}'}}],
+        "a": 1.5,
+    }
+    [written] = await store.append_messages(SID, [message])
+    [read] = await store.read_log(SID)
+    assert read.payload == message == written.payload
+    assert list(read.payload) == ["role", "z", "content", "tool_calls", "a"]
+    assert list(read.payload["tool_calls"][0]) == ["id", "function"]
+
+
+async def test_a_caller_mutating_its_dict_does_not_change_the_log(store: CountingStore) -> None:
+    await session(store)
+    message: dict[str, Any] = {"role": "user", "content": "a"}
+    [written] = await store.append_messages(SID, [message])
+    message["content"] = "changed"
+    written.payload["content"] = "also changed"
+    [read] = await store.read_log(SID)
+    assert read.payload == {"role": "user", "content": "a"}
+
+
+async def test_read_log_after_seq_returns_only_later_records(store: CountingStore) -> None:
+    await session(store)
+    await store.append_messages(SID, [{"role": "user", "content": str(i)} for i in range(5)])
+    assert [r.seq for r in await store.read_log(SID, after_seq=3)] == [4, 5]
+    assert await store.read_log(SID, after_seq=5) == []
+
+
+async def test_sequences_are_per_session(store: CountingStore) -> None:
+    await session(store, "a")
+    await session(store, "b")
+    await store.append_messages("a", [{"role": "user", "content": "1"}])
+    [b1] = await store.append_messages("b", [{"role": "user", "content": "1"}])
+    [a2] = await store.append_messages("a", [{"role": "user", "content": "2"}])
+    assert (b1.seq, a2.seq) == (1, 2)
+
+
+async def test_append_messages_with_nothing_writes_nothing(store: CountingStore) -> None:
+    await session(store)
+    before = await snapshot(store, SID)
+    assert await store.append_messages(SID, []) == []
+    assert await snapshot(store, SID) == before
+
+
+async def test_append_messages_refuses_a_message_without_a_role(store: CountingStore) -> None:
+    await session(store)
+    before = await snapshot(store, SID)
+    with pytest.raises(ValueError, match="role"):
+        await store.append_messages(SID, [{"role": "user", "content": "ok"}, {"content": "x"}])
+    assert await snapshot(store, SID) == before
+
+
+# -- checkpoints ---------------------------------------------------------------------------
+
+
+async def test_append_messages_with_a_checkpoint_is_one_transaction(store: CountingStore) -> None:
+    await session(store)
+    await store.append_messages(SID, [{"role": "user", "content": "q"}])
+    records = await store.append_messages(
+        SID,
+        [{"role": "assistant", "content": "a"}, {"role": "tool", "content": "t"}],
+        checkpoint=checkpoint(step_number=0, state={"myapp.budget": {"count": 2}, "a": 1}),
+    )
+    assert store.write_transactions == 3
+    [cp] = await store.checkpoints(SID)
+    assert cp.log_seq == records[-1].seq == 3
+    assert (cp.session_id, cp.step_number) == (SID, 0)
+    assert cp.state == {"myapp.budget": {"count": 2}, "a": 1}
+    assert list(cp.state) == ["myapp.budget", "a"]
+    assert uuid.UUID(hex=cp.id).version == 4 and cp.id == uuid.UUID(hex=cp.id).hex
+
+
+async def test_a_given_checkpoint_id_is_kept(store: CountingStore) -> None:
+    await session(store)
+    await store.append_messages(
+        SID, [{"role": "user", "content": "q"}], checkpoint=checkpoint(id="cp-1")
+    )
+    assert [cp.id for cp in await store.checkpoints(SID)] == ["cp-1"]
+
+
+async def test_a_checkpoint_without_messages_points_at_the_current_last_seq(
+    store: CountingStore,
+) -> None:
+    await session(store)
+    await store.append_messages(SID, [{"role": "user", "content": str(i)} for i in range(4)])
+    assert await store.append_messages(SID, [], checkpoint=checkpoint(step_number=3)) == []
+    assert store.write_transactions == 3
+    [cp] = await store.checkpoints(SID)
+    assert (cp.log_seq, cp.step_number) == (4, 3)
+
+
+async def test_checkpoints_are_listed_oldest_first(store: CountingStore) -> None:
+    await session(store)
+    for step in range(3):
+        await store.append_messages(
+            SID,
+            [{"role": "assistant", "content": str(step)}],
+            checkpoint=checkpoint(step_number=step),
+        )
+    assert [(cp.step_number, cp.log_seq) for cp in await store.checkpoints(SID)] == [
+        (0, 1),
+        (1, 2),
+        (2, 3),
+    ]
+
+
+async def test_a_duplicate_checkpoint_id_is_refused_with_its_messages(
+    store: CountingStore,
+) -> None:
+    await session(store)
+    await store.append_messages(
+        SID, [{"role": "user", "content": "q"}], checkpoint=checkpoint(id="cp")
+    )
+    before = await snapshot(store, SID)
+    with pytest.raises(ValueError, match="'cp'"):
+        await store.append_messages(
+            SID, [{"role": "assistant", "content": "a"}], checkpoint=checkpoint(id="cp")
+        )
+    assert await snapshot(store, SID) == before
+
+
+# -- failures mid-transaction --------------------------------------------------------------
+
+BAD_VALUES = [pytest.param(object(), id="object"), pytest.param(math.nan, id="nan")]
+
+
+@pytest.mark.parametrize("bad", BAD_VALUES)
+async def test_a_bad_message_after_good_ones_leaves_nothing_written(
+    store: CountingStore, bad: object
+) -> None:
+    await session(store)
+    await store.append_messages(SID, [{"role": "user", "content": "kept"}])
+    before = await snapshot(store, SID)
+    with pytest.raises((TypeError, ValueError)):
+        await store.append_messages(
+            SID,
+            [{"role": "assistant", "content": "a"}, {"role": "tool", "content": bad}],
+            checkpoint=checkpoint(),
+        )
+    assert await snapshot(store, SID) == before
+
+
+@pytest.mark.parametrize("bad", BAD_VALUES)
+async def test_a_bad_checkpoint_state_leaves_its_messages_unwritten(
+    store: CountingStore, bad: object
+) -> None:
+    await session(store)
+    before = await snapshot(store, SID)
+    with pytest.raises((TypeError, ValueError)):
+        await store.append_messages(
+            SID, [{"role": "assistant", "content": "a"}], checkpoint=checkpoint(state={"x": bad})
+        )
+    assert await snapshot(store, SID) == before
+
+
+@pytest.mark.parametrize("bad", BAD_VALUES)
+async def test_a_bad_extra_row_leaves_the_queue_undelivered_and_the_log_unchanged(
+    store: CountingStore, bad: object
+) -> None:
+    await session(store)
+    await store.enqueue_context(SID, [notice("a"), notice("b")], source="app", origin=APP)
+    before = await snapshot(store, SID)
+    with pytest.raises((TypeError, ValueError)):
+        await store.commit_context(SID, [{"kind": "notice", "content": bad}])
+    assert await snapshot(store, SID) == before
+    assert len(await store.pending_context(SID)) == 1
+
+
+@pytest.mark.parametrize("bad", BAD_VALUES)
+async def test_bad_items_are_not_queued(store: CountingStore, bad: object) -> None:
+    await session(store)
+    before = await snapshot(store, SID)
+    with pytest.raises((TypeError, ValueError)):
+        await store.enqueue_context(
+            SID, [{"kind": "notice", "content": bad}], source="app", origin=APP
+        )
+    with pytest.raises((TypeError, ValueError)):
+        await store.enqueue_context(
+            SID,
+            [notice("ok"), {"kind": "notice", "content": bad}],
+            source="app",
+            origin=APP,
+            key="k",
+        )
+    assert await snapshot(store, SID) == before
+    # The refused key was not remembered: it can still be used.
+    assert await store.enqueue_context(SID, [notice("ok")], source="app", origin=APP, key="k") == 1
+
+
+# -- unknown sessions ----------------------------------------------------------------------
+
+Call = Callable[[CountingStore, str], Awaitable[object]]
+UNKNOWN_SESSION_CALLS: list[Any] = [
+    pytest.param(lambda s, sid: s.set_status(sid, "running"), id="set_status"),
+    pytest.param(lambda s, sid: s.set_status(sid, "running", expect=["idle"]), id="set_status_cas"),
+    pytest.param(
+        lambda s, sid: s.append_messages(sid, [{"role": "user", "content": "x"}]),
+        id="append_messages",
+    ),
+    pytest.param(
+        lambda s, sid: s.append_messages(sid, [], checkpoint=checkpoint()),
+        id="append_messages_checkpoint",
+    ),
+    pytest.param(lambda s, sid: s.read_log(sid), id="read_log"),
+    pytest.param(
+        lambda s, sid: s.enqueue_context(sid, [notice("x")], source="app", origin=APP),
+        id="enqueue_context",
+    ),
+    pytest.param(
+        lambda s, sid: s.enqueue_context(sid, [notice("x")], source="app", origin=APP, key="k"),
+        id="enqueue_context_key",
+    ),
+    pytest.param(lambda s, sid: s.pending_context(sid), id="pending_context"),
+    pytest.param(lambda s, sid: s.commit_context(sid), id="commit_context"),
+    pytest.param(
+        lambda s, sid: s.commit_context(sid, [{"kind": "notice", "content": "m"}]),
+        id="commit_context_extra",
+    ),
+    pytest.param(lambda s, sid: s.checkpoints(sid), id="checkpoints"),
+]
+
+
+@pytest.mark.parametrize("call", UNKNOWN_SESSION_CALLS)
+async def test_an_unknown_session_is_refused_and_nothing_is_written(
+    store: CountingStore, call: Call
+) -> None:
+    await session(store)
+    await store.enqueue_context(SID, [notice("q")], source="app", origin=APP, key="k")
+    before = await snapshot(store, SID, "ghost-7")
+    with pytest.raises(SessionNotFoundError, match="ghost-7") as raised:
+        await call(store, "ghost-7")
+    assert raised.value.code == "state_session_not_found" and raised.value.http_status == 404
+    assert await snapshot(store, SID, "ghost-7") == before
+    assert await store.get_session("ghost-7") is None
+
+
+# -- the context queue and request keys ----------------------------------------------------
+
+
+async def test_enqueue_records_every_item_as_one_pending_entry(store: CountingStore) -> None:
+    await session(store)
+    origin = {"type": "tool", "tool_call_id": "call-1"}
+    assert (
+        await store.enqueue_context(
+            SID, [notice("a"), notice("b")], source="tool", origin=origin, key="t:call-1"
+        )
+        == 2
+    )
+    assert await store.enqueue_context(SID, [notice("c")], source="app", origin=APP) == 1
+    first, second = await store.pending_context(SID)
+    assert isinstance(first, QueueEntry)
+    assert (first.items, first.source, first.key, first.origin, first.delivered_seq) == (
+        [notice("a"), notice("b")],
+        "tool",
+        "t:call-1",
+        origin,
+        None,
+    )
+    assert (second.items, second.key) == ([notice("c")], None)
+    assert first.id < second.id
+    assert first.created_at > 0
+    assert store.write_transactions == 3
+
+
+async def test_pending_context_is_read_only(store: CountingStore) -> None:
+    await session(store)
+    await store.enqueue_context(SID, [notice("a")], source="app", origin=APP)
+    before = await snapshot(store, SID)
+    assert await store.pending_context(SID) == await store.pending_context(SID)
+    assert await snapshot(store, SID) == before
+
+
+async def test_same_key_with_the_same_items_records_nothing(store: CountingStore) -> None:
+    await session(store)
+    items = [{"kind": "notice", "content": "a", "meta": {"x": 1, "y": 2}}, notice("b")]
+    assert await store.enqueue_context(SID, items, source="app", origin=APP, key="k") == 2
+    before = await snapshot(store, SID)
+    # Same fields in another key order are the same items (compared on canonical JSON).
+    reordered_fields = [{"meta": {"y": 2, "x": 1}, "content": "a", "kind": "notice"}, notice("b")]
+    assert await store.enqueue_context(SID, items, source="app", origin=APP, key="k") == 0
+    assert (
+        await store.enqueue_context(SID, reordered_fields, source="app", origin=APP, key="k") == 0
+    )
+    assert await snapshot(store, SID) == before
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        pytest.param([notice("a"), notice("B")], id="changed"),
+        pytest.param([notice("a"), notice("b"), notice("c")], id="more"),
+        pytest.param([notice("a")], id="fewer"),
+        pytest.param([notice("b"), notice("a")], id="reordered"),
+        pytest.param([], id="none"),
+    ],
+)
+async def test_same_key_with_other_items_is_a_conflict_and_writes_nothing(
+    store: CountingStore, other: list[dict[str, Any]]
+) -> None:
+    await session(store)
+    await store.enqueue_context(
+        SID, [notice("a"), notice("b")], source="app", origin=APP, key="lang-42"
+    )
+    before = await snapshot(store, SID)
+    with pytest.raises(ContextKeyConflictError) as raised:
+        await store.enqueue_context(SID, other, source="app", origin=APP, key="lang-42")
+    error = raised.value
+    assert (error.code, error.http_status, error.retryable) == (
+        "state_context_key_conflict",
+        409,
+        False,
+    )
+    assert "'lang-42'" in error.message
+    assert "nothing was written" in error.message
+    assert "same items" in error.message and "new key" in error.message
+    assert await snapshot(store, SID) == before
+
+
+async def test_ignore_mode_keeps_the_first_items_and_returns_zero(store: CountingStore) -> None:
+    await session(store)
+    await store.enqueue_context(SID, [notice("first")], source="tool", origin=APP, key="site")
+    before = await snapshot(store, SID)
+    recorded = await store.enqueue_context(
+        SID, [notice("second")], source="tool", origin=APP, key="site", on_key_conflict="ignore"
+    )
+    assert recorded == 0
+    assert await snapshot(store, SID) == before
+
+
+async def test_without_a_key_every_call_records_again(store: CountingStore) -> None:
+    await session(store)
+    for _ in range(3):
+        assert await store.enqueue_context(SID, [notice("same")], source="app", origin=APP) == 1
+    assert [e.items for e in await store.pending_context(SID)] == [[notice("same")]] * 3
+
+
+async def test_keys_are_scoped_per_session(store: CountingStore) -> None:
+    await session(store, "a")
+    await session(store, "b")
+    assert await store.enqueue_context("a", [notice("x")], source="app", origin=APP, key="k") == 1
+    assert await store.enqueue_context("b", [notice("y")], source="app", origin=APP, key="k") == 1
+
+
+async def test_a_key_is_remembered_after_its_items_were_delivered(store: CountingStore) -> None:
+    await session(store)
+    await store.enqueue_context(SID, [notice("a")], source="app", origin=APP, key="k")
+    await store.commit_context(SID)
+    before = await snapshot(store, SID)
+    assert await store.enqueue_context(SID, [notice("a")], source="app", origin=APP, key="k") == 0
+    with pytest.raises(ContextKeyConflictError):
+        await store.enqueue_context(SID, [notice("b")], source="app", origin=APP, key="k")
+    assert await snapshot(store, SID) == before
+
+
+async def test_enqueueing_no_items_records_nothing(store: CountingStore) -> None:
+    await session(store)
+    before = await snapshot(store, SID)
+    assert await store.enqueue_context(SID, [], source="app", origin=APP) == 0
+    assert await store.enqueue_context(SID, [], source="app", origin=APP, key="k") == 0
+    assert await snapshot(store, SID) == before
+    # An empty request leaves no key behind.
+    assert await store.enqueue_context(SID, [notice("a")], source="app", origin=APP, key="k") == 1
+
+
+async def test_enqueue_refuses_an_unknown_conflict_mode(store: CountingStore) -> None:
+    await session(store)
+    before = await snapshot(store, SID)
+    with pytest.raises(ValueError, match="on_key_conflict"):
+        await store.enqueue_context(
+            SID,
+            [notice("a")],
+            source="app",
+            origin=APP,
+            on_key_conflict="skip",  # type: ignore[arg-type]
+        )
+    assert await snapshot(store, SID) == before
+
+
+async def test_concurrent_enqueues_with_one_key_record_once(store: CountingStore) -> None:
+    await session(store)
+    items = [notice("a"), notice("b")]
+    results = await asyncio.gather(
+        *(store.enqueue_context(SID, items, source="app", origin=APP, key="k") for _ in range(20))
+    )
+    assert sorted(results) == [0] * 19 + [2]
+    assert [e.items for e in await store.pending_context(SID)] == [items]
+    assert store.write_transactions == 2
+
+
+# -- the context pass ----------------------------------------------------------------------
+
+
+async def test_commit_context_is_one_transaction_that_delivers_every_entry(
+    store: CountingStore,
+) -> None:
+    await session(store)
+    await store.append_messages(SID, [{"role": "user", "content": "hi"}])
+    tool_origin = {"type": "tool", "tool_call_id": "c1"}
+    await store.enqueue_context(SID, [notice("a"), notice("b")], source="app", origin=APP, key="k")
+    await store.enqueue_context(
+        SID, [{"kind": "tools", "disable": ["web"]}], source="tool", origin=tool_origin
+    )
+    entries = await store.pending_context(SID)
+    memory_row = {
+        "kind": "notice",
+        "content": "m",
+        "source": "memory",
+        "origin": {"type": "memory"},
+    }
+    writes = store.write_transactions
+
+    rows = await store.commit_context(SID, [memory_row])
+
+    assert store.write_transactions == writes + 1
+    assert all(isinstance(r, LogRecord) and r.role == "context" for r in rows)
+    assert [r.seq for r in rows] == [2, 3, 4, 5]
+    assert [r.payload for r in rows] == [
+        {
+            **notice("a"),
+            "source": "app",
+            "origin": {"type": "app", "queue_id": entries[0].id, "key": "k"},
+        },
+        {
+            **notice("b"),
+            "source": "app",
+            "origin": {"type": "app", "queue_id": entries[0].id, "key": "k"},
+        },
+        {
+            "kind": "tools",
+            "disable": ["web"],
+            "source": "tool",
+            "origin": {
+                "type": "tool",
+                "tool_call_id": "c1",
+                "queue_id": entries[1].id,
+                "key": None,
+            },
+        },
+        memory_row,
+    ]
+    assert list(rows[0].payload) == ["kind", "content", "source", "origin"]
+    assert await store.read_log(SID, after_seq=1) == rows
+    assert await store.pending_context(SID) == []
+
+
+async def test_delivered_seq_is_the_seq_of_each_entrys_first_row(store: CountingStore) -> None:
+    # pending_context hides delivered entries, so read delivered_seq through the rows' origin.
+    await session(store)
+    await store.enqueue_context(SID, [notice("a"), notice("b")], source="app", origin=APP)
+    await store.enqueue_context(SID, [notice("c")], source="app", origin=APP)
+    rows = await store.commit_context(SID)
+    first_row_of: dict[int, int] = {}
+    for row in rows:
+        first_row_of.setdefault(row.payload["origin"]["queue_id"], row.seq)
+    assert sorted(first_row_of.values()) == [1, 3]
+    if isinstance(store, MemoryStore | SQLiteStore):
+        delivered = await _delivered_seqs(store)
+        assert delivered == first_row_of
+
+
+async def _delivered_seqs(store: MemoryStore | SQLiteStore) -> dict[int, int | None]:
+    if isinstance(store, MemoryStore):
+        return {e.id: e.delivered_seq for e in store._sessions[SID].queue}
+    with closing(sqlite3.connect(store.path)) as conn:
+        rows = conn.execute("SELECT id, delivered_seq FROM context_queue").fetchall()
+    return dict(rows)
+
+
+async def test_commit_context_with_nothing_new_writes_nothing(store: CountingStore) -> None:
+    await session(store)
+    before = await snapshot(store, SID)
+    assert await store.commit_context(SID) == []
+    assert await snapshot(store, SID) == before
+    await store.enqueue_context(SID, [notice("a")], source="app", origin=APP)
+    assert len(await store.commit_context(SID)) == 1
+    after_first = await snapshot(store, SID)
+    assert await store.commit_context(SID) == []
+    assert await snapshot(store, SID) == after_first
+
+
+async def test_commit_context_with_only_extra_rows_appends_them(store: CountingStore) -> None:
+    await session(store)
+    hook_row = {
+        "kind": "notice",
+        "content": "h",
+        "source": "hook",
+        "cursor": 7,
+        "origin": {"type": "hook"},
+    }
+    rows = await store.commit_context(SID, [hook_row])
+    assert [(r.seq, r.role, r.payload) for r in rows] == [(1, "context", hook_row)]
+    assert store.write_transactions == 2
+
+
+async def test_context_rows_and_messages_share_one_gap_free_sequence(store: CountingStore) -> None:
+    await session(store)
+    await store.append_messages(SID, [{"role": "user", "content": "q"}])
+    await store.enqueue_context(SID, [notice("a")], source="app", origin=APP)
+    await store.commit_context(SID)
+    await store.append_messages(
+        SID, [{"role": "assistant", "content": "r"}, {"role": "tool", "content": "t"}]
+    )
+    await store.enqueue_context(SID, [notice("b"), notice("c")], source="app", origin=APP)
+    await store.commit_context(SID)
+    await store.append_messages(SID, [{"role": "assistant", "content": "done"}])
+    log = await store.read_log(SID)
+    assert [(r.seq, r.role) for r in log] == [
+        (1, "user"),
+        (2, "context"),
+        (3, "assistant"),
+        (4, "tool"),
+        (5, "context"),
+        (6, "context"),
+        (7, "assistant"),
+    ]
+
+
+async def test_an_item_cannot_override_the_entrys_source(store: CountingStore) -> None:
+    await session(store)
+    await store.enqueue_context(SID, [{**notice("a"), "source": "hook"}], source="tool", origin=APP)
+    [row] = await store.commit_context(SID)
+    assert row.payload["source"] == "tool"
+
+
+# -- lifecycle -----------------------------------------------------------------------------
+
+
+async def test_close_is_idempotent_and_later_calls_fail(store: CountingStore) -> None:
+    await session(store)
+    await store.close()
+    await store.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        await store.read_log(SID)
+
+
+def test_the_store_package_exports_exactly_its_public_names() -> None:
+    assert sorted(store_pkg.__all__) == sorted(
+        [
+            "Checkpoint",
+            "LogRecord",
+            "MemoryStore",
+            "QueueEntry",
+            "SQLiteStore",
+            "SessionRecord",
+            "SessionStatus",
+            "Store",
+        ]
+    )
+    assert all(hasattr(store_pkg, name) for name in store_pkg.__all__)
+
+
+# -- SQLite only ---------------------------------------------------------------------------
+
+
+async def test_sqlite_reopened_from_its_file_has_everything(tmp_path: Path) -> None:
+    path = tmp_path / "helix.db"
+    first = SQLiteStore(path)
+    await first.create_session(SID, agent_name="agent", parent_id="p", meta={"m": 1})
+    await first.create_session("other", agent_name="agent")
+    await first.set_status(SID, "paused")
+    await first.append_messages(
+        SID, [{"role": "user", "content": "q"}], checkpoint=checkpoint(id="c0")
+    )
+    await first.enqueue_context(SID, [notice("delivered")], source="app", origin=APP, key="k1")
+    await first.commit_context(SID, [{"kind": "notice", "content": "m", "source": "memory"}])
+    await first.append_messages(
+        SID, [{"role": "assistant", "content": "a"}], checkpoint=checkpoint(step_number=1)
+    )
+    await first.enqueue_context(SID, [notice("queued")], source="tool", origin=APP, key="k2")
+    before = await snapshot(first, SID, "other")
+    await first.close()
+
+    second = SQLiteStore(path)
+    try:
+        assert await snapshot(second, SID, "other") == (0, *before[1:])
+        # Keys survived too: a repeat records nothing, other items conflict.
+        assert (
+            await second.enqueue_context(
+                SID, [notice("delivered")], source="app", origin=APP, key="k1"
+            )
+            == 0
+        )
+        with pytest.raises(ContextKeyConflictError):
+            await second.enqueue_context(SID, [notice("x")], source="app", origin=APP, key="k2")
+        [row] = await second.commit_context(SID)
+        assert (row.seq, row.payload["content"]) == (5, "queued")
+    finally:
+        await second.close()
+    with closing(sqlite3.connect(path)) as conn:
+        assert conn.execute("SELECT version FROM schema_version").fetchall() == [(1,)]
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+async def test_sqlite_two_stores_on_one_file_record_a_key_once(tmp_path: Path) -> None:
+    path = tmp_path / "shared.db"
+    a, b = SQLiteStore(path), SQLiteStore(path)
+    try:
+        await asyncio.gather(
+            a.create_session(SID, agent_name="x"), b.create_session(SID, agent_name="y")
+        )
+        items = [notice("a")]
+        results = await asyncio.gather(
+            *(
+                (a if i % 2 else b).enqueue_context(SID, items, source="app", origin=APP, key="k")
+                for i in range(20)
+            )
+        )
+        assert sorted(results) == [0] * 19 + [1]
+        assert [e.items for e in await a.pending_context(SID)] == [items]
+        assert await b.pending_context(SID) == await a.pending_context(SID)
+        assert a.write_transactions + b.write_transactions == 2  # one session, one entry
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_sqlite_in_memory_database_works(tmp_path: Path) -> None:
+    store = SQLiteStore(":memory:")
+    try:
+        await store.create_session(SID, agent_name="agent")
+        await store.enqueue_context(SID, [notice("a")], source="app", origin=APP)
+        rows = await store.commit_context(SID)
+        assert await store.read_log(SID) == rows
+    finally:
+        await store.close()
+    assert not list(tmp_path.iterdir())
+
+
+async def test_sqlite_runs_every_statement_off_the_event_loop_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    threads: set[int] = set()
+    real_connect = sqlite3.connect
+
+    def traced_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn: sqlite3.Connection = real_connect(*args, **kwargs)
+        conn.set_trace_callback(lambda _sql: threads.add(threading.get_ident()))
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", traced_connect)
+    store = SQLiteStore(tmp_path / "t.db")
+    try:
+        await store.create_session(SID, agent_name="agent")
+        await store.append_messages(SID, [{"role": "user", "content": "q"}])
+        await store.enqueue_context(SID, [notice("a")], source="app", origin=APP, key="k")
+        await store.commit_context(SID)
+        await store.read_log(SID)
+    finally:
+        await store.close()
+    assert len(threads) == 1
+    assert threading.get_ident() not in threads
+
+
+async def test_sqlite_lookups_use_indexes_on_a_long_session(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "big.db")
+    try:
+        await store.create_session(SID, agent_name="agent")
+        await store.append_messages(
+            SID, [{"role": "user", "content": str(i)} for i in range(10_000)]
+        )
+        await store.enqueue_context(SID, [notice("a")], source="app", origin=APP)
+        assert [r.seq for r in await store.read_log(SID, after_seq=9_998)] == [9_999, 10_000]
+        [row] = await store.commit_context(SID)
+        assert row.seq == 10_001
+    finally:
+        await store.close()
+    with closing(sqlite3.connect(tmp_path / "big.db")) as conn:
+        for sql, args in (
+            (SQL_READ_LOG, (SID, 9_998)),
+            (SQL_PENDING, (SID,)),
+            (SQL_LAST_SEQ, (SID,)),
+        ):
+            plan = " ".join(
+                str(step[3]) for step in conn.execute("EXPLAIN QUERY PLAN " + sql, args)
+            )
+            assert "USING" in plan and "INDEX" in plan, plan
+            assert "SCAN" not in plan, plan
+
+
+async def test_sqlite_refuses_a_file_with_another_schema_version(tmp_path: Path) -> None:
+    from helix_stream.errors import FrameworkNotSupportedError
+
+    path = tmp_path / "future.db"
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+        conn.execute("INSERT INTO schema_version VALUES (2)")
+    store = SQLiteStore(path)
+    try:
+        with pytest.raises(FrameworkNotSupportedError, match="version 2"):
+            await store.get_session(SID)
+    finally:
+        await store.close()
+    with closing(sqlite3.connect(path)) as conn:
+        tables = {
+            name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        }
+    assert tables == {"schema_version"}
+
+
+def test_payload_json_is_compact_and_keeps_unicode() -> None:
+    from helix_stream.store._memory import encode
+
+    assert encode({"b": "é", "a": [1, 2]}) == '{"b":"é","a":[1,2]}'
+    assert json.loads(encode({"b": 1, "a": 2})) == {"b": 1, "a": 2}
