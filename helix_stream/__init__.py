@@ -13,7 +13,17 @@ Importing this package does not import litellm (that takes seconds); the first m
 from __future__ import annotations
 
 from . import errors
+from .agent import Agent, StepContextLimits
 from .chunks import Usage
+from .context import (
+    ContextItem,
+    ContextRow,
+    disable_tools,
+    enable_tools,
+    instruction,
+    memory,
+    notice,
+)
 from .errors import (
     ContextKeyConflictError,
     ContextValidationError,
@@ -45,9 +55,24 @@ from .middleware import (
     wrap_acompletion,
     wrap_model,
 )
+from .executor import Executor
+from .store import MemoryStore, SQLiteStore, Store
 from .tools import Tool, ToolContext, tool
 
 __all__ = [
+    "Agent",
+    "ContextItem",
+    "ContextRow",
+    "Executor",
+    "MemoryStore",
+    "SQLiteStore",
+    "StepContextLimits",
+    "Store",
+    "disable_tools",
+    "enable_tools",
+    "instruction",
+    "memory",
+    "notice",
     "ContextKeyConflictError",
     "ContextValidationError",
     "FrameworkNotSupportedError",

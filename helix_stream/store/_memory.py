@@ -130,7 +130,8 @@ def items_digest(items: Sequence[JSON]) -> str:
 
 def context_row(item: JSON, *, source: str, origin: JSON, queue_id: int, key: str | None) -> JSON:
     """The row payload committed for one queued item (see ``Store.commit_context``)."""
-    return {**item, "source": source, "origin": {**origin, "queue_id": queue_id, "key": key}}
+    # The item's own source wins (the executor has already forced "tool" on a tool's items).
+    return {**item, "source": item.get("source", source), "origin": {**origin, "queue_id": queue_id, "key": key}}
 
 
 def message_role(message: Mapping[str, Any]) -> str:

@@ -173,8 +173,8 @@ class Store(Protocol):
         """The context pass's single transaction.
 
         Takes every undelivered queue entry (in id order), appends one context row per item
-        (payload: the item, plus ``"source"`` from the entry and ``"origin"``: the entry's
-        origin with ``"queue_id"`` and ``"key"`` added), marks the entries delivered, then
+        (payload: the item, with ``"source"`` from the entry unless the item names its own,
+        and ``"origin"``: the entry's origin with ``"queue_id"`` and ``"key"`` added), marks the entries delivered, then
         appends ``extra_rows`` (already complete row payloads: hook and memory rows), and
         returns the new records in order. With nothing queued and no extra rows it writes
         nothing and returns ``[]``.

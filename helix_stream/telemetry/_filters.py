@@ -1,4 +1,4 @@
-"""The shallow include-filters for runtime and tools context, and attribute values.
+"""What may reach a span, and in what form: the include-filters, allowlists, attribute values.
 
 Reference 002, "Keep sensitive values out of telemetry": telemetry receives a filtered copy
 of the runtime context and of each tool's context. Only the top-level properties marked
@@ -7,6 +7,11 @@ function (no OpenTelemetry import), so the rules can be read and tested on their
 
 A context is a mapping (runtime context, a raw ``tools_context`` entry) or a validated
 pydantic model (what a tool receives as ``ctx.context``); both are read the same way.
+
+The same rule of "only what is named" applies to the litellm params (only known
+``gen_ai.request.*`` settings, never ``api_key``/``api_base``/headers) and to context rows
+(kinds, sources and a count; their text only when inputs are recorded). Messages are shaped
+as the GenAI semantic conventions' input/output message JSON (role + typed parts).
 """
 
 from __future__ import annotations
@@ -24,9 +29,15 @@ __all__ = [
     "attribute_value",
     "check_tools_filter",
     "context_attributes",
+    "input_messages",
+    "output_messages",
     "redact",
+    "request_attributes",
+    "row_attributes",
     "secret_strings",
+    "semconv_finish_reason",
     "to_json",
+    "tool_arguments",
 ]
 
 AttributeValue = str | bool | int | float | Sequence[str]
@@ -162,3 +173,152 @@ def redact(text: str, secrets: set[str]) -> str:
         if secret in text:
             text = text.replace(secret, "[REDACTED]")
     return text
+
+
+# litellm params recorded as gen_ai.request.* (semconv "Inference" span). Nothing else of
+# the params is read: they also hold api_key, api_base and headers.
+_NUMBER_PARAMS = {
+    "temperature": "gen_ai.request.temperature",
+    "top_p": "gen_ai.request.top_p",
+    "top_k": "gen_ai.request.top_k",
+    "frequency_penalty": "gen_ai.request.frequency_penalty",
+    "presence_penalty": "gen_ai.request.presence_penalty",
+    "max_tokens": "gen_ai.request.max_tokens",
+    "max_completion_tokens": "gen_ai.request.max_tokens",
+    "seed": "gen_ai.request.seed",
+}
+
+
+def request_attributes(params: Mapping[str, Any]) -> dict[str, AttributeValue]:
+    """The known request settings of a litellm call as ``gen_ai.request.*`` (an allowlist)."""
+    out: dict[str, AttributeValue] = {}
+    for key, attr in _NUMBER_PARAMS.items():
+        value = params.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[attr] = value
+    stop = params.get("stop")
+    if isinstance(stop, str):
+        out["gen_ai.request.stop_sequences"] = [stop]
+    elif isinstance(stop, (list, tuple)) and all(isinstance(s, str) for s in stop):
+        out["gen_ai.request.stop_sequences"] = list(stop)
+    n = params.get("n")
+    if isinstance(n, int) and not isinstance(n, bool) and n != 1:
+        out["gen_ai.request.choice.count"] = n
+    if params.get("response_format") is not None:
+        out["gen_ai.output.type"] = "json"
+    return out
+
+
+def _row_field(row: Any, name: str) -> Any:
+    """A context row's field by duck typing: a dict row, ``row.payload`` or ``row.<name>``."""
+    if isinstance(row, Mapping):
+        return row.get(name)
+    payload = getattr(row, "payload", None)
+    if isinstance(payload, Mapping) and name in payload:
+        return payload[name]
+    if payload is not None and hasattr(payload, name):
+        return getattr(payload, name)
+    return getattr(row, name, None)
+
+
+def row_attributes(rows: Sequence[Any], record_inputs: bool) -> dict[str, AttributeValue]:
+    """Kinds, sources and a count; the rows' text only when inputs are recorded."""
+    if not rows:
+        return {"helix.context.rows": 0}
+    out: dict[str, AttributeValue] = {
+        "helix.context.rows": len(rows),
+        "helix.context.kinds": [str(_row_field(r, "kind") or "") for r in rows],
+        "helix.context.sources": [str(_row_field(r, "source") or "") for r in rows],
+    }
+    if record_inputs:
+        contents = [
+            {
+                k: v
+                for k in ("kind", "source", "content", "disable", "enable")
+                if (v := _row_field(r, k)) is not None
+            }
+            for r in rows
+        ]
+        out["helix.context.contents"] = to_json(contents)
+    return out
+
+
+def tool_arguments(call: Any) -> str:
+    """A tool call's arguments as JSON (the raw text when they did not parse)."""
+    parsed = getattr(call, "input", None)
+    if isinstance(parsed, (dict, list)):
+        return to_json(parsed)
+    return str(getattr(call, "arguments", "") or "")
+
+
+# AI SDK finish reasons -> the semconv output-message finish_reason values.
+_FINISH = {"tool-calls": "tool_call", "content-filter": "content_filter"}
+
+
+def semconv_finish_reason(reason: str) -> str:
+    """An AI SDK finish reason (``tool-calls``) as GenAI semconv names it (``tool_call``)."""
+    return _FINISH.get(reason, reason)
+
+
+def _parsed(arguments: Any) -> Any:
+    if isinstance(arguments, str):
+        try:
+            return json.loads(arguments)
+        except ValueError:
+            return arguments
+    return arguments
+
+
+def _message_parts(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    content = message.get("content")
+    if message.get("role") == "tool":
+        return [
+            {"type": "tool_call_response", "id": message.get("tool_call_id"), "response": content}
+        ]
+    if isinstance(content, str):
+        if content:
+            parts.append({"type": "text", "content": content})
+    elif isinstance(content, list):
+        for part in content:
+            if isinstance(part, Mapping) and part.get("type") == "text":
+                parts.append({"type": "text", "content": part.get("text", "")})
+            elif isinstance(part, Mapping):
+                parts.append({"type": str(part.get("type", "unknown"))})
+    for call in message.get("tool_calls") or []:
+        fn = call.get("function") or {}
+        parts.append(
+            {
+                "type": "tool_call",
+                "id": call.get("id"),
+                "name": fn.get("name"),
+                "arguments": _parsed(fn.get("arguments")),
+            }
+        )
+    return parts
+
+
+def input_messages(messages: Sequence[Any]) -> list[dict[str, Any]]:
+    """OpenAI-format messages in the semconv ``gen_ai.input.messages`` shape (role + parts)."""
+    return [
+        {"role": str(m.get("role", "user")), "parts": _message_parts(m)}
+        for m in messages
+        if isinstance(m, Mapping)
+    ]
+
+
+def output_messages(
+    text: str, tool_calls: Sequence[Any], finish_reason: str
+) -> list[dict[str, Any]]:
+    """One model output in the semconv ``gen_ai.output.messages`` shape."""
+    parts: list[dict[str, Any]] = [{"type": "text", "content": text}] if text else []
+    for call in tool_calls:
+        parts.append(
+            {
+                "type": "tool_call",
+                "id": getattr(call, "id", None),
+                "name": getattr(call, "name", None),
+                "arguments": getattr(call, "input", None),
+            }
+        )
+    return [{"role": "assistant", "parts": parts, "finish_reason": finish_reason}]

@@ -19,8 +19,6 @@ if TYPE_CHECKING:
 
 __all__ = ["TelemetrySettings"]
 
-MetadataValue = str | bool | int | float
-
 
 def _flags(value: object, where: str) -> Mapping[str, bool]:
     """A read-only copy of a ``{property: bool}`` filter, or InvalidRequestError."""

@@ -176,6 +176,8 @@ class UIChunkMapper:
     def end(self) -> list[UIChunk]:
         """The UI chunks that complete a source that ended without ``finish``."""
         out = self._out = []
+        if not self._started:
+            self._start(Start())
         if not self.finished:
             self._finish(Finish(finish_reason=self._last_step_reason or "other"))
         return out

@@ -1,0 +1,77 @@
+"""The session log as AI SDK ``UIMessage`` dicts (what ``useChat`` shows): no context rows.
+
+One user record is one user message; the assistant and tool records of one turn fold into one
+assistant message (``step-start``, ``text`` and ``tool-<name>`` parts), with the id that the
+turn's stream announced in its ``start`` chunk.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from .store import LogRecord
+
+__all__ = ["log_to_ui_messages"]
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content or ""
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return text
+
+
+def log_to_ui_messages(records: Sequence[LogRecord]) -> list[dict[str, Any]]:
+    """Fold log records into UIMessages, skipping context rows."""
+    out: list[dict[str, Any]] = []
+    assistant: dict[str, Any] | None = None
+    tool_parts: dict[str, dict[str, Any]] = {}
+    for record in records:
+        p = record.payload
+        if record.role == "context":
+            continue
+        if record.role in ("user", "system"):
+            assistant = None
+            out.append({
+                "id": p.get("_message_id") or f"msg-{record.seq}",
+                "role": record.role,
+                "parts": [{"type": "text", "text": _text(p.get("content"))}],
+            })
+        elif record.role == "assistant":
+            message_id = p.get("_message_id") or f"msg-{record.seq}"
+            if assistant is None or assistant["id"] != message_id:
+                assistant = {"id": message_id, "role": "assistant", "parts": []}
+                out.append(assistant)
+            assistant["parts"].append({"type": "step-start"})
+            if p.get("content"):
+                assistant["parts"].append({"type": "text", "text": _text(p["content"]), "state": "done"})
+            for call in p.get("tool_calls") or []:
+                name = call["function"]["name"]
+                part = {
+                    "type": f"tool-{name}",
+                    "toolCallId": call["id"],
+                    "state": "input-available",
+                    "input": _json(call["function"]["arguments"]),
+                }
+                tool_parts[call["id"]] = part
+                assistant["parts"].append(part)
+        elif record.role == "tool":
+            part = tool_parts.get(p.get("tool_call_id", ""))
+            if part is None:
+                continue
+            status = p.get("_status", "output")
+            if status == "error":
+                part.update(state="output-error", errorText=_text(p.get("content")))
+            elif status == "denied":
+                part.update(state="output-denied")
+            else:
+                part.update(state="output-available", output=_json(_text(p.get("content"))))
+    return out

@@ -1,0 +1,74 @@
+"""``Agent``: the definition an :class:`~helix_stream.Executor` runs in a session."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .middleware import ModelMiddleware, PrepareStep, WrappedModel
+from .tools import Tool, tools_by_name
+
+if TYPE_CHECKING:
+    from .telemetry import TelemetrySettings
+
+__all__ = ["Agent", "StepContextLimits"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepContextLimits:
+    """Limits for the ``step_context`` hook: the batch's JSON size (cursor included) and the
+    hook's run time in seconds."""
+
+    max_bytes: int = 32_768
+    timeout: float = 5.0
+
+
+@dataclass(slots=True, kw_only=True)
+class Agent:
+    """An agent: a system prompt, a model, tools, and how its sessions run.
+
+    The system prompt is fixed for a session (changing it would throw away the provider's
+    prompt cache); tell the model something new with context rows instead
+    (``executor.add_context``).
+
+    Attributes:
+        name: Recorded on the session.
+        system: The system prompt.
+        model: A litellm model string or a :func:`~helix_stream.wrap_model` result.
+        tools: A list of tools or a ``{name: Tool}`` dict.
+        max_steps: Model calls per turn at most.
+        prepare_step: Step middleware run after the built-in context pass.
+        step_context: The step_context hook (see the README).
+        step_context_limits: Its limits.
+        hooks: ``define_hook`` subscribers.
+        memory: A recall function for memory auto-inject.
+        telemetry: Telemetry settings for this agent's turns.
+        middleware: Model middleware.
+        settings: litellm params for every call (temperature, api_base, ...).
+    """
+
+    name: str
+    system: str | None = None
+    model: str | WrappedModel = "helix/demo"
+    tools: Sequence[Tool] | Mapping[str, Tool] = ()
+    max_steps: int = 50
+    prepare_step: PrepareStep | Sequence[PrepareStep] | None = None
+    step_context: Callable[..., Any] | None = None
+    step_context_limits: StepContextLimits = field(default_factory=StepContextLimits)
+    hooks: Sequence[Any] = ()
+    memory: Callable[..., Any] | None = None
+    telemetry: TelemetrySettings | None = None
+    middleware: Sequence[ModelMiddleware] = ()
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ValueError("an Agent needs a name")
+        if self.max_steps < 1:
+            raise ValueError("max_steps must be at least 1")
+        tools_by_name(self.tools)  # fail now on duplicate or non-Tool entries
+
+    @property
+    def tool_map(self) -> dict[str, Tool]:
+        return tools_by_name(self.tools)

@@ -1,0 +1,39 @@
+"""Context items, context rows and their rendering (reference 000, "Context rows")."""
+
+from __future__ import annotations
+
+from ._items import (
+    MAX_ITEM_BYTES,
+    ContextItem,
+    ContextItemLike,
+    Source,
+    disable_tools,
+    enable_tools,
+    instruction,
+    item_size,
+    memory,
+    notice,
+    validate_items,
+)
+from ._pass import ContextPass, strip_private
+from ._rows import SYSTEM_FORM_SOURCES, ContextRow, render_record, render_row_payload
+
+__all__ = [
+    "MAX_ITEM_BYTES",
+    "SYSTEM_FORM_SOURCES",
+    "ContextItem",
+    "ContextItemLike",
+    "ContextPass",
+    "ContextRow",
+    "Source",
+    "disable_tools",
+    "enable_tools",
+    "instruction",
+    "item_size",
+    "memory",
+    "notice",
+    "render_record",
+    "render_row_payload",
+    "strip_private",
+    "validate_items",
+]

@@ -1,0 +1,176 @@
+"""Context items: what an app, a hook or a tool adds, validated when it is added.
+
+Items are plain dicts on the way in (``hs.instruction("...")`` builds one) and are validated
+against the discriminated union below: an unknown kind, an unknown field, a tools item that
+switches ``__finish__`` off, or an item over 32 KiB (the UTF-8 bytes of its JSON) is refused
+with :class:`~helix_stream.errors.ContextValidationError` — all items of the call or none.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, model_validator
+
+from ..errors import ContextValidationError
+from ..tools import FINISH_TOOL_NAME
+
+__all__ = [
+    "MAX_ITEM_BYTES",
+    "ContextItem",
+    "ContextItemLike",
+    "Source",
+    "disable_tools",
+    "enable_tools",
+    "instruction",
+    "item_size",
+    "memory",
+    "notice",
+    "validate_items",
+]
+
+MAX_ITEM_BYTES = 32 * 1024
+Source = Literal["app", "hook", "tool", "memory", "late-answer"]
+ContextItemLike = Mapping[str, Any] | BaseModel
+
+
+class _Item(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    source: Source | None = None
+
+
+class InstructionItem(_Item):
+    """Something the model should do from now on (system form when the app adds it)."""
+
+    kind: Literal["instruction"]
+    content: str = Field(min_length=1)
+
+
+class NoticeItem(_Item):
+    """A fact the model should know (a late tool answer, a finished upload)."""
+
+    kind: Literal["notice"]
+    content: str = Field(min_length=1)
+
+
+class ToolsItem(_Item):
+    """Tools switched off (``disable``) or back on (``enable``) from the next model call on."""
+
+    kind: Literal["tools"]
+    disable: list[str] = Field(default_factory=list)
+    enable: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _check(self) -> ToolsItem:
+        if not self.disable and not self.enable:
+            raise ValueError("a tools item needs a non-empty 'disable' or 'enable' list")
+        if FINISH_TOOL_NAME in self.disable:
+            raise ValueError(f"{FINISH_TOOL_NAME} can never be switched off")
+        return self
+
+
+class Memory(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str
+    content: str
+
+
+class MemoryItem(_Item):
+    """Recalled memories (the runtime writes these when memory auto-inject is on)."""
+
+    kind: Literal["memory"]
+    memories: list[Memory] = Field(default_factory=list)
+
+
+class ContextItem(
+    RootModel[Annotated[InstructionItem | NoticeItem | ToolsItem | MemoryItem, Field(discriminator="kind")]]
+):
+    """Any context item; ``ContextItem.model_validate({...}).root`` is the typed item."""
+
+
+def instruction(text: str) -> dict[str, Any]:
+    """``{"kind": "instruction", "content": text}``: something the model should do from now on.
+
+    Keep tool output, documents and web content out of instructions: an app's instruction
+    takes a system form, with operator authority. Put such text in a :func:`notice`.
+    """
+    return {"kind": "instruction", "content": text}
+
+
+def notice(text: str) -> dict[str, Any]:
+    """``{"kind": "notice", "content": text}``: a fact the model should know."""
+    return {"kind": "notice", "content": text}
+
+
+def disable_tools(names: Sequence[str]) -> dict[str, Any]:
+    """``{"kind": "tools", "disable": [...]}``: switch tools off from the next model call on."""
+    return {"kind": "tools", "disable": list(names)}
+
+
+def enable_tools(names: Sequence[str]) -> dict[str, Any]:
+    """``{"kind": "tools", "enable": [...]}``: switch tools back on (only the app and hooks may)."""
+    return {"kind": "tools", "enable": list(names)}
+
+
+def memory(memories: Sequence[Mapping[str, str]]) -> dict[str, Any]:
+    """``{"kind": "memory", "memories": [{"id", "content"}, ...]}``."""
+    return {"kind": "memory", "memories": [dict(m) for m in memories]}
+
+
+def item_size(item: Mapping[str, Any]) -> int:
+    """The UTF-8 bytes of an item's compact JSON (what the 32 KiB limit counts)."""
+    return len(json.dumps(item, ensure_ascii=False, separators=(",", ":")).encode())
+
+
+def _problem(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc'][1:]) or 'item'}: {err['msg']}" for err in exc.errors()
+    )
+
+
+def validate_items(
+    items: Sequence[ContextItemLike],
+    *,
+    default_source: Source = "app",
+    forced_source: Source | None = None,
+    allow_hook: bool = False,
+) -> list[dict[str, Any]]:
+    """Validate every item; return them as dicts with their ``source`` set.
+
+    Raises:
+        ContextValidationError: any item is invalid (the message says which and why);
+            nothing has been queued.
+    """
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
+        raise ContextValidationError("items must be a list of context items, e.g. [hs.instruction('...')]")
+    out: list[dict[str, Any]] = []
+    for index, raw in enumerate(items):
+        data = raw.model_dump(exclude_none=True) if isinstance(raw, BaseModel) else raw
+        if not isinstance(data, Mapping):
+            raise ContextValidationError(f"item {index} is not an object: {type(raw).__name__}")
+        try:
+            item = ContextItem.model_validate(dict(data)).root
+        except ValidationError as exc:
+            raise ContextValidationError(f"item {index} is invalid: {_problem(exc)}") from None
+        source = forced_source or item.source or default_source
+        if source == "hook" and not allow_hook and forced_source is None:
+            raise ContextValidationError(
+                f"item {index}: source 'hook' is reserved for the step_context hook; "
+                "leave source out (it defaults to 'app')"
+            )
+        clean = item.model_dump(exclude_none=True, exclude_defaults=True, exclude={"source"})
+        clean["kind"] = item.kind
+        if isinstance(item, ToolsItem):
+            clean = {"kind": "tools", **({"disable": item.disable} if item.disable else {}),
+                     **({"enable": item.enable} if item.enable else {})}
+        clean["source"] = source
+        size = item_size(clean)
+        if size > MAX_ITEM_BYTES:
+            raise ContextValidationError(
+                f"item {index} is {size} bytes of JSON; the limit is {MAX_ITEM_BYTES} (32 KiB). "
+                "Split it or shorten it."
+            )
+        out.append(clean)
+    return out

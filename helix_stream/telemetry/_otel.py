@@ -1,0 +1,411 @@
+"""The OpenTelemetry recorder: the loop's lifecycle as GenAI semantic-convention spans.
+
+One call gives one tree (OpenTelemetry GenAI semantic conventions, "gen-ai-spans" and
+"gen-ai-agent-spans")::
+
+    stream_text | generate_text | invoke_agent {name}     the whole call (INTERNAL)
+    ├── chat {model}                                       one per step's model call
+    ├── execute_tool {tool}                                one per executed tool call
+    └── chat {model}                                       ...
+
+Tool spans are children of the call span, not of the step's ``chat`` span: the model call
+has ended when its tools run. Children get their parent explicitly, never through the
+ambient context, because the loop is an async generator and a context attached there would
+leak across its ``yield``. Only a tool span is made current, inside the tool's own task, so
+that spans the tool's code creates nest under it.
+
+Nothing here logs. Context values reach spans only through :mod:`._filters`. Recorded
+content (messages, tool arguments and results, row contents) and exception text are
+redacted of every string the filters keep out, and of the call's credentials: a tool that
+echoes its ``api_key`` into an error must not carry it into a span that way either.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+import traceback
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+
+from ._filters import (
+    AttributeValue,
+    attribute_value,
+    context_attributes,
+    input_messages,
+    output_messages,
+    redact,
+    request_attributes,
+    row_attributes,
+    secret_strings,
+    semconv_finish_reason,
+    to_json,
+    tool_arguments,
+)
+from ._recorder import Recorder
+from ._settings import TelemetrySettings
+
+__all__ = ["OtelRecorder", "provider_name"]
+
+_SCOPE = "helix_stream"
+# The semconv version these spans follow (the GenAI conventions are "Development" status).
+_SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
+
+# litellm provider prefixes whose gen_ai.provider.name is a semconv well-known value; any
+# other prefix is used as it is ("openai", "anthropic", "groq", "helix" for the demo).
+_PROVIDERS = {
+    "azure": "azure.ai.openai",
+    "azure_ai": "azure.ai.inference",
+    "bedrock": "aws.bedrock",
+    "bedrock_converse": "aws.bedrock",
+    "cohere_chat": "cohere",
+    "gemini": "gcp.gemini",
+    "vertex_ai": "gcp.vertex_ai",
+    "vertex_ai_beta": "gcp.vertex_ai",
+    "mistral": "mistral_ai",
+    "watsonx": "ibm.watsonx.ai",
+    "xai": "x_ai",
+}
+_BARE_MODELS = (("claude", "anthropic"), ("gemini", "gcp.gemini"))
+# Param names whose string values are credentials: redacted from anything recorded.
+_CREDENTIAL_HINTS = ("key", "secret", "token", "password", "headers", "authorization")
+
+
+def provider_name(model: str) -> tuple[str, str]:
+    """``(gen_ai.provider.name, gen_ai.request.model)`` from a litellm model string."""
+    prefix, sep, rest = model.partition("/")
+    if sep:
+        return _PROVIDERS.get(prefix, prefix), rest
+    for start, provider in _BARE_MODELS:
+        if model.startswith(start):
+            return provider, model
+    return "openai", model  # litellm's own default for a bare model name
+
+
+def _error_type(error: BaseException) -> str:
+    cls = type(error)
+    if cls.__module__ == "builtins":
+        return cls.__qualname__
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+class _ToolSpan:
+    """The handle ``tool_call`` yields: the span and what its error text must not show."""
+
+    __slots__ = ("secrets", "span")
+
+    def __init__(self, span: Span, secrets: set[str]) -> None:
+        self.span = span
+        self.secrets = secrets
+
+
+class OtelRecorder(Recorder):
+    """Records one call as GenAI spans (built by :func:`~helix_stream.telemetry.recorder_for`)."""
+
+    def __init__(
+        self,
+        settings: TelemetrySettings,
+        *,
+        operation: str,
+        tools: Mapping[str, Any],
+        runtime_context: Mapping[str, Any],
+        tools_context: Mapping[str, Any],
+        agent_name: str | None = None,
+        conversation_id: str | None = None,
+    ) -> None:
+        provider = settings.tracer_provider or trace.get_tracer_provider()
+        self._tracer = provider.get_tracer(_SCOPE, schema_url=_SCHEMA_URL)
+        self._settings = settings
+        self._operation = operation
+        self._agent_name = agent_name or settings.function_id or "agent"
+        self._tools = tools
+        self._tools_include = settings.include_tools_context or {}
+        self._runtime = runtime_context
+        self._tools_context = tools_context
+        self._credentials: set[str] = set()
+        self._secrets: set[str] | None = None  # computed when first needed
+        common: dict[str, AttributeValue] = {}
+        if settings.function_id is not None:
+            common["helix.function_id"] = settings.function_id
+        for key, value in (settings.metadata or {}).items():
+            common[f"helix.metadata.{key}"] = attribute_value(value)
+        if conversation_id is not None:
+            common["gen_ai.conversation.id"] = conversation_id
+        self._common = common
+        self._call: Span | None = None
+        self._parent: otel_context.Context | None = None
+        self._step: Span | None = None
+        self._step_number = 0
+        self._step_t0 = 0.0
+        self._ended = False
+
+    # -- the call -------------------------------------------------------------------------
+
+    def call_started(
+        self, *, model: str, runtime_context: Mapping[str, Any], messages: Sequence[Any]
+    ) -> None:
+        provider, request_model = provider_name(model)
+        attrs: dict[str, AttributeValue] = {
+            **self._common,
+            "helix.operation.name": self._operation,
+            "gen_ai.provider.name": provider,
+            "gen_ai.request.model": request_model,
+        }
+        if self._operation == "invoke_agent":
+            # semconv "Invoke agent" span: named "invoke_agent {gen_ai.agent.name}".
+            name = f"invoke_agent {self._agent_name}"
+            attrs["gen_ai.operation.name"] = "invoke_agent"
+            attrs["gen_ai.agent.name"] = self._agent_name
+        else:
+            name = self._operation
+        self._set_runtime(runtime_context)
+        attrs.update(self._runtime_attributes())
+        if self._settings.record_inputs:
+            attrs["gen_ai.input.messages"] = self._content(input_messages(messages))
+        # No explicit parent: the span current where the run is iterated (a request span).
+        self._call = self._tracer.start_span(name, kind=SpanKind.INTERNAL, attributes=attrs)
+        self._parent = trace.set_span_in_context(self._call)
+
+    def call_finished(
+        self, *, steps: Sequence[Any], finish_reason: str, usage: Any, text: str
+    ) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        self._end_step()
+        span = self._call
+        if span is None:
+            return
+        reason = semconv_finish_reason(finish_reason)
+        attrs: dict[str, AttributeValue] = {
+            "gen_ai.response.finish_reasons": [reason],
+            "gen_ai.usage.input_tokens": int(getattr(usage, "input_tokens", 0)),
+            "gen_ai.usage.output_tokens": int(getattr(usage, "output_tokens", 0)),
+            "helix.steps": len(steps),
+        }
+        last_model = getattr(steps[-1], "response_model", None) if steps else None
+        if last_model:
+            attrs["gen_ai.response.model"] = str(last_model)
+        if self._settings.record_outputs:
+            attrs["gen_ai.output.messages"] = self._content(output_messages(text, [], reason))
+        span.set_attributes(attrs)
+        span.end()
+
+    def call_failed(self, error: BaseException) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        spans = [s for s in (self._step, self._call) if s is not None]
+        self._step = None
+        for span in spans:
+            self._fail(span, error)
+            span.end()
+
+    # -- steps ----------------------------------------------------------------------------
+
+    def step_started(
+        self,
+        *,
+        step_number: int,
+        model: str,
+        params: Mapping[str, Any],
+        runtime_context: Mapping[str, Any],
+        context_rows: Sequence[Any],
+        skipped: Sequence[Any],
+    ) -> None:
+        self._end_step()
+        self._step_number = step_number
+        self._set_runtime(runtime_context)
+        self._remember_credentials(params)
+        record_inputs = self._settings.record_inputs
+        provider, request_model = provider_name(model)
+        attrs: dict[str, AttributeValue] = {
+            **self._common,
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": provider,
+            "gen_ai.request.model": request_model,
+            "helix.step_number": step_number,
+        }
+        attrs.update(request_attributes(params))
+        attrs.update(self._runtime_attributes())
+        attrs.update(row_attributes(context_rows, record_inputs))
+        if record_inputs:
+            if "helix.context.contents" in attrs:
+                attrs["helix.context.contents"] = self._scrub(str(attrs["helix.context.contents"]))
+            attrs["gen_ai.input.messages"] = self._content(
+                input_messages(params.get("messages") or [])
+            )
+        # semconv: CLIENT for a model behind a network hop; MAY be INTERNAL in-process.
+        kind = SpanKind.INTERNAL if provider == "helix" else SpanKind.CLIENT
+        span = self._tracer.start_span(
+            f"chat {request_model}", context=self._parent, kind=kind, attributes=attrs
+        )
+        for chunk in skipped:
+            # A skipped context source is a moment of the step, not a property of it.
+            event = {
+                "helix.context.reason": str(getattr(chunk, "reason", "")),
+                "helix.context.source": str(getattr(chunk, "source", "")),
+            }
+            span.add_event("context_skipped", event)
+        self._step = span
+        self._step_t0 = time.perf_counter()
+
+    def first_chunk(self) -> None:
+        if self._step is not None:
+            elapsed_ms = (time.perf_counter() - self._step_t0) * 1000.0
+            self._step.set_attribute("helix.time_to_first_chunk_ms", round(elapsed_ms, 3))
+
+    def step_finished(self, *, step: Any) -> None:
+        span = self._step
+        if span is None:
+            return
+        self._step = None
+        reason = semconv_finish_reason(str(getattr(step, "finish_reason", "other")))
+        usage = getattr(step, "usage", None)
+        calls = list(getattr(step, "tool_calls", None) or ())
+        attrs: dict[str, AttributeValue] = {
+            "gen_ai.response.finish_reasons": [reason],
+            "gen_ai.usage.input_tokens": int(getattr(usage, "input_tokens", 0)),
+            "gen_ai.usage.output_tokens": int(getattr(usage, "output_tokens", 0)),
+            "helix.tool_calls": len(calls),
+        }
+        response_model = getattr(step, "response_model", None)
+        if response_model:
+            attrs["gen_ai.response.model"] = str(response_model)
+        if self._settings.record_outputs:
+            text = str(getattr(step, "text", ""))
+            attrs["gen_ai.output.messages"] = self._content(output_messages(text, calls, reason))
+        span.set_attributes(attrs)
+        span.end()
+
+    # -- tools ----------------------------------------------------------------------------
+
+    @contextmanager
+    def tool_call(self, *, call: Any, tool_context: Any) -> Iterator[Any]:
+        name = str(getattr(call, "name", ""))
+        include = self._tools_include.get(name)
+        attrs: dict[str, AttributeValue] = {
+            **self._common,
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": name,
+            "gen_ai.tool.call.id": str(getattr(call, "id", "")),
+            "gen_ai.tool.type": "function",
+            "helix.step_number": self._step_number,
+        }
+        description = getattr(self._tools.get(name), "description", None)
+        if isinstance(description, str) and description:
+            # Only a fixed description: a callable one is built from the tool's context.
+            attrs["gen_ai.tool.description"] = description
+        attrs.update(context_attributes("helix.tool_context.", tool_context, include))
+        # What this tool's context keeps out, besides what the call's contexts keep out.
+        secrets = self._secret_set() | secret_strings(tool_context, include)
+        if self._settings.record_inputs:
+            attrs["gen_ai.tool.call.arguments"] = redact(tool_arguments(call), secrets)
+        span = self._tracer.start_span(
+            f"execute_tool {name}", context=self._parent, kind=SpanKind.INTERNAL, attributes=attrs
+        )
+        handle = _ToolSpan(span, secrets)
+        # Current inside the tool's own task only (entered and left in that task).
+        token = otel_context.attach(trace.set_span_in_context(span))
+        try:
+            yield handle
+        except BaseException as exc:
+            self._fail(span, exc, secrets)
+            raise
+        finally:
+            otel_context.detach(token)
+            span.end()
+
+    def tool_finished(
+        self, handle: Any, *, result: Any, error: BaseException | None = None
+    ) -> None:
+        if not isinstance(handle, _ToolSpan):
+            return
+        span = handle.span
+        status = getattr(result, "status", None)
+        span.set_attribute("helix.tool.status", str(status))
+        if status == "output":
+            if self._settings.record_outputs:
+                value = attribute_value(getattr(result, "output", None))
+                if isinstance(value, str):
+                    value = redact(value, handle.secrets)
+                span.set_attribute("gen_ai.tool.call.result", value)
+        elif status == "error":
+            # The loop calls this from inside its ``except`` block: when the exception is
+            # not passed in, it is the one being handled.
+            exc = error if error is not None else sys.exc_info()[1]
+            if exc is None:
+                exc = RuntimeError(str(getattr(result, "error", None) or "the tool failed"))
+            self._fail(span, exc, handle.secrets)
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _end_step(self) -> None:
+        if self._step is not None:
+            self._step.end()
+            self._step = None
+
+    def _set_runtime(self, runtime_context: Mapping[str, Any]) -> None:
+        if runtime_context is not self._runtime:
+            self._runtime = runtime_context
+            self._secrets = None
+
+    def _runtime_attributes(self) -> dict[str, str | bool | int | float]:
+        include = self._settings.include_runtime_context
+        return context_attributes("helix.runtime_context.", self._runtime, include)
+
+    def _remember_credentials(self, params: Mapping[str, Any]) -> None:
+        for key, value in params.items():
+            lowered = key.lower()
+            if key in ("messages", "tools") or not any(h in lowered for h in _CREDENTIAL_HINTS):
+                continue
+            found = secret_strings({key: value}, None)
+            if not found <= self._credentials:
+                self._credentials |= found
+                self._secrets = None
+
+    def _secret_set(self) -> set[str]:
+        """Every string this call's filters keep out of its spans, plus its credentials."""
+        if self._secrets is None:
+            secrets = set(self._credentials)
+            secrets |= secret_strings(self._runtime, self._settings.include_runtime_context)
+            for name, entry in self._tools_context.items():
+                secrets |= secret_strings(entry, self._tools_include.get(name))
+            self._secrets = secrets
+        return self._secrets
+
+    def _scrub(self, text: str) -> str:
+        secrets = self._secret_set()
+        return redact(text, secrets) if secrets else text
+
+    def _content(self, value: Any) -> str:
+        return self._scrub(to_json(value))
+
+    def _fail(self, span: Span, exc: BaseException, secrets: set[str] | None = None) -> None:
+        if isinstance(exc, (asyncio.CancelledError, GeneratorExit)):
+            # Cancelled, or closed by its consumer: an "aborted" marker, no stack. It is not
+            # a failure of the operation (semconv "Recording errors" is about errors).
+            span.set_attribute("helix.aborted", True)
+            return
+        hidden = secrets if secrets is not None else self._secret_set()
+        message = redact(str(exc), hidden)
+        stack = redact("".join(traceback.format_exception(exc)), hidden)
+        error_type = _error_type(exc)
+        span.set_attribute("error.type", error_type)
+        code = getattr(exc, "code", None)
+        if isinstance(code, str):
+            span.set_attribute("helix.error.code", code)
+        # By hand: the SDK's record_exception would put str(exc) on the span unredacted.
+        exception = {
+            "exception.type": error_type,
+            "exception.message": message,
+            "exception.stacktrace": stack,
+        }
+        span.add_event("exception", exception)
+        span.set_status(Status(StatusCode.ERROR, message))
