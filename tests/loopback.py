@@ -36,7 +36,9 @@ def text(content: str, pieces: int = 3, **kw: Any) -> Reply:
     return Reply(deltas=[{"content": p} for p in parts], **kw)
 
 
-def tool_calls(*calls: tuple[str, Any], fragment: int = 4, call_ids: list[str] | None = None, **kw: Any) -> Reply:
+def tool_calls(
+    *calls: tuple[str, Any], fragment: int = 4, call_ids: list[str] | None = None, **kw: Any
+) -> Reply:
     """Tool calls streamed as OpenAI does: id and name on the first fragment of each index,
     the arguments in ``fragment``-character pieces, calls interleaved (parallel calls)."""
     pieces: list[list[dict[str, Any]]] = []
@@ -44,7 +46,14 @@ def tool_calls(*calls: tuple[str, Any], fragment: int = 4, call_ids: list[str] |
         raw = args if isinstance(args, str) else json.dumps(args)
         call_id = call_ids[index] if call_ids else f"call_{index}_{name}"
         frags = [raw[i : i + fragment] for i in range(0, len(raw), fragment)] or [""]
-        seq = [{"index": index, "id": call_id, "type": "function", "function": {"name": name, "arguments": frags[0]}}]
+        seq = [
+            {
+                "index": index,
+                "id": call_id,
+                "type": "function",
+                "function": {"name": name, "arguments": frags[0]},
+            }
+        ]
         seq += [{"index": index, "function": {"arguments": f}} for f in frags[1:]]
         pieces.append(seq)
     deltas: list[dict[str, Any]] = []
@@ -83,7 +92,9 @@ class LoopbackServer:
                     server.requests.append(body)
                     reply = server.replies.popleft() if server.replies else text("ok")
                 if reply.status != 200:
-                    payload = json.dumps({"error": {"message": reply.error, "type": "test", "code": reply.status}}).encode()
+                    payload = json.dumps(
+                        {"error": {"message": reply.error, "type": "test", "code": reply.status}}
+                    ).encode()
                     self.send_response(reply.status)
                     self.send_header("content-type", "application/json")
                     self.send_header("content-length", str(len(payload)))
@@ -113,19 +124,36 @@ class LoopbackServer:
                 calls: dict[int, dict[str, Any]] = {}
                 for d in reply.deltas:
                     for frag in d.get("tool_calls", []):
-                        call = calls.setdefault(frag["index"], {"id": frag.get("id"), "type": "function", "function": {"name": "", "arguments": ""}})
+                        call = calls.setdefault(
+                            frag["index"],
+                            {
+                                "id": frag.get("id"),
+                                "type": "function",
+                                "function": {"name": "", "arguments": ""},
+                            },
+                        )
                         call["function"]["name"] += frag["function"].get("name", "")
                         call["function"]["arguments"] += frag["function"].get("arguments", "")
                 p, c = reply.usage
                 message: dict[str, Any] = {"role": "assistant", "content": content or None}
                 if calls:
                     message["tool_calls"] = [calls[i] for i in sorted(calls)]
-                payload = json.dumps({
-                    "id": "chatcmpl-loopback", "object": "chat.completion", "created": 1700000000,
-                    "model": "loopback-model",
-                    "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
-                    "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c},
-                }).encode()
+                payload = json.dumps(
+                    {
+                        "id": "chatcmpl-loopback",
+                        "object": "chat.completion",
+                        "created": 1700000000,
+                        "model": "loopback-model",
+                        "choices": [
+                            {"index": 0, "message": message, "finish_reason": reply.finish_reason}
+                        ],
+                        "usage": {
+                            "prompt_tokens": p,
+                            "completion_tokens": c,
+                            "total_tokens": p + c,
+                        },
+                    }
+                ).encode()
                 self.send_response(200)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(payload)))
@@ -137,7 +165,9 @@ class LoopbackServer:
                 self.wfile.write(f"{len(raw):x}\r\n".encode() + raw + b"\r\n")
                 self.wfile.flush()
 
-            def _chunk(self, delta: dict[str, Any], finish: str | None = None, usage: Any = None) -> str:
+            def _chunk(
+                self, delta: dict[str, Any], finish: str | None = None, usage: Any = None
+            ) -> str:
                 body: dict[str, Any] = {
                     "id": "chatcmpl-loopback",
                     "object": "chat.completion.chunk",
@@ -165,7 +195,12 @@ class LoopbackServer:
                     return
                 self._event(self._chunk({}, reply.finish_reason))
                 p, c = reply.usage
-                self._event(self._chunk({}, usage={"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}))
+                self._event(
+                    self._chunk(
+                        {},
+                        usage={"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c},
+                    )
+                )
                 self._event("[DONE]")
                 self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()

@@ -34,18 +34,29 @@ def make_tools(seen: dict[str, Any]) -> list[hs.Tool]:
         return ctx.context.region
 
     return [
-        hs.tool(name="weather", input_schema=CityInput, context_schema=WeatherContext, execute=weather,
-                description=lambda ctx: f"Weather, answers in {ctx.unit}"),
-        hs.tool(name="lookup", input_schema=CityInput, context_schema=LookupContext, execute=lookup),
+        hs.tool(
+            name="weather",
+            input_schema=CityInput,
+            context_schema=WeatherContext,
+            execute=weather,
+            description=lambda ctx: f"Weather, answers in {ctx.unit}",
+        ),
+        hs.tool(
+            name="lookup", input_schema=CityInput, context_schema=LookupContext, execute=lookup
+        ),
     ]
 
 
-async def test_each_tool_sees_only_its_own_validated_frozen_context(loopback: LoopbackServer) -> None:
+async def test_each_tool_sees_only_its_own_validated_frozen_context(
+    loopback: LoopbackServer,
+) -> None:
     seen: dict[str, Any] = {}
     loopback.script(tool_calls(("weather", {"city": "P"}), ("lookup", {"city": "Q"})), text("ok"))
     raw = {"api_key": "k-1", "unit": "celsius"}
     await hs.generate_text(
-        **loopback.llm(), prompt="x", tools=make_tools(seen),
+        **loopback.llm(),
+        prompt="x",
+        tools=make_tools(seen),
         tools_context={"weather": raw, "lookup": {"region": "eu"}},
     )
     assert seen["weather"].model_dump() == {"api_key": "k-1", "unit": "celsius"}
@@ -59,36 +70,63 @@ async def test_each_tool_sees_only_its_own_validated_frozen_context(loopback: Lo
 
 async def test_missing_tool_context_fails_before_any_request(loopback: LoopbackServer) -> None:
     with pytest.raises(hs.ToolContextError) as info:
-        hs.stream_text(**loopback.llm(), prompt="x", tools=make_tools({}), tools_context={"weather": {"api_key": "k", "unit": "c"}})
-    assert "'lookup'" in info.value.message and info.value.code == "validation_error" and info.value.http_status == 400
+        hs.stream_text(
+            **loopback.llm(),
+            prompt="x",
+            tools=make_tools({}),
+            tools_context={"weather": {"api_key": "k", "unit": "c"}},
+        )
+    assert (
+        "'lookup'" in info.value.message
+        and info.value.code == "validation_error"
+        and info.value.http_status == 400
+    )
     assert loopback.requests == []
 
 
 async def test_invalid_tool_context_names_the_tool_and_the_field(loopback: LoopbackServer) -> None:
     with pytest.raises(hs.ToolContextError) as info:
         hs.stream_text(
-            **loopback.llm(), prompt="x", tools=make_tools({}),
+            **loopback.llm(),
+            prompt="x",
+            tools=make_tools({}),
             tools_context={"weather": {"api_key": "k"}, "lookup": {"region": "eu"}},
         )
     assert "'weather'" in info.value.message and "unit" in info.value.message
     assert loopback.requests == []
 
 
-async def test_tools_context_from_prepare_step_is_validated_and_carries_forward(loopback: LoopbackServer) -> None:
+async def test_tools_context_from_prepare_step_is_validated_and_carries_forward(
+    loopback: LoopbackServer,
+) -> None:
     seen: dict[str, Any] = {}
     units: list[str] = []
 
     def prepare(step: hs.StepInput) -> dict[str, Any] | None:
         if step.step_number == 1:
-            return {"tools_context": {**step.tools_context, "weather": {"api_key": "k-2", "unit": "fahrenheit"}}}
+            return {
+                "tools_context": {
+                    **step.tools_context,
+                    "weather": {"api_key": "k-2", "unit": "fahrenheit"},
+                }
+            }
         return None
 
     loopback.script(
-        tool_calls(("weather", {"city": "P"})), tool_calls(("weather", {"city": "Q"})), tool_calls(("weather", {"city": "R"})), text("ok")
+        tool_calls(("weather", {"city": "P"})),
+        tool_calls(("weather", {"city": "Q"})),
+        tool_calls(("weather", {"city": "R"})),
+        text("ok"),
     )
     await hs.generate_text(
-        **loopback.llm(), prompt="x", tools=make_tools(seen), prepare_step=prepare,
-        tools_context={"weather": {"api_key": "k-1", "unit": "celsius"}, "lookup": {"region": "eu"}},
+        **loopback.llm(),
+        prompt="x",
+        tools=make_tools(seen),
+        prepare_step=prepare,
+        tools_context={
+            "weather": {"api_key": "k-1", "unit": "celsius"},
+            "lookup": {"region": "eu"},
+        },
         on_step_finish=lambda s: units.append(seen["weather"].unit),
     )
     assert units == ["celsius", "fahrenheit", "fahrenheit", "fahrenheit"]
@@ -101,10 +139,14 @@ async def test_tools_context_from_prepare_step_is_validated_and_carries_forward(
     ]
 
 
-async def test_invalid_tools_context_from_prepare_step_fails_that_step(loopback: LoopbackServer) -> None:
+async def test_invalid_tools_context_from_prepare_step_fails_that_step(
+    loopback: LoopbackServer,
+) -> None:
     loopback.script(text("never"))
     result = hs.stream_text(
-        **loopback.llm(), prompt="x", tools=make_tools({}),
+        **loopback.llm(),
+        prompt="x",
+        tools=make_tools({}),
         tools_context={"weather": {"api_key": "k", "unit": "c"}, "lookup": {"region": "eu"}},
         prepare_step=lambda step: {"tools_context": {"lookup": {"region": "eu"}}},
     )
@@ -127,7 +169,11 @@ def test_decorator_reads_the_input_schema_from_the_signature() -> None:
     async def by_model(input: CityInput, ctx: hs.ToolContext) -> str:
         return input.city
 
-    assert by_model.input_schema is CityInput and by_model.needs_approval and by_model.context_schema is LookupContext
+    assert (
+        by_model.input_schema is CityInput
+        and by_model.needs_approval
+        and by_model.context_schema is LookupContext
+    )
 
 
 async def test_signature_tools_run_with_keywords_and_context(loopback: LoopbackServer) -> None:

@@ -56,15 +56,19 @@ class UIMessageFold:
 
     def __init__(self, message: Mapping[str, Any] | None = None, message_id: str = "") -> None:
         if message is not None and message.get("role") == "assistant":
-            self.message: UIMessage = copy.deepcopy(dict(message))
-            self.message.setdefault("parts", [])
+            self._message: UIMessage = copy.deepcopy(dict(message))
+            self._message.setdefault("parts", [])
         else:
-            self.message = {"id": message_id, "role": "assistant", "parts": []}
+            self._message = {"id": message_id, "role": "assistant", "parts": []}
         self.finish_reason: str | None = None
         self._text: dict[str, UIPart] = {}
         self._reasoning: dict[str, UIPart] = {}
+        # Deltas are buffered and applied on the next other chunk or read of `message`: a
+        # `+=` per delta on a str held in a dict copies it each time (quadratic).
+        self._pending: dict[int, tuple[UIPart, list[str]]] = {}
         # toolCallId -> accumulated input text and the tool's name (for tool-input-delta).
         self._partial: dict[str, tuple[list[str], str, bool]] = {}
+        self._dirty_tools: dict[str, None] = {}
         for part in self._step_parts():
             if _is_tool(part) and part.get("state") == "input-streaming":
                 self._partial[part["toolCallId"]] = (
@@ -73,10 +77,30 @@ class UIMessageFold:
                     part["type"] == "dynamic-tool",
                 )
 
+    @property
+    def message(self) -> UIMessage:
+        """The message as folded so far (the same dict object throughout)."""
+        self._flush()
+        return self._message
+
     # -- helpers -----------------------------------------------------------------------------
 
+    def _flush(self) -> None:
+        if self._pending:
+            for part, pieces in self._pending.values():
+                part["text"] += "".join(pieces)
+            self._pending.clear()
+        if self._dirty_tools:
+            for tool_call_id in self._dirty_tools:
+                texts, name, dynamic = self._partial[tool_call_id]
+                raw = "".join(texts)
+                values = {"input": _parse_partial_json(raw), "rawInput": raw}
+                chunk = {"toolCallId": tool_call_id, "toolName": name}
+                self._update_tool(chunk, "input-streaming", values, dynamic)
+            self._dirty_tools.clear()
+
     def _step_parts(self) -> list[UIPart]:
-        parts: list[UIPart] = self.message["parts"]
+        parts: list[UIPart] = self._message["parts"]
         index = len(parts) - 1
         while index >= 0 and parts[index].get("type") != "step-start":
             index -= 1
@@ -86,7 +110,7 @@ class UIMessageFold:
         for part in self._step_parts():
             if _is_tool(part) and part.get("toolCallId") == tool_call_id:
                 return part
-        parts: list[UIPart] = self.message["parts"]
+        parts: list[UIPart] = self._message["parts"]
         for part in reversed(parts):
             if _is_tool(part) and part.get("toolCallId") == tool_call_id:
                 return part
@@ -108,7 +132,7 @@ class UIMessageFold:
         )
         if part is None:
             part = {"type": "", "toolCallId": tool_call_id}
-            self.message["parts"].append(part)
+            self._message["parts"].append(part)
         dynamic = part["type"] == "dynamic-tool" if part["type"] else dynamic
         if dynamic:
             part["type"] = "dynamic-tool"
@@ -126,24 +150,39 @@ class UIMessageFold:
     def _set_metadata(self, metadata: Any) -> None:
         if metadata is None:
             return
-        current = self.message.get("metadata")
-        self.message["metadata"] = metadata if current is None else _merge(current, metadata)
+        current = self._message.get("metadata")
+        self._message["metadata"] = metadata if current is None else _merge(current, metadata)
 
     # -- the fold ----------------------------------------------------------------------------
 
     def add(self, chunk: Mapping[str, Any]) -> None:
         """Apply one UI chunk dict to :attr:`message`."""
         kind = chunk["type"]
-        parts: list[UIPart] = self.message["parts"]
         if kind == "text-delta" or kind == "reasoning-delta":
             active = self._text if kind == "text-delta" else self._reasoning
             part = active.get(chunk["id"])
             if part is None:
                 raise ValueError(f'Received {kind} for missing part with ID "{chunk["id"]}".')
-            part["text"] += chunk["delta"]
+            pending = self._pending.get(id(part))
+            if pending is None:
+                self._pending[id(part)] = (part, [chunk["delta"]])
+            else:
+                pending[1].append(chunk["delta"])
             if chunk.get("providerMetadata") is not None:
                 part["providerMetadata"] = chunk["providerMetadata"]
-        elif kind == "text-start" or kind == "reasoning-start":
+            return
+        if kind == "tool-input-delta":
+            partial = self._partial.get(chunk["toolCallId"])
+            if partial is None:
+                raise ValueError(
+                    f'Received tool-input-delta for missing tool call "{chunk["toolCallId"]}".'
+                )
+            partial[0].append(chunk["inputTextDelta"])
+            self._dirty_tools[chunk["toolCallId"]] = None
+            return
+        self._flush()
+        parts: list[UIPart] = self._message["parts"]
+        if kind == "text-start" or kind == "reasoning-start":
             part = {"type": "text", "text": "", "state": "streaming"}
             if kind == "reasoning-start":
                 part = {"type": "reasoning", "id": chunk["id"], "text": "", "state": "streaming"}
@@ -163,17 +202,6 @@ class UIMessageFold:
             dynamic = bool(chunk.get("dynamic"))
             self._partial[chunk["toolCallId"]] = ([], chunk["toolName"], dynamic)
             self._update_tool(chunk, "input-streaming", {}, dynamic)
-        elif kind == "tool-input-delta":
-            partial = self._partial.get(chunk["toolCallId"])
-            if partial is None:
-                raise ValueError(
-                    f'Received tool-input-delta for missing tool call "{chunk["toolCallId"]}".'
-                )
-            texts, name, dynamic = partial
-            texts.append(chunk["inputTextDelta"])
-            raw = "".join(texts)
-            values = {"input": _parse_partial_json(raw), "rawInput": raw}
-            self._update_tool({**chunk, "toolName": name}, "input-streaming", values, dynamic)
         elif kind == "tool-input-available":
             self._partial.pop(chunk["toolCallId"], None)
             values = {"input": chunk.get("input")}
@@ -203,7 +231,7 @@ class UIMessageFold:
             self._reasoning = {}
         elif kind == "start":
             if chunk.get("messageId") is not None:
-                self.message["id"] = chunk["messageId"]
+                self._message["id"] = chunk["messageId"]
             self._set_metadata(chunk.get("messageMetadata"))
         elif kind == "finish":
             if chunk.get("finishReason") is not None:
@@ -259,8 +287,9 @@ def read_ui_message(
         ('m1', [{'type': 'text', 'text': 'Hi', 'state': 'done'}])
     """
     fold = UIMessageFold(message)
+    add = fold.add
     for chunk in chunks:
-        fold.add(chunk)
+        add(chunk)
     return fold.message
 
 

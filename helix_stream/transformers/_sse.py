@@ -55,6 +55,10 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
+# One encoder for all chunks: json.dumps with options builds a new encoder per call.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=_json_default)
+
+
 def encode_sse(chunk: Mapping[str, Any]) -> str:
     """One SSE event for a UI chunk: ``data: <compact JSON>\\n\\n``.
 
@@ -62,8 +66,7 @@ def encode_sse(chunk: Mapping[str, Any]) -> str:
         >>> encode_sse({"type": "text-delta", "id": "t", "delta": "é"})
         'data: {"type":"text-delta","id":"t","delta":"é"}\\n\\n'
     """
-    text = json.dumps(chunk, separators=(",", ":"), ensure_ascii=False, default=_json_default)
-    return f"data: {text}\n\n"
+    return "data: " + _ENCODER.encode(chunk) + "\n\n"
 
 
 def _ping() -> ServerSentEvent:

@@ -37,7 +37,8 @@ try {
   const recorded = stream.pipeThrough(
     new TransformStream({
       transform(chunk, controller) {
-        result.chunks.push(chunk);
+        // A copy: the client keeps data chunks as parts and mutates them on replacement.
+        result.chunks.push(structuredClone(chunk));
         controller.enqueue(chunk);
       },
     }),

@@ -27,7 +27,9 @@ def other() -> hs.Tool:
     ("override", "check"),
     [
         pytest.param({"temperature": 0.1}, lambda b: b["temperature"] == 0.1, id="litellm-param"),
-        pytest.param({"tool_choice": "required"}, lambda b: b["tool_choice"] == "required", id="tool_choice"),
+        pytest.param(
+            {"tool_choice": "required"}, lambda b: b["tool_choice"] == "required", id="tool_choice"
+        ),
         pytest.param(
             {"active_tools": ["other"]},
             lambda b: [t["function"]["name"] for t in b["tools"]] == ["other"],
@@ -43,7 +45,9 @@ def other() -> hs.Tool:
             lambda b: b["messages"][1:] == [{"role": "user", "content": "replaced"}],
             id="messages",
         ),
-        pytest.param({"model": "openai/other-model"}, lambda b: b["model"] == "other-model", id="model"),
+        pytest.param(
+            {"model": "openai/other-model"}, lambda b: b["model"] == "other-model", id="model"
+        ),
     ],
 )
 async def test_each_prepare_step_field_reaches_the_request(
@@ -51,7 +55,11 @@ async def test_each_prepare_step_field_reaches_the_request(
 ) -> None:
     loopback.script(text("ok"))
     await hs.generate_text(
-        **loopback.llm(), system="Sys.", prompt="hi", tools=[weather(), other()], prepare_step=lambda step: override
+        **loopback.llm(),
+        system="Sys.",
+        prompt="hi",
+        tools=[weather(), other()],
+        prepare_step=lambda step: override,
     )
     body = loopback.bodies()[0]
     assert check(body), body
@@ -63,13 +71,17 @@ async def test_step_only_overrides_do_not_carry_to_the_next_step(loopback: Loopb
     def prepare(step: hs.StepInput) -> dict[str, Any] | None:
         return {"temperature": 0.9, "system": "First step only."} if step.step_number == 0 else None
 
-    await hs.generate_text(**loopback.llm(), system="Sys.", prompt="hi", tools=[weather()], prepare_step=prepare)
+    await hs.generate_text(
+        **loopback.llm(), system="Sys.", prompt="hi", tools=[weather()], prepare_step=prepare
+    )
     first, second = loopback.bodies()
     assert first["temperature"] == 0.9 and first["messages"][0]["content"] == "First step only."
     assert "temperature" not in second and second["messages"][0]["content"] == "Sys."
 
 
-async def test_prepare_step_sees_step_number_steps_messages_and_model(loopback: LoopbackServer) -> None:
+async def test_prepare_step_sees_step_number_steps_messages_and_model(
+    loopback: LoopbackServer,
+) -> None:
     seen: list[tuple[int, int, int, str]] = []
 
     async def prepare(step: hs.StepInput) -> None:
@@ -85,13 +97,23 @@ async def test_runtime_context_from_prepare_step_carries_forward(loopback: Loopb
 
     def prepare(step: hs.StepInput) -> dict[str, Any]:
         seen.append(dict(step.runtime_context))
-        return {"runtime_context": {**step.runtime_context, "count": step.runtime_context["count"] + 1}}
+        return {
+            "runtime_context": {**step.runtime_context, "count": step.runtime_context["count"] + 1}
+        }
 
     steps: list[Any] = []
-    loopback.script(tool_calls(("get_weather", {"city": "P"})), tool_calls(("get_weather", {"city": "Q"})), text("ok"))
+    loopback.script(
+        tool_calls(("get_weather", {"city": "P"})),
+        tool_calls(("get_weather", {"city": "Q"})),
+        text("ok"),
+    )
     await hs.generate_text(
-        **loopback.llm(), prompt="hi", tools=[weather()], runtime_context={"count": 0},
-        prepare_step=prepare, on_step_finish=lambda s: steps.append(s.runtime_context),
+        **loopback.llm(),
+        prompt="hi",
+        tools=[weather()],
+        runtime_context={"count": 0},
+        prepare_step=prepare,
+        on_step_finish=lambda s: steps.append(s.runtime_context),
     )
     assert seen == [{"count": 0}, {"count": 1}, {"count": 2}]
     assert steps == [{"count": 1}, {"count": 2}, {"count": 3}]
@@ -102,7 +124,10 @@ async def test_a_chain_of_step_middleware_sees_earlier_overrides(loopback: Loopb
 
     def first(step: hs.StepInput) -> dict[str, Any]:
         order.append("first")
-        return {"messages": [*step.messages, {"role": "user", "content": "added by first"}], "temperature": 0.5}
+        return {
+            "messages": [*step.messages, {"role": "user", "content": "added by first"}],
+            "temperature": 0.5,
+        }
 
     def second(step: hs.StepInput) -> dict[str, Any]:
         order.append("second:" + step.messages[-1]["content"])
@@ -123,10 +148,18 @@ async def test_runtime_context_is_never_sent(loopback: LoopbackServer) -> None:
         key: str
 
     seen: list[Any] = []
-    t = hs.tool(name="get_weather", input_schema=CityInput, context_schema=Ctx, execute=lambda i, ctx: seen.append(ctx.context) or "ok")
+    t = hs.tool(
+        name="get_weather",
+        input_schema=CityInput,
+        context_schema=Ctx,
+        execute=lambda i, ctx: seen.append(ctx.context) or "ok",
+    )
     loopback.script(tool_calls(("get_weather", {"city": "P"})), text("ok"))
     await hs.generate_text(
-        **loopback.llm(), prompt="hi", tools=[t], tools_context={"get_weather": {"key": "k"}},
+        **loopback.llm(),
+        prompt="hi",
+        tools=[t],
+        tools_context={"get_weather": {"key": "k"}},
         runtime_context={"token": secret, "nested": {"deep": secret}},
         prepare_step=lambda step: {"runtime_context": {**step.runtime_context, "more": secret}},
     )

@@ -24,7 +24,9 @@ def weather_tool(log: list[str] | None = None) -> hs.Tool:
             log.append(input.city)
         return {"city": input.city, "temp": 21}
 
-    return hs.tool(name="get_weather", description="Weather in a city", input_schema=CityInput, execute=run)
+    return hs.tool(
+        name="get_weather", description="Weather in a city", input_schema=CityInput, execute=run
+    )
 
 
 async def collect(result: hs.StreamTextResult) -> list[Any]:
@@ -43,22 +45,48 @@ async def test_text_streams_as_start_text_and_finish_chunks(loopback: LoopbackSe
         c.TextDelta(id="text-0", delta="o wo"),
         c.TextDelta(id="text-0", delta="rld!"),
         c.TextEnd(id="text-0"),
-        c.FinishStep(step_number=0, finish_reason="stop", usage=hs.Usage(input_tokens=10, output_tokens=5, total_tokens=15), response_model="loopback"),
-        c.Finish(finish_reason="stop", usage=hs.Usage(input_tokens=10, output_tokens=5, total_tokens=15)),
+        c.FinishStep(
+            step_number=0,
+            finish_reason="stop",
+            usage=hs.Usage(input_tokens=10, output_tokens=5, total_tokens=15),
+            response_model="loopback",
+        ),
+        c.Finish(
+            finish_reason="stop", usage=hs.Usage(input_tokens=10, output_tokens=5, total_tokens=15)
+        ),
     ]
     assert await result.text() == "Hello world!"
     assert loopback.bodies()[0]["messages"] == [{"role": "user", "content": "Hi"}]
 
 
-async def test_two_step_tool_loop_sends_assistant_and_tool_messages(loopback: LoopbackServer) -> None:
+async def test_two_step_tool_loop_sends_assistant_and_tool_messages(
+    loopback: LoopbackServer,
+) -> None:
     calls: list[str] = []
     loopback.script(tool_calls(("get_weather", {"city": "Paris"})), text("It is 21 degrees."))
-    result = hs.stream_text(**loopback.llm(), system="Be brief.", prompt="Weather in Paris?", tools=[weather_tool(calls)])
+    result = hs.stream_text(
+        **loopback.llm(),
+        system="Be brief.",
+        prompt="Weather in Paris?",
+        tools=[weather_tool(calls)],
+    )
     chunks = await collect(result)
     assert calls == ["Paris"]
     assert [type(x).__name__ for x in chunks if not isinstance(x, c.ToolInputDelta)] == [
-        "Start", "StartStep", "ToolInputStart", "ToolInputAvailable", "ToolOutputAvailable", "FinishStep",
-        "StartStep", "TextStart", "TextDelta", "TextDelta", "TextDelta", "TextEnd", "FinishStep", "Finish",
+        "Start",
+        "StartStep",
+        "ToolInputStart",
+        "ToolInputAvailable",
+        "ToolOutputAvailable",
+        "FinishStep",
+        "StartStep",
+        "TextStart",
+        "TextDelta",
+        "TextDelta",
+        "TextDelta",
+        "TextEnd",
+        "FinishStep",
+        "Finish",
     ]
     second = loopback.bodies()[1]["messages"]
     assert second == [
@@ -67,10 +95,18 @@ async def test_two_step_tool_loop_sends_assistant_and_tool_messages(loopback: Lo
         {
             "role": "assistant",
             "tool_calls": [
-                {"id": "call_0_get_weather", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+                {
+                    "id": "call_0_get_weather",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                }
             ],
         },
-        {"role": "tool", "tool_call_id": "call_0_get_weather", "content": '{"city": "Paris", "temp": 21}'},
+        {
+            "role": "tool",
+            "tool_call_id": "call_0_get_weather",
+            "content": '{"city": "Paris", "temp": 21}',
+        },
     ]
     steps = await result.steps()
     assert [s.finish_reason for s in steps] == ["tool-calls", "stop"]
@@ -92,7 +128,10 @@ async def test_parallel_tool_calls_run_concurrently(loopback: LoopbackServer) ->
         return f"sunny in {input.city}"
 
     t = hs.tool(name="get_weather", input_schema=CityInput, execute=slow)
-    loopback.script(tool_calls(("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Rome"})), text("ok"))
+    loopback.script(
+        tool_calls(("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Rome"})),
+        text("ok"),
+    )
     result = hs.stream_text(**loopback.llm(), prompt="both", tools=[t])
     chunks = await collect(result)
     outputs = [x for x in chunks if isinstance(x, c.ToolOutputAvailable)]
@@ -101,14 +140,20 @@ async def test_parallel_tool_calls_run_concurrently(loopback: LoopbackServer) ->
     assert [m["tool_call_id"] for m in tool_msgs] == ["call_0_get_weather", "call_1_get_weather"]
 
 
-async def test_invalid_tool_arguments_become_an_error_result_the_model_sees(loopback: LoopbackServer) -> None:
+async def test_invalid_tool_arguments_become_an_error_result_the_model_sees(
+    loopback: LoopbackServer,
+) -> None:
     calls: list[str] = []
     loopback.script(tool_calls(("get_weather", {"town": "Paris"})), text("sorry"))
     result = hs.stream_text(**loopback.llm(), prompt="x", tools=[weather_tool(calls)])
     chunks = await collect(result)
     errors = [x for x in chunks if isinstance(x, c.ToolOutputError)]
     assert calls == []
-    assert len(errors) == 1 and "city" in errors[0].error_text and "Field required" in errors[0].error_text
+    assert (
+        len(errors) == 1
+        and "city" in errors[0].error_text
+        and "Field required" in errors[0].error_text
+    )
     tool_msg = loopback.bodies()[1]["messages"][-1]
     assert tool_msg["role"] == "tool" and tool_msg["content"] == errors[0].error_text
     assert await result.text() == "sorry"
@@ -120,10 +165,14 @@ async def test_unparseable_tool_arguments_become_an_error_result(loopback: Loopb
     chunks = await collect(result)
     available = next(x for x in chunks if isinstance(x, c.ToolInputAvailable))
     assert available.input == '{"city": "Par'
-    assert any(isinstance(x, c.ToolOutputError) and "not a JSON object" in x.error_text for x in chunks)
+    assert any(
+        isinstance(x, c.ToolOutputError) and "not a JSON object" in x.error_text for x in chunks
+    )
 
 
-async def test_a_raising_tool_becomes_an_error_result_and_the_loop_goes_on(loopback: LoopbackServer) -> None:
+async def test_a_raising_tool_becomes_an_error_result_and_the_loop_goes_on(
+    loopback: LoopbackServer,
+) -> None:
     def boom(input: CityInput) -> str:
         raise RuntimeError("backend down")
 
@@ -146,7 +195,9 @@ async def test_a_raising_tool_becomes_an_error_result_and_the_loop_goes_on(loopb
         pytest.param([hs.step_count_is(5), hs.has_tool_call("stop_here")], 2, id="list-any"),
     ],
 )
-async def test_stop_conditions(loopback: LoopbackServer, stop_when: Any, expected_requests: int) -> None:
+async def test_stop_conditions(
+    loopback: LoopbackServer, stop_when: Any, expected_requests: int
+) -> None:
     stop_here = hs.tool(name="stop_here", input_schema=CityInput, execute=lambda i: "stopped")
     loopback.script(
         tool_calls(("get_weather", {"city": "A"})),
@@ -155,7 +206,9 @@ async def test_stop_conditions(loopback: LoopbackServer, stop_when: Any, expecte
         tool_calls(("get_weather", {"city": "D"})),
         text("never"),
     )
-    result = hs.stream_text(**loopback.llm(), prompt="x", tools=[weather_tool(), stop_here], stop_when=stop_when)
+    result = hs.stream_text(
+        **loopback.llm(), prompt="x", tools=[weather_tool(), stop_here], stop_when=stop_when
+    )
     steps = await result.steps()
     assert len(steps) == expected_requests
     assert len(loopback.requests) == expected_requests
@@ -169,11 +222,15 @@ async def test_default_stop_is_twenty_steps(loopback: LoopbackServer) -> None:
 
 async def test_loop_stops_after_a_step_without_tool_calls(loopback: LoopbackServer) -> None:
     loopback.script(text("done"), text("never"))
-    steps = await hs.stream_text(**loopback.llm(), prompt="x", tools=[weather_tool()], stop_when=hs.step_count_is(10)).steps()
+    steps = await hs.stream_text(
+        **loopback.llm(), prompt="x", tools=[weather_tool()], stop_when=hs.step_count_is(10)
+    ).steps()
     assert len(steps) == 1 and len(loopback.requests) == 1
 
 
-async def test_consumer_stopping_mid_stream_closes_the_model_stream(loopback: LoopbackServer) -> None:
+async def test_consumer_stopping_mid_stream_closes_the_model_stream(
+    loopback: LoopbackServer,
+) -> None:
     loopback.script(hs_reply := text("a b c d e f g h", pieces=8, hang=True))
     assert hs_reply.hang
     result = hs.stream_text(**loopback.llm(), prompt="x")
@@ -272,14 +329,22 @@ async def test_callbacks_see_chunks_steps_finish_and_errors(loopback: LoopbackSe
     assert seen["finish"] == ["stop"]
     assert seen["error"] == []
     loopback.script(error(500, "boom"))
-    failing = hs.stream_text(**loopback.llm(), prompt="x", num_retries=0, max_retries=0, on_error=lambda e: seen["error"].append(e))
+    failing = hs.stream_text(
+        **loopback.llm(),
+        prompt="x",
+        num_retries=0,
+        max_retries=0,
+        on_error=lambda e: seen["error"].append(e),
+    )
     await collect(failing)
     assert len(seen["error"]) == 1 and isinstance(seen["error"][0], hs.ModelError)
 
 
 async def test_generate_text_returns_everything_at_once(loopback: LoopbackServer) -> None:
     loopback.script(tool_calls(("get_weather", {"city": "Paris"})), text("21 degrees"))
-    out = await hs.generate_text(**loopback.llm(), prompt="x", tools={"get_weather": weather_tool()})
+    out = await hs.generate_text(
+        **loopback.llm(), prompt="x", tools={"get_weather": weather_tool()}
+    )
     assert out.text == "21 degrees"
     assert len(out.steps) == 2 and out.finish_reason == "stop"
     assert out.usage.total_tokens == 30

@@ -23,10 +23,15 @@ async def test_demo_streams_word_by_word() -> None:
 
 
 async def test_demo_calls_the_tool_the_message_asks_for_then_answers_from_it() -> None:
-    out = await hs.generate_text(model="helix/demo", prompt="What is the weather in Paris?", tools=[get_weather])
+    out = await hs.generate_text(
+        model="helix/demo", prompt="What is the weather in Paris?", tools=[get_weather]
+    )
     assert out.steps[0].tool_calls[0].name == "get_weather"
     assert out.steps[0].tool_calls[0].input == {"city": "Paris"}
-    assert out.text == 'Done: get_weather returned {"city": "Paris", "forecast": "sunny", "temp_c": 21}.'
+    assert (
+        out.text
+        == 'Done: get_weather returned {"city": "Paris", "forecast": "sunny", "temp_c": 21}.'
+    )
 
 
 def test_demo_without_a_matching_tool_answers_in_text() -> None:
@@ -39,12 +44,18 @@ def test_demo_echoes_its_instruction_rows() -> None:
     messages = [
         {"role": "system", "content": "Sys"},
         {"role": "user", "content": "hi"},
-        {"role": "system", "content": '<context kind="instruction" source="app">\nAnswer in French.\n</context>'},
+        {
+            "role": "system",
+            "content": '<context kind="instruction" source="app">\nAnswer in French.\n</context>',
+        },
         {"role": "user", "content": "What are your instructions?"},
     ]
     assert demo_reply(messages, None).text == "My active instructions: 1. Answer in French."
     messages[-1] = {"role": "user", "content": "hello"}
-    assert demo_reply(messages, None).text == "You said: hello (Following the instruction: Answer in French.)"
+    assert (
+        demo_reply(messages, None).text
+        == "You said: hello (Following the instruction: Answer in French.)"
+    )
 
 
 def test_importing_the_package_does_not_import_litellm() -> None:

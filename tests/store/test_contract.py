@@ -725,7 +725,9 @@ async def test_context_rows_and_messages_share_one_gap_free_sequence(store: Coun
 
 async def test_an_items_own_source_wins_over_the_entrys(store: CountingStore) -> None:
     await session(store)
-    await store.enqueue_context(SID, [{**notice("a"), "source": "memory"}, notice("b")], source="app", origin=APP)
+    await store.enqueue_context(
+        SID, [{**notice("a"), "source": "memory"}, notice("b")], source="app", origin=APP
+    )
     first, second = await store.commit_context(SID)
     assert (first.payload["source"], second.payload["source"]) == ("memory", "app")
 
