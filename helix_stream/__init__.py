@@ -18,6 +18,7 @@ from .chunks import Usage
 from .context import (
     ContextItem,
     ContextRow,
+    StepContextRequest,
     disable_tools,
     enable_tools,
     instruction,
@@ -67,6 +68,7 @@ __all__ = [
     "MemoryStore",
     "SQLiteStore",
     "StepContextLimits",
+    "StepContextRequest",
     "Store",
     "disable_tools",
     "enable_tools",

@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .middleware import ModelMiddleware, PrepareStep, WrappedModel
-from .tools import Tool, tools_by_name
+from pydantic import BaseModel
+
+from .tools import FINISH_TOOL_NAME, Tool, tools_by_name
 
 if TYPE_CHECKING:
     from .telemetry import TelemetrySettings
@@ -46,6 +48,10 @@ class Agent:
         telemetry: Telemetry settings for this agent's turns.
         middleware: Model middleware.
         settings: litellm params for every call (temperature, api_base, ...).
+        output_schema: A pydantic model: the agent finishes by calling ``__finish__`` with it;
+            when ``max_steps`` is reached without that, one last call forces it.
+        client_tool_timeout: Seconds a client tool may take to answer; a later answer is
+            delivered as a ``late-answer`` notice instead (``None``: no deadline).
     """
 
     name: str
@@ -61,6 +67,8 @@ class Agent:
     telemetry: TelemetrySettings | None = None
     middleware: Sequence[ModelMiddleware] = ()
     settings: Mapping[str, Any] = field(default_factory=dict)
+    output_schema: type[BaseModel] | None = None
+    client_tool_timeout: float | None = None
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -71,4 +79,14 @@ class Agent:
 
     @property
     def tool_map(self) -> dict[str, Tool]:
-        return tools_by_name(self.tools)
+        """The agent's tools by name, with ``__finish__`` when it has an output schema."""
+        tools = tools_by_name(self.tools)
+        if self.output_schema is not None:
+            schema = self.output_schema
+            tools[FINISH_TOOL_NAME] = Tool(
+                name=FINISH_TOOL_NAME,
+                description="Call this once, with the final answer, to finish.",
+                input_schema=schema,
+                execute=lambda output, ctx: output.model_dump(mode="json"),
+            )
+        return tools

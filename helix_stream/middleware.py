@@ -57,6 +57,7 @@ class StepInput:
         runtime_context: The shared runtime context (never sent to the model).
         tools_context: The per-tool contexts, keyed by tool name.
         session_id: The executor session, or ``None`` for a plain ``stream_text`` call.
+        forced_completion: This is the last call, which must call the finish tool.
     """
 
     step_number: int
@@ -66,6 +67,7 @@ class StepInput:
     runtime_context: Mapping[str, Any]
     tools_context: Mapping[str, Any]
     session_id: str | None = None
+    forced_completion: bool = False
     emitted: list[Chunk] = field(default_factory=list)
 
     def emit(self, chunk: Chunk) -> None:

@@ -15,6 +15,8 @@ from ._items import (
     notice,
     validate_items,
 )
+from ._fold import LogFold, apply_tools_item
+from ._hook import StepContextRequest
 from ._pass import ContextPass, strip_private
 from ._rows import SYSTEM_FORM_SOURCES, ContextRow, render_record, render_row_payload
 
@@ -25,6 +27,9 @@ __all__ = [
     "ContextItemLike",
     "ContextPass",
     "ContextRow",
+    "LogFold",
+    "StepContextRequest",
+    "apply_tools_item",
     "Source",
     "disable_tools",
     "enable_tools",

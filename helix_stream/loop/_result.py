@@ -102,6 +102,11 @@ class StreamTextResult:
         return list(self._state.response_messages)
 
     @property
+    def output(self) -> Any:
+        """What the agent's finish tool was called with (an ``output_schema`` agent), else None."""
+        return self._state.output
+
+    @property
     def finish_reason(self) -> FinishReason | None:
         return self._state.finish_reason
 

@@ -65,6 +65,8 @@ class LoopConfig:
     session_id: str | None = None
     gate: Gate | None = None
     make_tool_context: Callable[[ToolCall, Tool, Any], ToolContext] | None = None
+    finish_tool: str | None = None
+    preamble: Callable[[], AsyncIterator[Chunk]] | None = None
     on_chunk: Callback | None = None
     on_step_finish: Sequence[Callback] = ()
     on_finish: Callback | None = None
@@ -82,6 +84,7 @@ class RunState:
     error: BaseException | None = None
     done: bool = False
     runtime_context: Mapping[str, Any] = field(default_factory=dict)
+    output: Any = None
 
 
 async def _call(fn: Callback | None, *args: Any) -> None:
@@ -132,7 +135,14 @@ async def run_loop(cfg: LoopConfig, state: RunState, contexts: dict[str, Any]) -
         start = Start(message_id=cfg.message_id)
         await _call(emit, start)
         yield start
+        if cfg.preamble is not None:
+            # Work left from a paused turn (answered approvals, client tool results).
+            async with aclosing(cfg.preamble()) as preamble:
+                async for chunk in preamble:
+                    await _call(emit, chunk)
+                    yield chunk
         step_number = 0
+        forced = False
         while True:
             step_in = StepInput(
                 step_number=step_number,
@@ -142,6 +152,7 @@ async def run_loop(cfg: LoopConfig, state: RunState, contexts: dict[str, Any]) -
                 runtime_context=state.runtime_context,
                 tools_context=tools_context,
                 session_id=cfg.session_id,
+                forced_completion=forced,
             )
             overrides = await run_step_chain(cfg.prepare_step, step_in)
             state.runtime_context = step_in.runtime_context
@@ -163,6 +174,9 @@ async def run_loop(cfg: LoopConfig, state: RunState, contexts: dict[str, Any]) -
                 params["tools"] = [t.schema(contexts[t.name]) for t in offered]
             if "tool_choice" in overrides:
                 params["tool_choice"] = overrides["tool_choice"]
+            if forced:
+                # Forced completion: the model must call the finish tool now.
+                params["tool_choice"] = {"type": "function", "function": {"name": cfg.finish_tool}}
 
             start_step = StartStep(step_number=step_number)
             await _call(emit, start_step)
@@ -271,8 +285,16 @@ async def run_loop(cfg: LoopConfig, state: RunState, contexts: dict[str, Any]) -
             await _call(emit, finish_step)
             yield finish_step
 
-            if not calls or step.pending or await _should_stop(cfg.stop_when, state.steps):
+            finished = _finish_output(cfg.finish_tool, step)
+            if finished is not _NOT_FINISHED:
+                state.output = finished
                 break
+            if forced or not calls or step.pending:
+                break
+            if await _should_stop(cfg.stop_when, state.steps):
+                if cfg.finish_tool is None:
+                    break
+                forced = True
             step_number += 1
 
         finish = Finish(finish_reason=state.finish_reason or "stop", usage=state.usage)
@@ -297,6 +319,18 @@ async def run_loop(cfg: LoopConfig, state: RunState, contexts: dict[str, Any]) -
         if not state.done:
             # Closed by the consumer or cancelled: end the telemetry call as aborted.
             rec.call_failed(asyncio.CancelledError("the run was cancelled"))
+
+
+_NOT_FINISHED = object()
+
+
+def _finish_output(finish_tool: str | None, step: StepResult) -> Any:
+    """The finish tool's output if ``step`` called it successfully, else ``_NOT_FINISHED``."""
+    if finish_tool is not None:
+        for result in step.tool_results:
+            if result.tool_name == finish_tool and result.status == "output":
+                return result.output
+    return _NOT_FINISHED
 
 
 def _plain_context(call: ToolCall, tool: Tool, context: Any) -> ToolContext:

@@ -73,11 +73,13 @@ async def run_tool_calls(
     make_context: ContextFactory,
     recorder: Recorder,
     run: ToolRun,
+    approved: frozenset[str] = frozenset(),
 ) -> AsyncIterator[Chunk]:
     """Yield the chunks of running ``calls``; fill ``run`` with results in call order.
 
     Tools run concurrently; each output is yielded as soon as it is ready. If the consumer
     stops or the task is cancelled, every tool still running is cancelled before this returns.
+    Calls in ``approved`` run even though their tool needs approval: the app said yes.
     """
     results: dict[str, ToolResult] = {}
     contents: dict[str, str] = {}
@@ -112,7 +114,7 @@ async def run_tool_calls(
                 settle(ToolResult(tool_call_id=call.id, tool_name=call.name, status="error", error=text), text)
                 yield ToolOutputError(tool_call_id=call.id, error_text=text)
                 continue
-            if tool.execute is None or tool.needs_approval:
+            if tool.execute is None or (tool.needs_approval and call.id not in approved):
                 # A client tool or one that waits for approval: the run pauses after this step.
                 settle(ToolResult(tool_call_id=call.id, tool_name=call.name, status="pending"), None)
                 if tool.needs_approval:

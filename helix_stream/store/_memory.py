@@ -1,199 +1,50 @@
-"""MemoryStore: the Store protocol kept in process memory, for tests and one-shot runs.
-
-This module also owns the few helpers every store shares, so that they encode payloads,
-compare request keys and word their refusals identically: :func:`encode`,
-:func:`items_digest`, :func:`context_row`, :func:`message_role`, :func:`checkpoint_id`,
-:func:`session_not_found`, :func:`key_conflict` and the argument checks.
-"""
+"""MemoryStore: the Store protocol kept in process memory, for tests and one-shot runs."""
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import time
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast, get_args
+from typing import Any, Literal
 
-from helix_stream.errors import ContextKeyConflictError, SessionNotFoundError
 from helix_stream.store._protocol import (
     JSON,
     Checkpoint,
     LogRecord,
     QueueEntry,
+    RewindResult,
     SessionRecord,
     SessionStatus,
+)
+from helix_stream.store._shared import (
+    check_conflict_mode,
+    check_cut,
+    check_expect,
+    check_seq,
+    check_status,
+    checkpoint_id,
+    context_row,
+    decode,
+    duplicate_checkpoint,
+    encode,
+    items_digest,
+    key_conflict,
+    merge_meta,
+    message_role,
+    plan_rewind,
+    session_exists,
+    session_not_found,
+    tool_call_ids,
 )
 
 __all__ = ["MemoryStore"]
 
-_STATUSES: frozenset[str] = frozenset(get_args(SessionStatus))
 
-
-# The protocol declares its records through an alias, ``_dc = dataclass(...)``, which mypy does
-# not see through: it types them as classes without fields, so every direct constructor call
-# fails strict checking. These typed constructors keep the call sites checked in the meantime.
-def session_record(
-    *,
-    id: str,
-    agent_name: str,
-    status: SessionStatus,
-    parent_id: str | None,
-    created_at: float,
-    updated_at: float,
-    meta: JSON,
-) -> SessionRecord:
-    make: Any = SessionRecord
-    return cast(
-        SessionRecord,
-        make(
-            id=id,
-            agent_name=agent_name,
-            status=status,
-            parent_id=parent_id,
-            created_at=created_at,
-            updated_at=updated_at,
-            meta=meta,
-        ),
-    )
-
-
-def log_record(*, seq: int, role: str, payload: JSON, created_at: float) -> LogRecord:
-    make: Any = LogRecord
-    return cast(LogRecord, make(seq=seq, role=role, payload=payload, created_at=created_at))
-
-
-def queue_entry(
-    *,
-    id: int,
-    items: list[JSON],
-    source: str,
-    key: str | None,
-    origin: JSON,
-    created_at: float,
-    delivered_seq: int | None,
-) -> QueueEntry:
-    make: Any = QueueEntry
-    return cast(
-        QueueEntry,
-        make(
-            id=id,
-            items=items,
-            source=source,
-            key=key,
-            origin=origin,
-            created_at=created_at,
-            delivered_seq=delivered_seq,
-        ),
-    )
-
-
-def checkpoint_record(
-    *, id: str, session_id: str, step_number: int, log_seq: int, state: JSON, created_at: float
-) -> Checkpoint:
-    make: Any = Checkpoint
-    return cast(
-        Checkpoint,
-        make(
-            id=id,
-            session_id=session_id,
-            step_number=step_number,
-            log_seq=log_seq,
-            state=state,
-            created_at=created_at,
-        ),
-    )
-
-
-def encode(value: object) -> str:
-    """Compact JSON text of a payload; raises TypeError/ValueError if it is not strict JSON.
-
-    ``allow_nan=False`` because NaN/Infinity are not JSON: a provider or Postgres ``jsonb``
-    would refuse them later, far from the write that let them in.
-    """
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-
-
-def items_digest(items: Sequence[JSON]) -> str:
-    """The request-key fingerprint: SHA-256 of the items' canonical JSON.
-
-    ``sort_keys`` makes two dicts with the same fields the same request whatever their key
-    order; the list order still counts (same items in the same order = same request).
-    """
-    canonical = json.dumps(
-        list(items), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    )
-    return hashlib.sha256(canonical.encode()).hexdigest()
-
-
-def context_row(item: JSON, *, source: str, origin: JSON, queue_id: int, key: str | None) -> JSON:
-    """The row payload committed for one queued item (see ``Store.commit_context``)."""
-    # The item's own source wins (the executor has already forced "tool" on a tool's items).
-    return {**item, "source": item.get("source", source), "origin": {**origin, "queue_id": queue_id, "key": key}}
-
-
-def message_role(message: Mapping[str, Any]) -> str:
-    """The log role of a message: its ``"role"`` field, which must be a string."""
-    role = message.get("role")
-    if not isinstance(role, str):
-        raise ValueError(f"a message needs a string 'role' field; got {role!r}")
-    return role
-
-
-def checkpoint_id(given: str) -> str:
-    """Keep a caller's checkpoint id; make a uuid4 hex one when it is empty."""
-    return given or uuid.uuid4().hex
-
-
-def check_status(status: str) -> None:
-    if status not in _STATUSES:
-        raise ValueError(f"unknown session status {status!r}; use one of {sorted(_STATUSES)}")
-
-
-def check_expect(expect: Sequence[str] | None) -> tuple[str, ...] | None:
-    """Validate ``set_status(expect=...)``; a bare string would silently match by substring."""
-    if expect is None:
-        return None
-    if isinstance(expect, str):
-        raise TypeError(f"expect must be a list of statuses, e.g. [{expect!r}], not a string")
-    for status in expect:
-        check_status(status)
-    return tuple(expect)
-
-
-def check_conflict_mode(mode: str) -> None:
-    if mode not in ("raise", "ignore"):
-        raise ValueError(f"on_key_conflict must be 'raise' or 'ignore', not {mode!r}")
-
-
-def session_not_found(session_id: str) -> SessionNotFoundError:
-    return SessionNotFoundError(
-        f"No session {session_id!r}; nothing was written. Create it first "
-        "(create_session, or executor.run) or check the id."
-    )
-
-
-def key_conflict(session_id: str, key: str) -> ContextKeyConflictError:
-    return ContextKeyConflictError(
-        f"Context key {key!r} was already used in session {session_id!r} with other items; "
-        "nothing was written. Retry with exactly the same items, or use a new key for a "
-        "new request."
-    )
-
-
-def duplicate_checkpoint(session_id: str, cp_id: str) -> ValueError:
-    return ValueError(
-        f"checkpoint {cp_id!r} already exists in session {session_id!r}; nothing was written. "
-        "Pass an empty id to have the store make a fresh one."
-    )
-
-
+# Payloads are kept as JSON text, not dicts: a caller mutating what it passed in or got back
+# can never change the store, and reads decode to the same values SQLite returns.
 @dataclass(slots=True)
 class _Entry:
-    # Payloads are kept as JSON text, not dicts: a caller mutating what it passed in or got
-    # back can never change the store, and reads decode to the same values SQLite returns.
     id: int
     items: str
     source: str
@@ -203,12 +54,12 @@ class _Entry:
     delivered_seq: int | None = None
 
     def record(self) -> QueueEntry:
-        return queue_entry(
+        return QueueEntry(
             id=self.id,
-            items=json.loads(self.items),
+            items=decode(self.items),
             source=self.source,
             key=self.key,
-            origin=json.loads(self.origin),
+            origin=decode(self.origin),
             created_at=self.created_at,
             delivered_seq=self.delivered_seq,
         )
@@ -216,12 +67,35 @@ class _Entry:
 
 @dataclass(slots=True)
 class _Session:
-    record: SessionRecord
+    id: str
+    agent_name: str
+    parent_id: str | None
+    meta: str
+    created_at: float
+    updated_at: float
+    status: SessionStatus = "idle"
     log: list[tuple[str, str, float]] = field(default_factory=list)  # seq = index + 1
-    queue: list[_Entry] = field(default_factory=list)
-    pending: list[_Entry] = field(default_factory=list)
+    queue: list[_Entry] = field(default_factory=list)  # every entry, in id order
+    pending: list[_Entry] = field(default_factory=list)  # the undelivered ones, in id order
     keys: dict[str, str] = field(default_factory=dict)  # key -> items_digest
     checkpoints: list[tuple[str, int, int, str, float]] = field(default_factory=list)
+
+    def record(self) -> SessionRecord:
+        return SessionRecord(
+            id=self.id,
+            agent_name=self.agent_name,
+            status=self.status,
+            parent_id=self.parent_id,
+            created_at=self.created_at,
+            updated_at=self.updated_at,
+            meta=decode(self.meta),
+        )
+
+    def records(self, start: int) -> list[LogRecord]:
+        return [
+            LogRecord(seq=start + i + 1, role=role, payload=decode(text), created_at=at)
+            for i, (role, text, at) in enumerate(self.log[start:])
+        ]
 
 
 class MemoryStore:
@@ -233,7 +107,7 @@ class MemoryStore:
     Attributes:
         write_transactions: Count of write calls that committed a change. Calls that changed
             nothing (an existing session, a failed compare-and-set, a key dedupe, an empty
-            commit) and calls that raised are not counted.
+            commit, a rewind to the last seq) and calls that raised are not counted.
     """
 
     def __init__(self) -> None:
@@ -243,9 +117,12 @@ class MemoryStore:
         self._closed = False
         self.write_transactions = 0
 
-    def _session(self, session_id: str) -> _Session:
+    def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("this MemoryStore is closed")
+
+    def _session(self, session_id: str) -> _Session:
+        self._check_open()
         session = self._sessions.get(session_id)
         if session is None:
             raise session_not_found(session_id)
@@ -260,33 +137,23 @@ class MemoryStore:
         meta: Mapping[str, Any] | None = None,
     ) -> SessionRecord:
         """Create the session if it does not exist; return it either way (never overwrites)."""
-        if self._closed:
-            raise RuntimeError("this MemoryStore is closed")
-        meta_json = json.loads(encode(dict(meta or {})))
+        self._check_open()
+        meta_text = encode(dict(meta or {}))
         async with self._lock:
             existing = self._sessions.get(session_id)
             if existing is not None:
-                return existing.record
+                return existing.record()
             now = time.time()
-            record = session_record(
-                id=session_id,
-                agent_name=agent_name,
-                status="idle",
-                parent_id=parent_id,
-                created_at=now,
-                updated_at=now,
-                meta=meta_json,
-            )
-            self._sessions[session_id] = _Session(record=record)
+            made = _Session(session_id, agent_name, parent_id, meta_text, now, now)
+            self._sessions[session_id] = made
             self.write_transactions += 1
-            return record
+            return made.record()
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         """The session, or ``None``."""
-        if self._closed:
-            raise RuntimeError("this MemoryStore is closed")
+        self._check_open()
         session = self._sessions.get(session_id)
-        return None if session is None else session.record
+        return None if session is None else session.record()
 
     async def set_status(
         self,
@@ -300,19 +167,21 @@ class MemoryStore:
         expected = check_expect(expect)
         async with self._lock:
             session = self._session(session_id)
-            if expected is not None and session.record.status not in expected:
+            if expected is not None and session.status not in expected:
                 return False
-            session.record = session_record(
-                id=session.record.id,
-                agent_name=session.record.agent_name,
-                status=status,
-                parent_id=session.record.parent_id,
-                created_at=session.record.created_at,
-                updated_at=time.time(),
-                meta=session.record.meta,
-            )
+            session.status, session.updated_at = status, time.time()
             self.write_transactions += 1
             return True
+
+    async def update_session_meta(self, session_id: str, patch: Mapping[str, Any]) -> SessionRecord:
+        """Merge ``patch`` into ``meta`` (``None`` removes a key); return the new record."""
+        async with self._lock:
+            session = self._session(session_id)
+            merged, changed = merge_meta(decode(session.meta), patch)
+            if changed:
+                session.meta, session.updated_at = encode(merged), time.time()
+                self.write_transactions += 1
+            return session.record()
 
     async def append_messages(
         self,
@@ -335,24 +204,20 @@ class MemoryStore:
                 cp_row = (cp_id, checkpoint.step_number, log_seq, encode(checkpoint.state), now)
             if not rows and cp_row is None:
                 return []
-            first = len(session.log) + 1
+            start = len(session.log)
             session.log.extend((role, text, now) for role, text in rows)
             if cp_row is not None:
                 session.checkpoints.append(cp_row)
             self.write_transactions += 1
-            return [
-                log_record(seq=first + i, role=role, payload=json.loads(text), created_at=now)
-                for i, (role, text) in enumerate(rows)
-            ]
+            return session.records(start)
 
     async def read_log(self, session_id: str, *, after_seq: int = 0) -> list[LogRecord]:
         """Log records with ``seq > after_seq``, in order."""
-        session = self._session(session_id)
-        start = max(after_seq, 0)
-        return [
-            log_record(seq=start + i + 1, role=role, payload=json.loads(text), created_at=at)
-            for i, (role, text, at) in enumerate(session.log[start:])
-        ]
+        return self._session(session_id).records(max(after_seq, 0))
+
+    async def last_seq(self, session_id: str) -> int:
+        """The seq of the last log record; 0 when the log is empty."""
+        return len(self._session(session_id).log)
 
     async def enqueue_context(
         self,
@@ -399,6 +264,11 @@ class MemoryStore:
         """The queue entries not yet delivered, in id order."""
         return [entry.record() for entry in self._session(session_id).pending]
 
+    async def delivered_context(self, session_id: str) -> list[QueueEntry]:
+        """The queue entries already delivered, in id order."""
+        queue = self._session(session_id).queue
+        return [entry.record() for entry in queue if entry.delivered_seq is not None]
+
     async def commit_context(
         self, session_id: str, extra_rows: Sequence[JSON] = ()
     ) -> list[LogRecord]:
@@ -409,42 +279,89 @@ class MemoryStore:
             delivered: list[tuple[_Entry, int]] = []
             for entry in session.pending:
                 delivered.append((entry, len(session.log) + len(payloads) + 1))
-                origin = json.loads(entry.origin)
+                origin = decode(entry.origin)
                 payloads.extend(
                     context_row(
                         item, source=entry.source, origin=origin, queue_id=entry.id, key=entry.key
                     )
-                    for item in json.loads(entry.items)
+                    for item in decode(entry.items)
                 )
             payloads.extend(extra_rows)
             texts = [encode(p) for p in payloads]  # the only step that can fail: before writing
             if not texts:
                 return []
-            now = time.time()
-            first = len(session.log) + 1
+            now, start = time.time(), len(session.log)
             session.log.extend(("context", text, now) for text in texts)
             for entry, seq in delivered:
                 entry.delivered_seq = seq
             session.pending.clear()
             self.write_transactions += 1
-            return [
-                log_record(seq=first + i, role="context", payload=json.loads(text), created_at=now)
-                for i, text in enumerate(texts)
-            ]
+            return session.records(start)
 
     async def checkpoints(self, session_id: str) -> list[Checkpoint]:
         """The session's checkpoints, oldest first."""
         return [
-            checkpoint_record(
+            Checkpoint(
                 id=cp_id,
                 session_id=session_id,
                 step_number=step,
                 log_seq=log_seq,
-                state=json.loads(state),
+                state=decode(state),
                 created_at=at,
             )
             for cp_id, step, log_seq, state, at in self._session(session_id).checkpoints
         ]
+
+    async def rewind(self, session_id: str, to_seq: int) -> RewindResult:
+        """Truncate the log after ``to_seq`` and fix checkpoints and queue (see ``Store``)."""
+        async with self._lock:
+            session = self._session(session_id)
+            log = session.log
+            check_seq(session_id, "to_seq", to_seq, len(log))
+            if to_seq == len(log):
+                return RewindResult(removed_records=0, redelivered_entries=[], dropped_entries=[])
+            check_cut(session_id, to_seq, log[to_seq - 1][:2] if to_seq else None, log[to_seq][:2])
+            redelivered, dropped = plan_rewind(
+                ((e.id, decode(e.origin), e.delivered_seq) for e in session.queue),
+                to_seq,
+                lambda: tool_call_ids(
+                    decode(text) for role, text, _ in log[:to_seq] if role == "assistant"
+                ),
+            )
+            # Nothing below can fail: the rewind applies whole.
+            removed, again, gone = len(log) - to_seq, set(redelivered), set(dropped)
+            del log[to_seq:]
+            session.checkpoints = [cp for cp in session.checkpoints if cp[2] <= to_seq]
+            for entry in session.queue:
+                if entry.id in again:
+                    entry.delivered_seq = None
+                elif entry.id in gone and entry.key is not None:
+                    del session.keys[entry.key]
+            session.queue = [e for e in session.queue if e.id not in gone]
+            session.pending = [e for e in session.queue if e.delivered_seq is None]
+            session.updated_at = time.time()
+            self.write_transactions += 1
+            return RewindResult(
+                removed_records=removed, redelivered_entries=redelivered, dropped_entries=dropped
+            )
+
+    async def branch(
+        self, source_id: str, new_id: str, *, upto_seq: int, agent_name: str | None = None
+    ) -> SessionRecord:
+        """Make ``new_id`` from ``source_id``'s log and checkpoints up to ``upto_seq``."""
+        async with self._lock:
+            source = self._session(source_id)
+            if new_id in self._sessions:
+                raise session_exists(new_id)
+            check_seq(source_id, "upto_seq", upto_seq, len(source.log))
+            now = time.time()
+            name = source.agent_name if agent_name is None else agent_name
+            made = _Session(new_id, name, source_id, source.meta, now, now)
+            made.log = source.log[:upto_seq]  # tuples of immutable values: safe to share
+            made.checkpoints = [cp for cp in source.checkpoints if cp[2] <= upto_seq]
+            self._sessions[new_id] = made
+            self.write_transactions += 1
+            return made.record()
 
     async def close(self) -> None:
         """Mark the store closed; later calls raise RuntimeError. Safe to call twice."""

@@ -1,10 +1,11 @@
 """The ``Store`` protocol and the records it keeps.
 
-A store holds, per session: the session record, the append-only **log** (every message and
-context row, each with a per-session sequence 1, 2, 3, ...), the **context queue** (items
-added but not yet committed as rows), **request keys** (for idempotent ``add_context``), and
-**checkpoints** (one per finished step). Every method that writes does so in one transaction:
-it writes everything or nothing.
+A store holds, per session: the session record, the **log** (every message and context row,
+each with a per-session sequence 1, 2, 3, ...; appended to, and only ever cut back by
+``rewind``), the **context queue** (items added but not yet committed as rows), **request
+keys** (for idempotent ``add_context``), and **checkpoints** (one per finished step). A
+``branch`` copies a prefix of one session's log and checkpoints into a new session. Every
+method that writes does so in one transaction: it writes everything or nothing.
 
 Payloads are plain JSON-safe dicts. A message payload is the OpenAI-format message exactly as
 it is sent to the model (so rendering the log again gives the same bytes). A context row
@@ -21,6 +22,7 @@ __all__ = [
     "Checkpoint",
     "LogRecord",
     "QueueEntry",
+    "RewindResult",
     "SessionRecord",
     "SessionStatus",
     "Store",
@@ -30,9 +32,20 @@ SessionStatus = Literal["idle", "running", "paused", "failed"]
 JSON = dict[str, Any]
 
 
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionRecord:
+    """A session.
+
+    Attributes:
+        id: The caller's session id.
+        agent_name: The agent the session runs.
+        status: ``"idle"``, ``"running"``, ``"paused"`` or ``"failed"``.
+        parent_id: The session it was branched from, if any.
+        created_at: Unix time of the creation.
+        updated_at: Unix time of the last change to the record, or of the last rewind.
+        meta: JSON-safe data the app keeps with the session (see ``update_session_meta``).
+    """
+
     id: str
     agent_name: str
     status: SessionStatus = "idle"
@@ -92,6 +105,23 @@ class Checkpoint:
     log_seq: int
     state: JSON
     created_at: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RewindResult:
+    """What :meth:`Store.rewind` changed.
+
+    Attributes:
+        removed_records: How many log records were deleted.
+        redelivered_entries: Queue ids made undelivered again (id order): the next context
+            pass delivers them again.
+        dropped_entries: Queue ids deleted with their request keys (id order): tool entries
+            whose call the rewind removed.
+    """
+
+    removed_records: int
+    redelivered_entries: list[int]
+    dropped_entries: list[int]
 
 
 @runtime_checkable
@@ -174,15 +204,90 @@ class Store(Protocol):
 
         Takes every undelivered queue entry (in id order), appends one context row per item
         (payload: the item, with ``"source"`` from the entry unless the item names its own,
-        and ``"origin"``: the entry's origin with ``"queue_id"`` and ``"key"`` added), marks the entries delivered, then
-        appends ``extra_rows`` (already complete row payloads: hook and memory rows), and
-        returns the new records in order. With nothing queued and no extra rows it writes
-        nothing and returns ``[]``.
+        and ``"origin"``: the entry's origin with ``"queue_id"`` and ``"key"`` added), marks
+        the entries delivered, then appends ``extra_rows`` (already complete row payloads:
+        hook and memory rows), and returns the new records in order. With nothing queued and
+        no extra rows it writes nothing and returns ``[]``.
+        """
+        ...
+
+    async def delivered_context(self, session_id: str) -> list[QueueEntry]:
+        """The queue entries already delivered (``delivered_seq`` set), in id order (read-only).
+
+        Entries a rewind dropped are gone; entries it made undelivered are back in
+        :meth:`pending_context` until the next :meth:`commit_context`.
         """
         ...
 
     async def checkpoints(self, session_id: str) -> list[Checkpoint]:
         """The session's checkpoints, oldest first."""
+        ...
+
+    async def last_seq(self, session_id: str) -> int:
+        """The seq of the session's last log record; 0 when the log is empty."""
+        ...
+
+    async def update_session_meta(self, session_id: str, patch: Mapping[str, Any]) -> SessionRecord:
+        """Merge ``patch`` into the session's ``meta`` (shallow) and return the new record.
+
+        Top-level keys of ``patch`` replace those of ``meta`` (a nested dict is replaced whole,
+        not merged); a key whose value is ``None`` is removed (absent keys are ignored). New keys
+        come after the existing ones. One transaction, which also sets ``updated_at``; a patch
+        that changes nothing writes nothing and returns the current record.
+
+        Raises:
+            SessionNotFoundError: no such session (nothing written).
+            TypeError | ValueError: the merged meta is not strict JSON (nothing written).
+        """
+        ...
+
+    async def rewind(self, session_id: str, to_seq: int) -> RewindResult:
+        """Truncate the session to its first ``to_seq`` log records, in one transaction.
+
+        Reference 000, "Rewinds and branches". It deletes the log records with
+        ``seq > to_seq`` (the next append gets ``to_seq + 1``: seqs stay gap-free), deletes the
+        checkpoints with ``log_seq > to_seq``, and fixes the queue:
+
+        - an entry whose rows were truncated (``delivered_seq > to_seq``) is made undelivered
+          again, so the next :meth:`commit_context` delivers it again, once; its request key
+          is kept;
+        - except that what a tool queued goes with that tool's call: an entry whose origin has
+          ``"type": "tool"`` and whose ``origin["tool_call_id"]`` is no longer among the
+          surviving assistant messages' ``tool_calls[*].id`` is deleted with its request key
+          (so the same key records anew), whether it was delivered or still queued.
+
+        Entries whose rows all survive, and other undelivered entries, are left as they are.
+        The session's status is not changed; its ``updated_at`` is. ``to_seq`` equal to the
+        last seq is a no-op that writes nothing (and drops nothing).
+
+        Raises:
+            SessionNotFoundError: no such session (nothing written).
+            ValueError: ``to_seq`` is below 0 or above the last seq, or it falls between two
+                rows of one queue entry (a context pass's entry is kept or cut whole);
+                nothing written.
+        """
+        ...
+
+    async def branch(
+        self, source_id: str, new_id: str, *, upto_seq: int, agent_name: str | None = None
+    ) -> SessionRecord:
+        """Create session ``new_id`` from the first ``upto_seq`` records of ``source_id``.
+
+        Reference 000, "Rewinds and branches". In one transaction: the new session is
+        ``"idle"``, has ``parent_id=source_id``, the source's ``meta`` and (unless given) its
+        ``agent_name``; it gets copies of the source's log records with ``seq <= upto_seq``
+        (same seqs, roles, payloads and ``created_at``) and of its checkpoints with
+        ``log_seq <= upto_seq`` (same ids, oldest first). It never gets the source's queue
+        entries nor its request keys: an item still queued in the source is delivered only
+        there, and a key used in the source records anew in the branch. ``upto_seq=0`` makes
+        an empty branch.
+
+        Raises:
+            SessionNotFoundError: no session ``source_id`` (nothing written).
+            StateError: a session ``new_id`` already exists (nothing written).
+            ValueError: ``upto_seq`` is below 0 or above the source's last seq (nothing
+                written).
+        """
         ...
 
     async def close(self) -> None:

@@ -21,7 +21,15 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,7 +87,7 @@ def to_ui_message_stream(
     original_messages: Sequence[Mapping[str, Any]] | None = None,
     on_error: Callable[[BaseException], str] | None = None,
     on_finish: OnFinish | None = None,
-) -> AsyncIterator[UIChunk]:
+) -> AsyncGenerator[UIChunk, None]:
     """Turn a chunk stream into the AI SDK UI message stream (dicts with camelCase keys).
 
     Args:
@@ -141,7 +149,7 @@ async def _run(
     on_finish: OnFinish | None,
     original_messages: Sequence[Mapping[str, Any]],
     continued: Mapping[str, Any] | None,
-) -> AsyncIterator[UIChunk]:
+) -> AsyncGenerator[UIChunk, None]:
     handle = mapper.handle
     iterator: AsyncIterator[Any] = source.__aiter__()
     stream = iterator
@@ -169,12 +177,14 @@ async def _run(
         # Shielded: after a disconnect the task is cancelled, and anyio would cancel every
         # await in here again; closing the source must still run (it cancels the model call).
         with anyio.move_on_after(_CLEANUP_TIMEOUT, shield=True):
-            await _close(stream)
+            # The iterator if it can be closed, else the iterable (e.g. a result object whose
+            # iterator only closes when garbage-collected but which has its own aclose()).
+            await _close(stream if hasattr(stream, "aclose") else source)
             if on_finish is not None:
                 await _call_on_finish(on_finish, mapper, original_messages, continued)
 
 
-async def _close(stream: AsyncIterator[Any]) -> None:
+async def _close(stream: object) -> None:
     aclose = getattr(stream, "aclose", None)
     if aclose is None:
         return

@@ -193,13 +193,41 @@ def _ui_stream(scenario: str, version: int, messages: list[Any]) -> AsyncIterato
     return to_ui_message_stream(source(), client_version=version, original_messages=messages)
 
 
+# Raw UI chunks the transformer must never send, served as they are to show that the harness
+# does catch what the client rejects: {case: (chunks, the client majors that reject them)}.
+_TOOL = {"type": "tool-input-available", "toolCallId": "c1", "toolName": "x", "input": {}}
+_INVALID: dict[str, tuple[list[dict[str, Any]], set[int]]] = {
+    "context-row": ([{"type": "start"}, {"type": "context-row", "row": {}}], {5, 6, 7}),
+    "output-omitted": ([_TOOL, {"type": "tool-output-available", "toolCallId": "c1"}], {5, 6, 7}),
+    "approval-on-v5": (
+        [_TOOL, {"type": "tool-approval-request", "approvalId": "a", "toolCallId": "c1"}],
+        {5},
+    ),
+    "finish-unknown": ([{"type": "start"}, {"type": "finish", "finishReason": "unknown"}], {6, 7}),
+}
+
+
 def _app() -> Starlette:
     async def chat(request: Request) -> Response:
         body = await request.json()
         stream = _ui_stream(body["scenario"], body["clientVersion"], body["messages"])
         return UIMessageStreamResponse(stream)
 
-    return Starlette(routes=[Route("/api/chat", chat, methods=["POST"])])
+    async def raw(request: Request) -> Response:
+        chunks = _INVALID[(await request.json())["case"]][0]
+
+        async def stream() -> AsyncIterator[dict[str, Any]]:
+            for chunk in chunks:
+                yield chunk
+
+        return UIMessageStreamResponse(stream())
+
+    return Starlette(
+        routes=[
+            Route("/api/chat", chat, methods=["POST"]),
+            Route("/api/raw", raw, methods=["POST"]),
+        ]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -382,3 +410,13 @@ def test_a_raw_litellm_stream(base_url: str, version: int) -> None:
         {"type": "tool-weather", "toolCallId": "call_1", "state": "input-available",
          "input": {"city": "Oslo"}},
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(_INVALID))
+def test_the_harness_sees_what_the_client_rejects(base_url: str, version: int, case: str) -> None:
+    result = run_client(f"{base_url}/api/raw", {"messages": [], "case": case}, version)
+    if version in _INVALID[case][1]:
+        assert result["error"] is not None
+        assert result["error"]["name"] == "AI_TypeValidationError"
+    else:
+        assert result["error"] is None

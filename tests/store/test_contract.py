@@ -16,39 +16,33 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import closing
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import pytest
 
 import helix_stream.store as store_pkg
-from helix_stream.errors import ContextKeyConflictError, SessionNotFoundError
+from helix_stream.errors import ContextKeyConflictError, SessionNotFoundError, StateError
 from helix_stream.store import (
     Checkpoint,
     LogRecord,
     MemoryStore,
     QueueEntry,
+    RewindResult,
     SessionRecord,
     SQLiteStore,
     Store,
 )
-from helix_stream.store._sqlite import SQL_LAST_SEQ, SQL_PENDING, SQL_READ_LOG
-
-
-class CountingStore(Store, Protocol):
-    """A Store with the ``write_transactions`` counter its docstring requires."""
-
-    write_transactions: int
-
+from helix_stream.store._sqlite_db import SQL_DELIVERED, SQL_LAST_SEQ, SQL_PENDING, SQL_READ_LOG
 
 # One factory per implementation; a new store joins the whole suite by adding a line here.
-STORES: dict[str, Callable[[Path], CountingStore]] = {
+STORES: dict[str, Callable[[Path], Store]] = {
     "memory": lambda _tmp_path: MemoryStore(),
     "sqlite": lambda tmp_path: SQLiteStore(tmp_path / "contract.db"),
 }
 
 
 @pytest.fixture(params=list(STORES))
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[CountingStore]:
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
     made = STORES[request.param](tmp_path)
     yield made
     await made.close()
@@ -62,11 +56,10 @@ def notice(text: str) -> dict[str, Any]:
     return {"kind": "notice", "content": text}
 
 
-def checkpoint(*, id: str = "", step_number: int = 0, state: dict[str, Any] | None = None) -> Any:
-    # The protocol's records are built through a dataclass alias mypy cannot see through;
-    # going through Any keeps this helper checker-neutral.
-    make: Any = Checkpoint
-    return make(
+def checkpoint(
+    *, id: str = "", step_number: int = 0, state: dict[str, Any] | None = None
+) -> Checkpoint:
+    return Checkpoint(
         id=id,
         session_id=SID,
         step_number=step_number,
@@ -76,7 +69,7 @@ def checkpoint(*, id: str = "", step_number: int = 0, state: dict[str, Any] | No
     )
 
 
-async def snapshot(store: CountingStore, *session_ids: str) -> tuple[object, ...]:
+async def snapshot(store: Store, *session_ids: str) -> tuple[object, ...]:
     """Everything the protocol lets a reader see about these sessions, plus the counter."""
     state: list[object] = [store.write_transactions]
     for sid in session_ids:
@@ -85,11 +78,12 @@ async def snapshot(store: CountingStore, *session_ids: str) -> tuple[object, ...
         if record is not None:
             state.append(await store.read_log(sid))
             state.append(await store.pending_context(sid))
+            state.append(await store.delivered_context(sid))
             state.append(await store.checkpoints(sid))
     return tuple(state)
 
 
-async def session(store: CountingStore, sid: str = SID) -> SessionRecord:
+async def session(store: Store, sid: str = SID) -> SessionRecord:
     return await store.create_session(sid, agent_name="agent")
 
 
@@ -97,13 +91,13 @@ async def session(store: CountingStore, sid: str = SID) -> SessionRecord:
 
 
 async def test_store_satisfies_the_protocol_and_starts_with_no_writes(
-    store: CountingStore,
+    store: Store,
 ) -> None:
     assert isinstance(store, Store)
     assert store.write_transactions == 0
 
 
-async def test_create_session_returns_an_idle_record_with_its_fields(store: CountingStore) -> None:
+async def test_create_session_returns_an_idle_record_with_its_fields(store: Store) -> None:
     record = await store.create_session(
         SID, agent_name="agent", parent_id="parent", meta={"z": 1, "a": [1, "é"]}
     )
@@ -121,7 +115,7 @@ async def test_create_session_returns_an_idle_record_with_its_fields(store: Coun
 
 
 async def test_create_session_never_overwrites_and_writes_nothing_the_second_time(
-    store: CountingStore,
+    store: Store,
 ) -> None:
     first = await session(store)
     again = await store.create_session(SID, agent_name="other", parent_id="p", meta={"x": 1})
@@ -130,11 +124,11 @@ async def test_create_session_never_overwrites_and_writes_nothing_the_second_tim
     assert store.write_transactions == 1
 
 
-async def test_get_session_of_an_unknown_id_is_none(store: CountingStore) -> None:
+async def test_get_session_of_an_unknown_id_is_none(store: Store) -> None:
     assert await store.get_session("nope") is None
 
 
-async def test_set_status_sets_it_and_counts_one_write(store: CountingStore) -> None:
+async def test_set_status_sets_it_and_counts_one_write(store: Store) -> None:
     created = await session(store)
     assert await store.set_status(SID, "running") is True
     record = await store.get_session(SID)
@@ -144,7 +138,7 @@ async def test_set_status_sets_it_and_counts_one_write(store: CountingStore) -> 
     assert store.write_transactions == 2
 
 
-async def test_set_status_with_expect_is_a_compare_and_set(store: CountingStore) -> None:
+async def test_set_status_with_expect_is_a_compare_and_set(store: Store) -> None:
     await session(store)
     before = await snapshot(store, SID)
     assert await store.set_status(SID, "paused", expect=["running", "failed"]) is False
@@ -155,7 +149,7 @@ async def test_set_status_with_expect_is_a_compare_and_set(store: CountingStore)
 
 
 async def test_concurrent_compare_and_set_lets_exactly_one_caller_win(
-    store: CountingStore,
+    store: Store,
 ) -> None:
     await session(store)
     results = await asyncio.gather(
@@ -166,7 +160,7 @@ async def test_concurrent_compare_and_set_lets_exactly_one_caller_win(
 
 
 async def test_set_status_refuses_an_unknown_status_and_writes_nothing(
-    store: CountingStore,
+    store: Store,
 ) -> None:
     await session(store)
     before = await snapshot(store, SID)
@@ -175,7 +169,7 @@ async def test_set_status_refuses_an_unknown_status_and_writes_nothing(
     assert await snapshot(store, SID) == before
 
 
-async def test_set_status_refuses_expect_given_as_a_bare_string(store: CountingStore) -> None:
+async def test_set_status_refuses_expect_given_as_a_bare_string(store: Store) -> None:
     await session(store)
     before = await snapshot(store, SID)
     with pytest.raises(TypeError, match="list of statuses"):
@@ -186,7 +180,7 @@ async def test_set_status_refuses_expect_given_as_a_bare_string(store: CountingS
 # -- the log -------------------------------------------------------------------------------
 
 
-async def test_append_messages_numbers_them_from_one_without_gaps(store: CountingStore) -> None:
+async def test_append_messages_numbers_them_from_one_without_gaps(store: Store) -> None:
     await session(store)
     first = await store.append_messages(
         SID, [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
@@ -201,7 +195,7 @@ async def test_append_messages_numbers_them_from_one_without_gaps(store: Countin
     assert store.write_transactions == 3
 
 
-async def test_payloads_read_back_equal_with_the_same_key_order(store: CountingStore) -> None:
+async def test_payloads_read_back_equal_with_the_same_key_order(store: Store) -> None:
     await session(store)
     message = {
         "role": "assistant",
@@ -217,7 +211,7 @@ async def test_payloads_read_back_equal_with_the_same_key_order(store: CountingS
     assert list(read.payload["tool_calls"][0]) == ["id", "function"]
 
 
-async def test_a_caller_mutating_its_dict_does_not_change_the_log(store: CountingStore) -> None:
+async def test_a_caller_mutating_its_dict_does_not_change_the_log(store: Store) -> None:
     await session(store)
     message: dict[str, Any] = {"role": "user", "content": "a"}
     [written] = await store.append_messages(SID, [message])
@@ -227,14 +221,14 @@ async def test_a_caller_mutating_its_dict_does_not_change_the_log(store: Countin
     assert read.payload == {"role": "user", "content": "a"}
 
 
-async def test_read_log_after_seq_returns_only_later_records(store: CountingStore) -> None:
+async def test_read_log_after_seq_returns_only_later_records(store: Store) -> None:
     await session(store)
     await store.append_messages(SID, [{"role": "user", "content": str(i)} for i in range(5)])
     assert [r.seq for r in await store.read_log(SID, after_seq=3)] == [4, 5]
     assert await store.read_log(SID, after_seq=5) == []
 
 
-async def test_sequences_are_per_session(store: CountingStore) -> None:
+async def test_sequences_are_per_session(store: Store) -> None:
     await session(store, "a")
     await session(store, "b")
     await store.append_messages("a", [{"role": "user", "content": "1"}])
@@ -243,14 +237,14 @@ async def test_sequences_are_per_session(store: CountingStore) -> None:
     assert (b1.seq, a2.seq) == (1, 2)
 
 
-async def test_append_messages_with_nothing_writes_nothing(store: CountingStore) -> None:
+async def test_append_messages_with_nothing_writes_nothing(store: Store) -> None:
     await session(store)
     before = await snapshot(store, SID)
     assert await store.append_messages(SID, []) == []
     assert await snapshot(store, SID) == before
 
 
-async def test_append_messages_refuses_a_message_without_a_role(store: CountingStore) -> None:
+async def test_append_messages_refuses_a_message_without_a_role(store: Store) -> None:
     await session(store)
     before = await snapshot(store, SID)
     with pytest.raises(ValueError, match="role"):
@@ -261,7 +255,7 @@ async def test_append_messages_refuses_a_message_without_a_role(store: CountingS
 # -- checkpoints ---------------------------------------------------------------------------
 
 
-async def test_append_messages_with_a_checkpoint_is_one_transaction(store: CountingStore) -> None:
+async def test_append_messages_with_a_checkpoint_is_one_transaction(store: Store) -> None:
     await session(store)
     await store.append_messages(SID, [{"role": "user", "content": "q"}])
     records = await store.append_messages(
@@ -278,7 +272,7 @@ async def test_append_messages_with_a_checkpoint_is_one_transaction(store: Count
     assert uuid.UUID(hex=cp.id).version == 4 and cp.id == uuid.UUID(hex=cp.id).hex
 
 
-async def test_a_given_checkpoint_id_is_kept(store: CountingStore) -> None:
+async def test_a_given_checkpoint_id_is_kept(store: Store) -> None:
     await session(store)
     await store.append_messages(
         SID, [{"role": "user", "content": "q"}], checkpoint=checkpoint(id="cp-1")
@@ -287,7 +281,7 @@ async def test_a_given_checkpoint_id_is_kept(store: CountingStore) -> None:
 
 
 async def test_a_checkpoint_without_messages_points_at_the_current_last_seq(
-    store: CountingStore,
+    store: Store,
 ) -> None:
     await session(store)
     await store.append_messages(SID, [{"role": "user", "content": str(i)} for i in range(4)])
@@ -297,7 +291,7 @@ async def test_a_checkpoint_without_messages_points_at_the_current_last_seq(
     assert (cp.log_seq, cp.step_number) == (4, 3)
 
 
-async def test_checkpoints_are_listed_oldest_first(store: CountingStore) -> None:
+async def test_checkpoints_are_listed_oldest_first(store: Store) -> None:
     await session(store)
     for step in range(3):
         await store.append_messages(
@@ -313,7 +307,7 @@ async def test_checkpoints_are_listed_oldest_first(store: CountingStore) -> None
 
 
 async def test_a_duplicate_checkpoint_id_is_refused_with_its_messages(
-    store: CountingStore,
+    store: Store,
 ) -> None:
     await session(store)
     await store.append_messages(
@@ -334,7 +328,7 @@ BAD_VALUES = [pytest.param(object(), id="object"), pytest.param(math.nan, id="na
 
 @pytest.mark.parametrize("bad", BAD_VALUES)
 async def test_a_bad_message_after_good_ones_leaves_nothing_written(
-    store: CountingStore, bad: object
+    store: Store, bad: object
 ) -> None:
     await session(store)
     await store.append_messages(SID, [{"role": "user", "content": "kept"}])
@@ -350,7 +344,7 @@ async def test_a_bad_message_after_good_ones_leaves_nothing_written(
 
 @pytest.mark.parametrize("bad", BAD_VALUES)
 async def test_a_bad_checkpoint_state_leaves_its_messages_unwritten(
-    store: CountingStore, bad: object
+    store: Store, bad: object
 ) -> None:
     await session(store)
     before = await snapshot(store, SID)
@@ -363,7 +357,7 @@ async def test_a_bad_checkpoint_state_leaves_its_messages_unwritten(
 
 @pytest.mark.parametrize("bad", BAD_VALUES)
 async def test_a_bad_extra_row_leaves_the_queue_undelivered_and_the_log_unchanged(
-    store: CountingStore, bad: object
+    store: Store, bad: object
 ) -> None:
     await session(store)
     await store.enqueue_context(SID, [notice("a"), notice("b")], source="app", origin=APP)
@@ -375,7 +369,7 @@ async def test_a_bad_extra_row_leaves_the_queue_undelivered_and_the_log_unchange
 
 
 @pytest.mark.parametrize("bad", BAD_VALUES)
-async def test_bad_items_are_not_queued(store: CountingStore, bad: object) -> None:
+async def test_bad_items_are_not_queued(store: Store, bad: object) -> None:
     await session(store)
     before = await snapshot(store, SID)
     with pytest.raises((TypeError, ValueError)):
@@ -397,7 +391,7 @@ async def test_bad_items_are_not_queued(store: CountingStore, bad: object) -> No
 
 # -- unknown sessions ----------------------------------------------------------------------
 
-Call = Callable[[CountingStore, str], Awaitable[object]]
+Call = Callable[[Store, str], Awaitable[object]]
 UNKNOWN_SESSION_CALLS: list[Any] = [
     pytest.param(lambda s, sid: s.set_status(sid, "running"), id="set_status"),
     pytest.param(lambda s, sid: s.set_status(sid, "running", expect=["idle"]), id="set_status_cas"),
@@ -425,12 +419,17 @@ UNKNOWN_SESSION_CALLS: list[Any] = [
         id="commit_context_extra",
     ),
     pytest.param(lambda s, sid: s.checkpoints(sid), id="checkpoints"),
+    pytest.param(lambda s, sid: s.delivered_context(sid), id="delivered_context"),
+    pytest.param(lambda s, sid: s.last_seq(sid), id="last_seq"),
+    pytest.param(lambda s, sid: s.update_session_meta(sid, {"a": 1}), id="update_session_meta"),
+    pytest.param(lambda s, sid: s.rewind(sid, 0), id="rewind"),
+    pytest.param(lambda s, sid: s.branch(sid, "new-9", upto_seq=0), id="branch"),
 ]
 
 
 @pytest.mark.parametrize("call", UNKNOWN_SESSION_CALLS)
 async def test_an_unknown_session_is_refused_and_nothing_is_written(
-    store: CountingStore, call: Call
+    store: Store, call: Call
 ) -> None:
     await session(store)
     await store.enqueue_context(SID, [notice("q")], source="app", origin=APP, key="k")
@@ -440,12 +439,13 @@ async def test_an_unknown_session_is_refused_and_nothing_is_written(
     assert raised.value.code == "state_session_not_found" and raised.value.http_status == 404
     assert await snapshot(store, SID, "ghost-7") == before
     assert await store.get_session("ghost-7") is None
+    assert await store.get_session("new-9") is None
 
 
 # -- the context queue and request keys ----------------------------------------------------
 
 
-async def test_enqueue_records_every_item_as_one_pending_entry(store: CountingStore) -> None:
+async def test_enqueue_records_every_item_as_one_pending_entry(store: Store) -> None:
     await session(store)
     origin = {"type": "tool", "tool_call_id": "call-1"}
     assert (
@@ -470,7 +470,7 @@ async def test_enqueue_records_every_item_as_one_pending_entry(store: CountingSt
     assert store.write_transactions == 3
 
 
-async def test_pending_context_is_read_only(store: CountingStore) -> None:
+async def test_pending_context_is_read_only(store: Store) -> None:
     await session(store)
     await store.enqueue_context(SID, [notice("a")], source="app", origin=APP)
     before = await snapshot(store, SID)
@@ -478,7 +478,7 @@ async def test_pending_context_is_read_only(store: CountingStore) -> None:
     assert await snapshot(store, SID) == before
 
 
-async def test_same_key_with_the_same_items_records_nothing(store: CountingStore) -> None:
+async def test_same_key_with_the_same_items_records_nothing(store: Store) -> None:
     await session(store)
     items = [{"kind": "notice", "content": "a", "meta": {"x": 1, "y": 2}}, notice("b")]
     assert await store.enqueue_context(SID, items, source="app", origin=APP, key="k") == 2
@@ -503,7 +503,7 @@ async def test_same_key_with_the_same_items_records_nothing(store: CountingStore
     ],
 )
 async def test_same_key_with_other_items_is_a_conflict_and_writes_nothing(
-    store: CountingStore, other: list[dict[str, Any]]
+    store: Store, other: list[dict[str, Any]]
 ) -> None:
     await session(store)
     await store.enqueue_context(
@@ -524,7 +524,7 @@ async def test_same_key_with_other_items_is_a_conflict_and_writes_nothing(
     assert await snapshot(store, SID) == before
 
 
-async def test_ignore_mode_keeps_the_first_items_and_returns_zero(store: CountingStore) -> None:
+async def test_ignore_mode_keeps_the_first_items_and_returns_zero(store: Store) -> None:
     await session(store)
     await store.enqueue_context(SID, [notice("first")], source="tool", origin=APP, key="site")
     before = await snapshot(store, SID)
@@ -535,21 +535,21 @@ async def test_ignore_mode_keeps_the_first_items_and_returns_zero(store: Countin
     assert await snapshot(store, SID) == before
 
 
-async def test_without_a_key_every_call_records_again(store: CountingStore) -> None:
+async def test_without_a_key_every_call_records_again(store: Store) -> None:
     await session(store)
     for _ in range(3):
         assert await store.enqueue_context(SID, [notice("same")], source="app", origin=APP) == 1
     assert [e.items for e in await store.pending_context(SID)] == [[notice("same")]] * 3
 
 
-async def test_keys_are_scoped_per_session(store: CountingStore) -> None:
+async def test_keys_are_scoped_per_session(store: Store) -> None:
     await session(store, "a")
     await session(store, "b")
     assert await store.enqueue_context("a", [notice("x")], source="app", origin=APP, key="k") == 1
     assert await store.enqueue_context("b", [notice("y")], source="app", origin=APP, key="k") == 1
 
 
-async def test_a_key_is_remembered_after_its_items_were_delivered(store: CountingStore) -> None:
+async def test_a_key_is_remembered_after_its_items_were_delivered(store: Store) -> None:
     await session(store)
     await store.enqueue_context(SID, [notice("a")], source="app", origin=APP, key="k")
     await store.commit_context(SID)
@@ -560,7 +560,7 @@ async def test_a_key_is_remembered_after_its_items_were_delivered(store: Countin
     assert await snapshot(store, SID) == before
 
 
-async def test_enqueueing_no_items_records_nothing(store: CountingStore) -> None:
+async def test_enqueueing_no_items_records_nothing(store: Store) -> None:
     await session(store)
     before = await snapshot(store, SID)
     assert await store.enqueue_context(SID, [], source="app", origin=APP) == 0
@@ -570,7 +570,7 @@ async def test_enqueueing_no_items_records_nothing(store: CountingStore) -> None
     assert await store.enqueue_context(SID, [notice("a")], source="app", origin=APP, key="k") == 1
 
 
-async def test_enqueue_refuses_an_unknown_conflict_mode(store: CountingStore) -> None:
+async def test_enqueue_refuses_an_unknown_conflict_mode(store: Store) -> None:
     await session(store)
     before = await snapshot(store, SID)
     with pytest.raises(ValueError, match="on_key_conflict"):
@@ -584,7 +584,7 @@ async def test_enqueue_refuses_an_unknown_conflict_mode(store: CountingStore) ->
     assert await snapshot(store, SID) == before
 
 
-async def test_concurrent_enqueues_with_one_key_record_once(store: CountingStore) -> None:
+async def test_concurrent_enqueues_with_one_key_record_once(store: Store) -> None:
     await session(store)
     items = [notice("a"), notice("b")]
     results = await asyncio.gather(
@@ -599,7 +599,7 @@ async def test_concurrent_enqueues_with_one_key_record_once(store: CountingStore
 
 
 async def test_commit_context_is_one_transaction_that_delivers_every_entry(
-    store: CountingStore,
+    store: Store,
 ) -> None:
     await session(store)
     await store.append_messages(SID, [{"role": "user", "content": "hi"}])
@@ -651,30 +651,24 @@ async def test_commit_context_is_one_transaction_that_delivers_every_entry(
     assert await store.pending_context(SID) == []
 
 
-async def test_delivered_seq_is_the_seq_of_each_entrys_first_row(store: CountingStore) -> None:
-    # pending_context hides delivered entries, so read delivered_seq through the rows' origin.
+async def test_delivered_seq_is_the_seq_of_each_entrys_first_row(store: Store) -> None:
     await session(store)
     await store.enqueue_context(SID, [notice("a"), notice("b")], source="app", origin=APP)
     await store.enqueue_context(SID, [notice("c")], source="app", origin=APP)
+    first, second = await store.pending_context(SID)
+    assert await store.delivered_context(SID) == []
     rows = await store.commit_context(SID)
     first_row_of: dict[int, int] = {}
     for row in rows:
         first_row_of.setdefault(row.payload["origin"]["queue_id"], row.seq)
-    assert sorted(first_row_of.values()) == [1, 3]
-    if isinstance(store, MemoryStore | SQLiteStore):
-        delivered = await _delivered_seqs(store)
-        assert delivered == first_row_of
+    assert first_row_of == {first.id: 1, second.id: 3}
+    delivered = await store.delivered_context(SID)
+    assert [(e.id, e.delivered_seq) for e in delivered] == [(first.id, 1), (second.id, 3)]
+    assert [e.items for e in delivered] == [first.items, second.items]
+    assert await store.pending_context(SID) == []
 
 
-async def _delivered_seqs(store: MemoryStore | SQLiteStore) -> dict[int, int | None]:
-    if isinstance(store, MemoryStore):
-        return {e.id: e.delivered_seq for e in store._sessions[SID].queue}
-    with closing(sqlite3.connect(store.path)) as conn:
-        rows = conn.execute("SELECT id, delivered_seq FROM context_queue").fetchall()
-    return dict(rows)
-
-
-async def test_commit_context_with_nothing_new_writes_nothing(store: CountingStore) -> None:
+async def test_commit_context_with_nothing_new_writes_nothing(store: Store) -> None:
     await session(store)
     before = await snapshot(store, SID)
     assert await store.commit_context(SID) == []
@@ -686,7 +680,7 @@ async def test_commit_context_with_nothing_new_writes_nothing(store: CountingSto
     assert await snapshot(store, SID) == after_first
 
 
-async def test_commit_context_with_only_extra_rows_appends_them(store: CountingStore) -> None:
+async def test_commit_context_with_only_extra_rows_appends_them(store: Store) -> None:
     await session(store)
     hook_row = {
         "kind": "notice",
@@ -700,7 +694,7 @@ async def test_commit_context_with_only_extra_rows_appends_them(store: CountingS
     assert store.write_transactions == 2
 
 
-async def test_context_rows_and_messages_share_one_gap_free_sequence(store: CountingStore) -> None:
+async def test_context_rows_and_messages_share_one_gap_free_sequence(store: Store) -> None:
     await session(store)
     await store.append_messages(SID, [{"role": "user", "content": "q"}])
     await store.enqueue_context(SID, [notice("a")], source="app", origin=APP)
@@ -723,7 +717,7 @@ async def test_context_rows_and_messages_share_one_gap_free_sequence(store: Coun
     ]
 
 
-async def test_an_items_own_source_wins_over_the_entrys(store: CountingStore) -> None:
+async def test_an_items_own_source_wins_over_the_entrys(store: Store) -> None:
     await session(store)
     await store.enqueue_context(
         SID, [{**notice("a"), "source": "memory"}, notice("b")], source="app", origin=APP
@@ -735,7 +729,7 @@ async def test_an_items_own_source_wins_over_the_entrys(store: CountingStore) ->
 # -- lifecycle -----------------------------------------------------------------------------
 
 
-async def test_close_is_idempotent_and_later_calls_fail(store: CountingStore) -> None:
+async def test_close_is_idempotent_and_later_calls_fail(store: Store) -> None:
     await session(store)
     await store.close()
     await store.close()
@@ -750,6 +744,7 @@ def test_the_store_package_exports_exactly_its_public_names() -> None:
             "LogRecord",
             "MemoryStore",
             "QueueEntry",
+            "RewindResult",
             "SQLiteStore",
             "SessionRecord",
             "SessionStatus",
@@ -908,7 +903,7 @@ async def test_sqlite_refuses_a_file_with_another_schema_version(tmp_path: Path)
 
 
 def test_payload_json_is_compact_and_keeps_unicode() -> None:
-    from helix_stream.store._memory import encode
+    from helix_stream.store._shared import encode
 
     assert encode({"b": "é", "a": [1, 2]}) == '{"b":"é","a":[1,2]}'
     assert json.loads(encode({"b": 1, "a": 2})) == {"b": 1, "a": 2}

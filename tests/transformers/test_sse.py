@@ -7,7 +7,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, MutableMapping
 from typing import Any
 
 import httpx
@@ -213,7 +213,7 @@ class _Probe:
 
 async def test_a_disconnect_cancels_the_source_asgi_level() -> None:
     probe = _Probe()
-    sent: list[dict[str, Any]] = []
+    sent: list[MutableMapping[str, Any]] = []
     first_text = asyncio.Event()
 
     async def receive() -> dict[str, Any]:
@@ -222,7 +222,7 @@ async def test_a_disconnect_cancels_the_source_asgi_level() -> None:
         await first_text.wait()
         return {"type": "http.disconnect"}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: MutableMapping[str, Any]) -> None:
         sent.append(message)
         if b"first" in message.get("body", b""):
             first_text.set()

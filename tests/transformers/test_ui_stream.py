@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable
 from types import SimpleNamespace
 from typing import Any
 
@@ -41,7 +41,7 @@ from helix_stream.transformers import (
 )
 
 
-async def _source(chunks: Iterable[Any]) -> AsyncIterator[Any]:
+async def _source(chunks: Iterable[Any]) -> AsyncGenerator[Any, None]:
     for chunk in chunks:
         yield chunk
 
@@ -582,7 +582,7 @@ async def test_send_start_and_send_finish_false_drop_them() -> None:
     ]
 
 
-_ORIGINAL = [
+_ORIGINAL: list[dict[str, Any]] = [
     {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Delete /tmp?"}]},
     {
         "id": "a1",
@@ -699,7 +699,7 @@ async def test_on_finish_when_the_consumer_stops_early_and_the_source_is_closed(
     stream = to_ui_message_stream(source(), on_finish=results.append)
     received = [await anext(stream) for _ in range(5)]
     assert received[-1] == {"type": "text-delta", "id": "t", "delta": "1"}
-    await stream.aclose()  # type: ignore[attr-defined]
+    await stream.aclose()
     assert events == ["closed", "finally"]
     [result] = results
     assert (result.is_aborted, result.finish_reason) == (True, None)
@@ -1003,3 +1003,38 @@ async def test_a_litellm_stream_that_raises_becomes_one_masked_error() -> None:
         {"type": "finish-step"},
         {"type": "finish", "finishReason": "error"},
     ]
+
+
+async def test_closing_closes_an_iterable_source_whose_iterator_cannot_be_closed() -> None:
+    closed: list[str] = []
+
+    class Result:
+        """Like the loop's StreamTextResult: aclose() on the iterable, a bare iterator."""
+
+        def __init__(self) -> None:
+            self._gen = _source([StartStep(step_number=0), TextDelta(id="t", delta="a")] * 50)
+
+        def __aiter__(self) -> Any:
+            gen = self._gen
+
+            class Iterator:
+                def __aiter__(self) -> Any:
+                    return self
+
+                def __anext__(self) -> Any:
+                    return gen.__anext__()
+
+            return Iterator()
+
+        async def aclose(self) -> None:
+            closed.append("result")
+            await self._gen.aclose()
+
+    stream = to_ui_message_stream(Result())
+    assert [(await anext(stream))["type"] for _ in range(3)] == [
+        "start",
+        "start-step",
+        "text-start",
+    ]
+    await stream.aclose()
+    assert closed == ["result"]

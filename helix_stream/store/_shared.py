@@ -1,0 +1,242 @@
+"""What every store shares, so that they encode, compare, decide and refuse identically.
+
+Payload JSON (:func:`encode`, :func:`decode`), the request-key fingerprint
+(:func:`items_digest`), the committed row (:func:`context_row`), the checkpoint id rule
+(:func:`checkpoint_id`), the rewind rules (:func:`plan_rewind`, :func:`tool_call_ids`,
+:func:`check_cut`), the meta merge (:func:`merge_meta`), the argument checks, and the
+messages of every refusal.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, get_args
+
+from helix_stream.errors import ContextKeyConflictError, SessionNotFoundError, StateError
+from helix_stream.store._protocol import JSON, SessionStatus
+
+__all__ = [
+    "check_conflict_mode",
+    "check_cut",
+    "check_expect",
+    "check_seq",
+    "check_status",
+    "checkpoint_id",
+    "context_row",
+    "decode",
+    "duplicate_checkpoint",
+    "encode",
+    "items_digest",
+    "key_conflict",
+    "merge_meta",
+    "message_role",
+    "plan_rewind",
+    "session_exists",
+    "session_not_found",
+    "tool_call_ids",
+]
+
+_STATUSES: frozenset[str] = frozenset(get_args(SessionStatus))
+
+
+# -- payloads ------------------------------------------------------------------------------
+
+
+def encode(value: object) -> str:
+    """Compact JSON text of a payload; raises TypeError/ValueError if it is not strict JSON.
+
+    ``allow_nan=False`` because NaN/Infinity are not JSON: a provider or Postgres ``jsonb``
+    would refuse them later, far from the write that let them in.
+    """
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def decode(text: str) -> Any:
+    """The value of JSON text written by :func:`encode` (a fresh object on every call)."""
+    return json.loads(text)
+
+
+def items_digest(items: Sequence[JSON]) -> str:
+    """The request-key fingerprint: SHA-256 of the items' canonical JSON.
+
+    ``sort_keys`` makes two dicts with the same fields the same request whatever their key
+    order; the list order still counts (same items in the same order = same request).
+    """
+    canonical = json.dumps(
+        list(items), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def context_row(item: JSON, *, source: str, origin: JSON, queue_id: int, key: str | None) -> JSON:
+    """The row payload committed for one queued item (see ``Store.commit_context``)."""
+    # The item's own source wins (the executor has already forced "tool" on a tool's items).
+    return {
+        **item,
+        "source": item.get("source", source),
+        "origin": {**origin, "queue_id": queue_id, "key": key},
+    }
+
+
+def message_role(message: Mapping[str, Any]) -> str:
+    """The log role of a message: its ``"role"`` field, which must be a string."""
+    role = message.get("role")
+    if not isinstance(role, str):
+        raise ValueError(f"a message needs a string 'role' field; got {role!r}")
+    return role
+
+
+def checkpoint_id(given: str) -> str:
+    """Keep a caller's checkpoint id; make a uuid4 hex one when it is empty."""
+    return given or uuid.uuid4().hex
+
+
+def merge_meta(meta: JSON, patch: Mapping[str, Any]) -> tuple[JSON, bool]:
+    """``meta`` with ``patch`` merged in (a ``None`` value removes its key), and whether the
+    JSON changed. Raises TypeError/ValueError if the result is not strict JSON."""
+    merged = dict(meta)
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    # Compared as text: ``1 == 1.0 == True`` in Python, but they are different JSON.
+    text = encode(merged)
+    return decode(text), text != encode(meta)
+
+
+# -- rewinds -------------------------------------------------------------------------------
+
+
+def tool_call_ids(assistant_messages: Iterable[JSON]) -> set[str]:
+    """The ids in the messages' ``tool_calls[*].id`` (the calls a log still holds)."""
+    ids: set[str] = set()
+    for message in assistant_messages:
+        for call in message.get("tool_calls") or ():
+            if isinstance(call, dict) and isinstance(call.get("id"), str):
+                ids.add(call["id"])
+    return ids
+
+
+def plan_rewind(
+    entries: Iterable[tuple[int, JSON, int | None]],
+    to_seq: int,
+    surviving_calls: Callable[[], set[str]],
+) -> tuple[list[int], list[int]]:
+    """Which queue entries a rewind to ``to_seq`` redelivers and which it drops.
+
+    ``entries`` are ``(id, origin, delivered_seq)`` in id order. Reference 000, "Rewinds and
+    branches": an entry whose rows were truncated is delivered again, once; but what a tool
+    queued goes with that tool's call, so a tool entry whose call is no longer in the log is
+    dropped, delivered or not. ``surviving_calls`` is only called if a tool entry needs it.
+
+    Returns:
+        ``(redelivered, dropped)`` queue ids, each in id order.
+    """
+    redelivered: list[int] = []
+    dropped: list[int] = []
+    calls: set[str] | None = None
+    for queue_id, origin, delivered_seq in entries:
+        if delivered_seq is not None and delivered_seq <= to_seq:
+            continue  # its rows survive
+        if origin.get("type") == "tool":
+            calls = surviving_calls() if calls is None else calls
+            if origin.get("tool_call_id") not in calls:
+                dropped.append(queue_id)
+                continue
+        if delivered_seq is not None:
+            redelivered.append(queue_id)
+    return redelivered, dropped
+
+
+Row = tuple[str, str]  # (role, payload JSON text), as stored
+
+
+def _queue_id(row: Row | None) -> object:
+    if row is None or row[0] != "context":
+        return None
+    origin = decode(row[1]).get("origin")
+    return origin.get("queue_id") if isinstance(origin, dict) else None
+
+
+def check_cut(session_id: str, to_seq: int, row_at: Row | None, row_after: Row | None) -> None:
+    """Refuse a rewind that would keep some of one queue entry's rows and cut the others.
+
+    ``row_at`` and ``row_after`` are the stored records at ``to_seq`` (``None`` when it is 0)
+    and ``to_seq + 1``. An entry is delivered again only as a whole, so a cut inside its rows
+    would either lose or double the cut items.
+    """
+    queue_id = _queue_id(row_at)
+    if queue_id is not None and queue_id == _queue_id(row_after):
+        raise ValueError(
+            f"cannot rewind session {session_id!r} to seq {to_seq}: it falls inside the rows "
+            f"of queue entry {queue_id}, which one context pass committed together; nothing "
+            "was written. Rewind to a checkpoint's log_seq, or to before that pass."
+        )
+
+
+# -- argument checks -----------------------------------------------------------------------
+
+
+def check_status(status: str) -> None:
+    if status not in _STATUSES:
+        raise ValueError(f"unknown session status {status!r}; use one of {sorted(_STATUSES)}")
+
+
+def check_expect(expect: Sequence[str] | None) -> tuple[str, ...] | None:
+    """Validate ``set_status(expect=...)``; a bare string would silently match by substring."""
+    if expect is None:
+        return None
+    if isinstance(expect, str):
+        raise TypeError(f"expect must be a list of statuses, e.g. [{expect!r}], not a string")
+    for status in expect:
+        check_status(status)
+    return tuple(expect)
+
+
+def check_conflict_mode(mode: str) -> None:
+    if mode not in ("raise", "ignore"):
+        raise ValueError(f"on_key_conflict must be 'raise' or 'ignore', not {mode!r}")
+
+
+def check_seq(session_id: str, name: str, seq: int, last: int) -> None:
+    """``seq`` must name a position of the log: 0 (before the first record) to ``last``."""
+    if isinstance(seq, bool) or not isinstance(seq, int) or not 0 <= seq <= last:
+        raise ValueError(
+            f"{name}={seq!r} is not a position of session {session_id!r}'s log, whose seqs "
+            f"run 1..{last} (0 = before the first); nothing was written."
+        )
+
+
+# -- refusals ------------------------------------------------------------------------------
+
+
+def session_not_found(session_id: str) -> SessionNotFoundError:
+    return SessionNotFoundError(
+        f"No session {session_id!r}; nothing was written. Create it first "
+        "(create_session, or executor.run) or check the id."
+    )
+
+
+def session_exists(session_id: str) -> StateError:
+    return StateError(
+        f"Session {session_id!r} already exists; nothing was written. Branch into a new session id."
+    )
+
+
+def key_conflict(session_id: str, key: str) -> ContextKeyConflictError:
+    return ContextKeyConflictError(
+        f"Context key {key!r} was already used in session {session_id!r} with other items; "
+        "nothing was written. Retry with exactly the same items, or use a new key for a "
+        "new request."
+    )
+
+
+def duplicate_checkpoint(session_id: str, cp_id: str) -> ValueError:
+    return ValueError(
+        f"checkpoint {cp_id!r} already exists in session {session_id!r}; nothing was written. "
+        "Pass an empty id to have the store make a fresh one."
+    )

@@ -1,0 +1,227 @@
+"""SQLiteStore's plumbing: the schema, the worker thread, the connection and its transactions,
+and the few per-session lookups every transaction starts with.
+
+sqlite3 calls block, so all of them run on one worker thread the store owns; the event loop
+only awaits that thread. The thread holds the store's single connection, so sqlite3's
+``check_same_thread`` guard stays on and would catch any call that strayed onto another thread.
+
+Every write is one ``BEGIN IMMEDIATE … COMMIT``: IMMEDIATE takes SQLite's write lock up front,
+so a read-then-write such as the request-key check cannot interleave with another writer — not
+another coroutine of this store (they already queue on the one thread), and not another
+``SQLiteStore`` or process on the same file (it waits up to ``busy_timeout``). Any error rolls
+the whole transaction back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from helix_stream.errors import FrameworkNotSupportedError
+from helix_stream.store._protocol import SessionRecord
+from helix_stream.store._shared import decode, session_not_found
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "SQL_DELIVERED",
+    "SQL_LAST_SEQ",
+    "SQL_PENDING",
+    "SQL_READ_LOG",
+    "SQL_SESSION",
+    "SQLiteDatabase",
+    "last_seq",
+    "read_session",
+    "require_session",
+    "session_record",
+]
+
+_T = TypeVar("_T")
+
+SCHEMA_VERSION = 1
+
+# Payloads are JSON text. Every per-session lookup is served by an index: the log's primary
+# key (session_id, seq) answers read_log(after_seq), MAX(seq) and a rewind's or branch's range;
+# the partial index answers pending_context without touching delivered entries, however long
+# the history; context_queue_by_session serves delivered_context and a rewind's queue scan.
+# Adding an index is compatible both ways, so context_queue_by_session did not need a new
+# SCHEMA_VERSION: an older file gets it when opened.
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS sessions (
+        id TEXT PRIMARY KEY, agent_name TEXT NOT NULL, status TEXT NOT NULL, parent_id TEXT,
+        created_at REAL NOT NULL, updated_at REAL NOT NULL, meta TEXT NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS log (
+        session_id TEXT NOT NULL, seq INTEGER NOT NULL, role TEXT NOT NULL,
+        payload TEXT NOT NULL, created_at REAL NOT NULL, PRIMARY KEY (session_id, seq))""",
+    """CREATE TABLE IF NOT EXISTS context_queue (
+        id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, items TEXT NOT NULL,
+        source TEXT NOT NULL, key TEXT, origin TEXT NOT NULL, created_at REAL NOT NULL,
+        delivered_seq INTEGER)""",
+    """CREATE INDEX IF NOT EXISTS context_queue_pending ON context_queue (session_id, id)
+        WHERE delivered_seq IS NULL""",
+    "CREATE INDEX IF NOT EXISTS context_queue_by_session ON context_queue (session_id, id)",
+    """CREATE TABLE IF NOT EXISTS context_keys (
+        session_id TEXT NOT NULL, key TEXT NOT NULL, items_sha256 TEXT NOT NULL,
+        queue_id INTEGER NOT NULL, PRIMARY KEY (session_id, key)) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS checkpoints (
+        ord INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, id TEXT NOT NULL,
+        step_number INTEGER NOT NULL, log_seq INTEGER NOT NULL, state TEXT NOT NULL,
+        created_at REAL NOT NULL, UNIQUE (session_id, id))""",
+    "CREATE INDEX IF NOT EXISTS checkpoints_by_session ON checkpoints (session_id, ord)",
+)
+
+SQL_READ_LOG = (
+    "SELECT seq, role, payload, created_at FROM log WHERE session_id = ? AND seq > ? ORDER BY seq"
+)
+_QUEUE_COLUMNS = "SELECT id, items, source, key, origin, created_at, delivered_seq"
+SQL_PENDING = (
+    f"{_QUEUE_COLUMNS} FROM context_queue WHERE session_id = ? AND delivered_seq IS NULL"
+    " ORDER BY id"
+)
+SQL_DELIVERED = (
+    f"{_QUEUE_COLUMNS} FROM context_queue WHERE session_id = ? AND delivered_seq IS NOT NULL"
+    " ORDER BY id"
+)
+SQL_LAST_SEQ = "SELECT COALESCE(MAX(seq), 0) FROM log WHERE session_id = ?"
+SQL_SESSION = (
+    "SELECT id, agent_name, status, parent_id, created_at, updated_at, meta"
+    " FROM sessions WHERE id = ?"
+)
+
+
+def session_record(row: tuple[Any, ...]) -> SessionRecord:
+    """The record of a ``SQL_SESSION`` row."""
+    sid, agent_name, status, parent_id, created_at, updated_at, meta = row
+    return SessionRecord(
+        id=sid,
+        agent_name=agent_name,
+        status=status,
+        parent_id=parent_id,
+        created_at=created_at,
+        updated_at=updated_at,
+        meta=decode(meta),
+    )
+
+
+def read_session(conn: sqlite3.Connection, session_id: str) -> SessionRecord:
+    """The session's record; SessionNotFoundError if there is none."""
+    row = conn.execute(SQL_SESSION, (session_id,)).fetchone()
+    if row is None:
+        raise session_not_found(session_id)
+    return session_record(row)
+
+
+def require_session(conn: sqlite3.Connection, session_id: str) -> None:
+    """SessionNotFoundError unless the session exists."""
+    if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+        raise session_not_found(session_id)
+
+
+def last_seq(conn: sqlite3.Connection, session_id: str) -> int:
+    """The seq of the session's last log record; 0 for an empty log."""
+    return int(conn.execute(SQL_LAST_SEQ, (session_id,)).fetchone()[0])
+
+
+class SQLiteDatabase:
+    """One SQLite file reached from one worker thread; the base of ``SQLiteStore``.
+
+    Attributes:
+        path: The database file, or ``":memory:"``.
+        busy_timeout: Seconds a write waits for another connection's write lock.
+        write_transactions: Count of write transactions this object committed.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 10.0) -> None:
+        self.path = os.fspath(path)
+        self.busy_timeout = busy_timeout
+        self.write_transactions = 0
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="helix-sqlite")
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+
+    # Everything below `_run` and `_write` runs on the worker thread.
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
+        if self._closed:
+            raise RuntimeError(f"this SQLiteStore ({self.path}) is closed")
+        return await asyncio.get_running_loop().run_in_executor(self._executor, self._call, fn)
+
+    async def _write(self, fn: Callable[[sqlite3.Connection], tuple[_T, bool]]) -> _T:
+        """Run ``fn`` in one IMMEDIATE transaction; it returns (result, wrote_anything)."""
+        return await self._run(lambda conn: self._transaction(conn, fn))
+
+    def _call(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
+        if self._closed and self._conn is None:
+            raise RuntimeError(f"this SQLiteStore ({self.path}) is closed")
+        return fn(self._conn or self._open())
+
+    def _transaction(
+        self,
+        conn: sqlite3.Connection,
+        fn: Callable[[sqlite3.Connection], tuple[_T, bool]],
+        *,
+        count: bool = True,
+    ) -> _T:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            result, changed = fn(conn)
+            # Nothing to keep: roll back rather than commit an empty transaction, so the
+            # counter and the WAL only see real writes.
+            conn.execute("COMMIT" if changed else "ROLLBACK")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        if changed and count:
+            self.write_transactions += 1
+        return result
+
+    def _open(self) -> sqlite3.Connection:
+        # isolation_level=None: sqlite3 must not open transactions behind our back; each
+        # write method issues its own BEGIN IMMEDIATE.
+        conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            # WAL + NORMAL: no fsync per commit. A crashed process loses nothing; a power cut
+            # may lose the last commits but never leaves one half-applied.
+            conn.execute("PRAGMA synchronous=NORMAL")
+            # Creating the schema is not one of the caller's writes: not counted.
+            self._transaction(conn, self._create_schema, count=False)
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+        return conn
+
+    def _create_schema(self, conn: sqlite3.Connection) -> tuple[None, bool]:
+        for statement in _SCHEMA:
+            conn.execute(statement)
+        row = conn.execute("SELECT version FROM schema_version").fetchone()
+        if row is None:
+            conn.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+        elif row[0] != SCHEMA_VERSION:
+            raise FrameworkNotSupportedError(
+                f"{self.path} has store schema version {row[0]}; this helix_stream reads "
+                f"version {SCHEMA_VERSION}. Use the helix_stream release that wrote it."
+            )
+        return None, True
+
+    def _close_connection(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    async def close(self) -> None:
+        """Close the connection and stop the worker thread. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            # Queued behind any call still in flight, so those finish first.
+            await asyncio.get_running_loop().run_in_executor(self._executor, self._close_connection)
+        finally:
+            self._executor.shutdown(wait=False)
