@@ -57,6 +57,8 @@ from .middleware import (
     wrap_model,
 )
 from .executor import Executor
+from .hooks import HookContext, LifecycleEvent, define_hook
+from .state import SessionInfo, StateHandle, current_session, define_state
 from .store import MemoryStore, SQLiteStore, Store
 from .tools import Tool, ToolContext, tool
 
@@ -65,6 +67,13 @@ __all__ = [
     "ContextItem",
     "ContextRow",
     "Executor",
+    "HookContext",
+    "LifecycleEvent",
+    "SessionInfo",
+    "StateHandle",
+    "current_session",
+    "define_hook",
+    "define_state",
     "MemoryStore",
     "SQLiteStore",
     "StepContextLimits",

@@ -87,6 +87,7 @@ async def settle_waiting_calls(
     recorder: Recorder,
     has_new_input: bool,
     client_tool_timeout: float | None,
+    bind: Any = None,
 ) -> AsyncIterator[Chunk]:
     """Settle ``waiting`` calls (see the module docstring); append their tool messages."""
     approvals: Mapping[str, Any] = meta.get("approvals", {})
@@ -156,6 +157,7 @@ async def settle_waiting_calls(
             recorder=recorder,
             run=run,
             approved=frozenset(c.id for c in to_run),
+            bind=bind,
         ):
             yield chunk
         statuses = {r.tool_call_id: r.status for r in run.results}

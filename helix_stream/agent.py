@@ -77,6 +77,41 @@ class Agent:
             raise ValueError("max_steps must be at least 1")
         tools_by_name(self.tools)  # fail now on duplicate or non-Tool entries
 
+    def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:
+        """This agent as a tool: each call runs it in a child session of the caller's.
+
+        The child session's id is ``"<parent session>/<tool call id>"``; its
+        ``current_session().parent`` names the call, the parent session, the root session and
+        the parent's turn. Its define_state values are its own, never the parent's.
+        """
+        from .state import ParentInfo, current_scope
+
+        agent = self
+
+        class SubAgentInput(BaseModel):
+            prompt: str
+
+        async def run(input: SubAgentInput, ctx: Any) -> Any:
+            scope = current_scope(f"sub-agent {agent.name!r}")
+            parent = scope.info
+            root = parent.parent.root_session_id if parent.parent else parent.id
+            result = scope.executor.run(
+                agent,
+                f"{parent.id}/{ctx.tool_call_id}",
+                input.prompt,
+                auth=parent.auth.current,
+                _parent=ParentInfo(call_id=ctx.tool_call_id, session_id=parent.id, root_session_id=root, turn=parent.turn),
+            )
+            text = await result.text()
+            return result.output if result.output is not None else text
+
+        return Tool(
+            name=name or self.name,
+            description=description or f"Ask the {self.name} agent; give it a prompt.",
+            input_schema=SubAgentInput,
+            execute=run,
+        )
+
     @property
     def tool_map(self) -> dict[str, Tool]:
         """The agent's tools by name, with ``__finish__`` when it has an output schema."""

@@ -14,6 +14,7 @@ The tree::
     ├── SessionBusyError              state_session_busy          409
     ├── StateError                    state_invalid               409
     ├── NoActiveContextError          no_active_context           500
+    ├── HookError                     hook_failed                 500
     ├── FrameworkNotSupportedError    framework_not_supported     501
     └── ModelError                    model_error                 502 (translated litellm errors)
         ├── ModelAuthError            model_auth_error            401
@@ -36,6 +37,7 @@ __all__ = [
     "ContextValidationError",
     "FrameworkNotSupportedError",
     "HelixError",
+    "HookError",
     "InvalidRequestError",
     "ModelAuthError",
     "ModelBadRequestError",
@@ -152,6 +154,18 @@ class NoActiveContextError(HelixError):
 
     code = "no_active_context"
     http_status = 500
+
+
+class HookError(HelixError):
+    """A ``define_hook`` handler raised; ``error`` is what it raised, ``event`` what it handled."""
+
+    code = "hook_failed"
+    http_status = 500
+
+    def __init__(self, event: str, error: BaseException) -> None:
+        super().__init__(f"a {event} hook raised {type(error).__name__}: {error}")
+        self.event = event
+        self.error = error
 
 
 class FrameworkNotSupportedError(HelixError):

@@ -9,32 +9,28 @@ idle, running or paused — for the next model call.
 
 from __future__ import annotations
 
-import logging
 import time
 import uuid
-from collections.abc import AsyncGenerator, Mapping, Sequence
-from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from .agent import Agent
-from .chunks import Chunk, ErrorChunk
-from .context import ContextItemLike, ContextPass, ContextRow, validate_items
-from ._pending import approval_id_for, late_answer_item, settle_waiting_calls, waiting_calls
-from .errors import HelixError, InvalidRequestError, SessionBusyError, SessionNotFoundError, StateError
-from .loop import StepResult, StreamTextResult, has_tool_call, step_count_is
-from .loop._api import _as_list, build_config
-from .loop._run import LoopConfig, RunState, run_loop
+from ._pending import approval_id_for, late_answer_item, waiting_calls
+from ._turn import Turn
 from ._ui_log import log_to_ui_messages
+from .agent import Agent
+from .context import ContextItemLike, ContextPass, ContextRow, validate_items
+from .errors import InvalidRequestError, SessionBusyError, SessionNotFoundError, StateError
+from .loop import StreamTextResult, ToolCall, has_tool_call, step_count_is
+from .loop._api import _as_list, build_config
+from .loop._run import RunState
+from .state import ParentInfo
 from .store import Checkpoint, LogRecord, MemoryStore, SessionRecord, Store
-from .tools import FINISH_TOOL_NAME, Tool, ToolContext
-from .loop import ToolCall
+from .tools import FINISH_TOOL_NAME
 
 if TYPE_CHECKING:
     from .telemetry import TelemetrySettings
 
 __all__ = ["Executor"]
-
-log = logging.getLogger("helix_stream.context")
 
 Input = str | Mapping[str, Any] | None
 
@@ -47,29 +43,6 @@ def _input_message(value: Input) -> dict[str, Any] | None:
     if isinstance(value, Mapping) and value.get("role") in ("user", "system") and "content" in value:
         return dict(value)
     raise InvalidRequestError("input must be a string or a message like {'role': 'user', 'content': '...'}")
-
-
-def _gate(context_pass: ContextPass) -> Any:
-    async def gate(call: ToolCall) -> Literal["tool_inactive"] | None:
-        # Active tools as folded from the log at this step's model call; __finish__ can never
-        # be switched off (validation refuses it), so forced completion always can call it.
-        if call.name != FINISH_TOOL_NAME and call.name in context_pass.fold.inactive:
-            return "tool_inactive"
-        return None
-
-    return gate
-
-
-def _then_append(
-    preamble: Any, store: Store, session_id: str, message: dict[str, Any]
-) -> Any:
-    async def run() -> AsyncGenerator[Chunk, None]:
-        async with aclosing(preamble()) as chunks:
-            async for chunk in chunks:
-                yield chunk
-        await store.append_messages(session_id, [message])
-
-    return run
 
 
 class Executor:
@@ -103,6 +76,8 @@ class Executor:
         tools_context: Mapping[str, Any] | None = None,
         telemetry: TelemetrySettings | None = None,
         message_id: str | None = None,
+        auth: Any = None,
+        _parent: ParentInfo | None = None,
         on_step_finish: Any = None,
         on_finish: Any = None,
         on_error: Any = None,
@@ -121,6 +96,8 @@ class Executor:
                 continue without one.
             runtime_context, tools_context, telemetry: As for ``stream_text``.
             message_id: The id of the assistant UI message this turn produces.
+            auth: Who is calling (``current_session().auth.current``; the first caller is
+                kept as ``auth.initiator``). The server sets it from ``authenticate``.
             **litellm_params: Passed to litellm (over ``agent.settings``).
 
         Raises:
@@ -135,7 +112,6 @@ class Executor:
             limits=agent.step_context_limits,
             memory=agent.memory,
         )
-        tools = agent.tool_map
         stop_when = [step_count_is(agent.max_steps)]
         if agent.output_schema is not None:
             stop_when.append(has_tool_call(FINISH_TOOL_NAME))
@@ -144,133 +120,40 @@ class Executor:
             system=agent.system,
             messages=[],
             prompt=None,
-            tools=tools,
+            tools=agent.tool_map,
             tools_context=tools_context,
             runtime_context=runtime_context,
             prepare_step=[context_pass, *_as_list(agent.prepare_step)],
             stop_when=stop_when,
             telemetry=telemetry or agent.telemetry or self.telemetry,
             middleware=agent.middleware,
-            callbacks={"on_chunk": on_chunk, "on_finish": on_finish, "on_error": on_error},
+            callbacks={
+                "on_chunk": on_chunk,
+                "on_step_finish": on_step_finish,
+                "on_finish": on_finish,
+                "on_error": on_error,
+            },
             litellm_params={**agent.settings, **litellm_params},
             operation="invoke_agent",
         )
         config.session_id = session_id
         config.message_id = message_id
         config.finish_tool = FINISH_TOOL_NAME if agent.output_schema is not None else None
-        config.make_tool_context = self._tool_context_factory(session_id)
-        config.gate = _gate(context_pass)
         state = RunState()
-        config.on_step_finish = [self._persist_step(session_id, config), *_as_list(on_step_finish)]
-        return StreamTextResult(
-            lambda: self._run(agent, session_id, message, config, state, contexts), state
+        turn = Turn(
+            store=self.store,
+            agent=agent,
+            session_id=session_id,
+            message=message,
+            config=config,
+            state=state,
+            contexts=contexts,
+            context_pass=context_pass,
+            auth=auth,
+            parent=_parent,
+            executor=self,
         )
-
-    async def _run(
-        self,
-        agent: Agent,
-        session_id: str,
-        message: dict[str, Any] | None,
-        config: LoopConfig,
-        state: RunState,
-        contexts: dict[str, Any],
-    ) -> AsyncGenerator[Chunk, None]:
-        try:
-            await self.store.create_session(session_id, agent_name=agent.name)
-            if not await self.store.set_status(session_id, "running", expect=("idle", "paused", "failed")):
-                raise SessionBusyError(
-                    f"session {session_id!r} is already running; wait for its turn to end"
-                )
-        except HelixError as exc:
-            state.error, state.done, state.finish_reason = exc, True, "error"
-            yield ErrorChunk(error=exc)
-            return
-        try:
-            session = await self.store.get_session(session_id)
-            waiting = waiting_calls(await self.store.read_log(session_id))
-            if waiting and message is None and config.message_id is None:
-                config.message_id = waiting[0].message_id  # continue the paused turn's message
-            if config.message_id is None:
-                config.message_id = f"msg-{uuid.uuid4().hex[:16]}"
-            if waiting:
-                config.preamble = lambda: settle_waiting_calls(
-                    store=self.store,
-                    session_id=session_id,
-                    waiting=waiting,
-                    meta=session.meta if session else {},
-                    tools=config.tools,
-                    contexts=contexts,
-                    make_context=config.make_tool_context,
-                    recorder=config.recorder,
-                    has_new_input=message is not None,
-                    client_tool_timeout=agent.client_tool_timeout,
-                )
-            if message is not None:
-                if waiting:
-                    # Settle the waiting calls first so the log stays a valid conversation.
-                    config.preamble = _then_append(config.preamble, self.store, session_id, message)
-                else:
-                    await self.store.append_messages(session_id, [message])
-            async with aclosing(run_loop(config, state, contexts)) as chunks:
-                async for chunk in chunks:
-                    yield chunk
-        finally:
-            meta: dict[str, Any] = {}
-            if state.error is not None:
-                status = "failed"
-            elif state.steps and state.steps[-1].pending:
-                status, meta = "paused", {"paused_at": time.time()}
-            else:
-                status = "idle"
-            if meta:
-                await self.store.update_session_meta(session_id, meta)
-            await self.store.set_status(session_id, status)
-
-    def _persist_step(self, session_id: str, config: LoopConfig) -> Any:
-        async def persist(step: StepResult) -> None:
-            turn_id = config.message_id
-            statuses = {r.tool_call_id: r.status for r in step.tool_results}
-            records: list[dict[str, Any]] = []
-            for m in step.response_messages:
-                # Bookkeeping keys start with "_" and are stripped before the model sees them.
-                if m["role"] == "assistant":
-                    records.append({**m, "_message_id": turn_id})
-                else:
-                    records.append({**m, "_status": statuses.get(m.get("tool_call_id", ""), "output")})
-            checkpoint = Checkpoint(
-                id="", session_id=session_id, step_number=step.step_number, log_seq=0, state={}, created_at=0.0
-            )
-            await self.store.append_messages(session_id, records, checkpoint=checkpoint)
-
-        return persist
-
-    def _tool_context_factory(self, session_id: str) -> Any:
-        def make(call: ToolCall, tool: Tool, context: Any) -> ToolContext:
-            async def add(items: Sequence[ContextItemLike], position: int) -> int:
-                # A tool's items always carry source "tool"; a re-run of the same call site
-                # (same call id, same position) records nothing: first wins, never refused.
-                clean = validate_items(items, forced_source="tool")
-                for item in clean:
-                    if item.get("enable"):
-                        log.warning(
-                            "core.context.enable_ignored: tool %r may switch tools off, never on; "
-                            "its enable of %s has no effect",
-                            tool.name,
-                            item["enable"],
-                            extra={"event": "core.context.enable_ignored", "session_id": session_id},
-                        )
-                return await self.store.enqueue_context(
-                    session_id,
-                    clean,
-                    source="tool",
-                    origin={"type": "tool", "tool_call_id": call.id, "tool_name": tool.name, "position": position},
-                    key=f"call:{call.id}:{position}",
-                    on_key_conflict="ignore",
-                )
-
-            return ToolContext(context=context, tool_call_id=call.id, tool_name=tool.name, _add_context=add)
-
-        return make
+        return StreamTextResult(turn.chunks, state)
 
     # -- answers to a paused turn ----------------------------------------------------------
 
@@ -345,6 +228,103 @@ class Executor:
         return await self.store.enqueue_context(
             session_id, clean, source="app", origin={"type": "app"}, key=key, on_key_conflict="raise"
         )
+
+    # -- rewinds and branches ---------------------------------------------------------------
+
+    async def checkpoints(self, session_id: str) -> list[Checkpoint]:
+        """The session's checkpoints, oldest first: one per finished step (log position,
+        active tools, define_state snapshot).
+
+        Raises:
+            SessionNotFoundError: no such session.
+        """
+        return await self.store.checkpoints(session_id)
+
+    async def _checkpoint(self, session_id: str, checkpoint_id: str) -> Checkpoint:
+        for checkpoint in await self.store.checkpoints(session_id):
+            if checkpoint.id == checkpoint_id:
+                return checkpoint
+        raise StateError(f"session {session_id!r} has no checkpoint {checkpoint_id!r}")
+
+    async def _idle_session(self, session_id: str) -> SessionRecord:
+        session = await self.session(session_id)
+        if session.status == "running":
+            raise SessionBusyError(
+                f"session {session_id!r} is running; wait for it, or call resume() if the process "
+                "that ran it is gone"
+            )
+        return session
+
+    async def retry(self, session_id: str, checkpoint_id: str | None = None) -> None:
+        """Make the session's last turn (or everything after a checkpoint) run again.
+
+        With a ``checkpoint_id``, the log is truncated after that checkpoint (context rows like
+        any other row: queued items whose rows go are delivered again, once; the step_context
+        cursor, memory and active tools follow what is left; the define_state snapshot is the
+        checkpoint's). Without one: if a step of the last turn committed, everything is kept —
+        including the context rows of the step that failed, which the retry re-runs; if the
+        turn failed on its first step, it is retried from its start, so that step's rows are
+        made again (never lost, never doubled). Then ``run(agent, session_id)`` continues.
+
+        Raises:
+            SessionNotFoundError, StateError (unknown checkpoint), SessionBusyError (running).
+        """
+        session = await self._idle_session(session_id)
+        if checkpoint_id is not None:
+            to_seq = (await self._checkpoint(session_id, checkpoint_id)).log_seq
+        else:
+            start = int(session.meta.get("turn_start_seq", 0))
+            checkpoints = await self.store.checkpoints(session_id)
+            committed = bool(checkpoints) and checkpoints[-1].log_seq > start
+            to_seq = await self.store.last_seq(session_id) if committed else start
+        if to_seq < await self.store.last_seq(session_id):
+            await self.store.rewind(session_id, to_seq)
+        await self.store.set_status(session_id, "idle", expect=("idle", "paused", "failed"))
+
+    async def resume(
+        self, session_id: str, mode: str = "continue", checkpoint_id: str | None = None
+    ) -> None:
+        """Make a session runnable again.
+
+        ``mode="continue"`` recovers a session whose process died mid-turn (its status is still
+        ``running``): the log is kept as it is — a step lost after its context rows were
+        committed keeps them, and the recovering step's hook starts from their cursor. Call it
+        only when the process that ran the session is gone. ``mode="from_checkpoint"`` rewinds
+        to ``checkpoint_id`` as :meth:`retry` does. Then ``run(agent, session_id)`` continues.
+
+        Raises:
+            SessionNotFoundError, StateError (unknown checkpoint), InvalidRequestError (mode).
+        """
+        await self.session(session_id)
+        if mode == "continue":
+            await self.store.set_status(session_id, "idle", expect=("running", "failed"))
+        elif mode == "from_checkpoint":
+            if checkpoint_id is None:
+                raise InvalidRequestError("resume(mode='from_checkpoint') needs checkpoint_id=")
+            await self.store.set_status(session_id, "idle", expect=("running", "failed", "paused"))
+            await self.retry(session_id, checkpoint_id)
+        else:
+            raise InvalidRequestError(f"unknown resume mode {mode!r}; use 'continue' or 'from_checkpoint'")
+
+    async def branch(
+        self, session_id: str, checkpoint_id: str | None = None, new_session_id: str | None = None
+    ) -> str:
+        """Copy the session up to a checkpoint (default: all of it) into a new session.
+
+        The copy keeps the rows with their cursor and their effect on the active tools, but
+        never the source's queue: an item still queued in the source is delivered only there.
+
+        Returns:
+            The new session's id.
+        """
+        await self.session(session_id)
+        if checkpoint_id is not None:
+            upto = (await self._checkpoint(session_id, checkpoint_id)).log_seq
+        else:
+            upto = await self.store.last_seq(session_id)
+        new_id = new_session_id or f"{session_id}-branch-{uuid.uuid4().hex[:8]}"
+        await self.store.branch(session_id, new_id, upto_seq=upto)
+        return new_id
 
     # -- reading ---------------------------------------------------------------------------
 

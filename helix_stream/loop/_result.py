@@ -142,6 +142,10 @@ class _Iterator:
     def __anext__(self) -> Awaitable[Chunk]:
         return self._gen.__anext__()
 
+    async def aclose(self) -> None:
+        """Close the run now (cancels the model stream and running tools)."""
+        await self._gen.aclose()
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GenerateTextResult:

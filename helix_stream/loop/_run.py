@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from contextlib import aclosing
+from contextlib import AbstractContextManager, aclosing, nullcontext
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,6 +65,7 @@ class LoopConfig:
     session_id: str | None = None
     gate: Gate | None = None
     make_tool_context: Callable[[ToolCall, Tool, Any], ToolContext] | None = None
+    bind: Callable[[], AbstractContextManager[None]] | None = None
     finish_tool: str | None = None
     preamble: Callable[[], AsyncIterator[Chunk]] | None = None
     on_chunk: Callback | None = None
@@ -87,12 +88,13 @@ class RunState:
     output: Any = None
 
 
-async def _call(fn: Callback | None, *args: Any) -> None:
+async def _call(fn: Callback | None, *args: Any, bind: Any = None) -> None:
     if fn is None:
         return
-    out = fn(*args)
-    if inspect.isawaitable(out):
-        await out
+    with bind() if bind is not None else nullcontext():
+        out = fn(*args)
+        if inspect.isawaitable(out):
+            await out
 
 
 def resolve_contexts(tools: Mapping[str, Tool], tools_context: Mapping[str, Any]) -> dict[str, Any]:
@@ -133,13 +135,13 @@ async def run_loop(cfg: LoopConfig, state: RunState, contexts: dict[str, Any]) -
     rec.call_started(model=model_str, runtime_context=state.runtime_context, messages=messages)
     try:
         start = Start(message_id=cfg.message_id)
-        await _call(emit, start)
+        await _call(emit, start, bind=cfg.bind)
         yield start
         if cfg.preamble is not None:
             # Work left from a paused turn (answered approvals, client tool results).
             async with aclosing(cfg.preamble()) as preamble:
                 async for chunk in preamble:
-                    await _call(emit, chunk)
+                    await _call(emit, chunk, bind=cfg.bind)
                     yield chunk
         step_number = 0
         forced = False
@@ -154,7 +156,8 @@ async def run_loop(cfg: LoopConfig, state: RunState, contexts: dict[str, Any]) -
                 session_id=cfg.session_id,
                 forced_completion=forced,
             )
-            overrides = await run_step_chain(cfg.prepare_step, step_in)
+            with cfg.bind() if cfg.bind is not None else nullcontext():
+                overrides = await run_step_chain(cfg.prepare_step, step_in)
             state.runtime_context = step_in.runtime_context
             if step_in.tools_context is not tools_context:
                 tools_context = step_in.tools_context
@@ -179,12 +182,12 @@ async def run_loop(cfg: LoopConfig, state: RunState, contexts: dict[str, Any]) -
                 params["tool_choice"] = {"type": "function", "function": {"name": cfg.finish_tool}}
 
             start_step = StartStep(step_number=step_number)
-            await _call(emit, start_step)
+            await _call(emit, start_step, bind=cfg.bind)
             yield start_step
             rows = [c.row for c in step_in.emitted if isinstance(c, ContextRowChunk)]
             skipped = [c for c in step_in.emitted if isinstance(c, ContextSkipped)]
             for chunk in step_in.emitted:
-                await _call(emit, chunk)
+                await _call(emit, chunk, bind=cfg.bind)
                 yield chunk
             rec.step_started(
                 step_number=step_number,
@@ -205,7 +208,7 @@ async def run_loop(cfg: LoopConfig, state: RunState, contexts: dict[str, Any]) -
                         first = False
                     for chunk in parser.feed(raw):
                         if emit is not None:
-                            await _call(emit, chunk)
+                            await _call(emit, chunk, bind=cfg.bind)
                         yield chunk
             except Exception as exc:
                 raise translate_error(exc) from exc
@@ -215,7 +218,7 @@ async def run_loop(cfg: LoopConfig, state: RunState, contexts: dict[str, Any]) -
                     await close()
             closing, calls = parser.finish()
             for chunk in closing:
-                await _call(emit, chunk)
+                await _call(emit, chunk, bind=cfg.bind)
                 yield chunk
 
             finish_reason = map_finish_reason(parser.finish_reason)
@@ -245,12 +248,13 @@ async def run_loop(cfg: LoopConfig, state: RunState, contexts: dict[str, Any]) -
                     make_context=lambda call, tool: make(call, tool, contexts.get(tool.name)),
                     recorder=rec,
                     run=run,
+                    bind=cfg.bind,
                 )
                 # aclosing: if this run is closed mid-way, the tools still running are
                 # cancelled now, not whenever the inner generator is collected.
                 async with aclosing(tool_chunks):
                     async for chunk in tool_chunks:
-                        await _call(emit, chunk)
+                        await _call(emit, chunk, bind=cfg.bind)
                         yield chunk
 
             step_messages = [assistant, *run.messages]
@@ -275,14 +279,14 @@ async def run_loop(cfg: LoopConfig, state: RunState, contexts: dict[str, Any]) -
                 *step_messages,
             ]
             for hook in cfg.on_step_finish:
-                await _call(hook, step)
+                await _call(hook, step, bind=cfg.bind)
             finish_step = FinishStep(
                 step_number=step_number,
                 finish_reason=finish_reason,
                 usage=parser.usage,
                 response_model=parser.response_model,
             )
-            await _call(emit, finish_step)
+            await _call(emit, finish_step, bind=cfg.bind)
             yield finish_step
 
             finished = _finish_output(cfg.finish_tool, step)
@@ -302,8 +306,8 @@ async def run_loop(cfg: LoopConfig, state: RunState, contexts: dict[str, Any]) -
         rec.call_finished(
             steps=state.steps, finish_reason=finish.finish_reason, usage=state.usage, text=state.steps[-1].text
         )
-        await _call(cfg.on_finish, state)
-        await _call(emit, finish)
+        await _call(cfg.on_finish, state, bind=cfg.bind)
+        await _call(emit, finish, bind=cfg.bind)
         yield finish
     except Exception as exc:
         error = translate_error(exc)
@@ -311,9 +315,9 @@ async def run_loop(cfg: LoopConfig, state: RunState, contexts: dict[str, Any]) -
         state.finish_reason = "error"
         state.done = True
         rec.call_failed(error)
-        await _call(cfg.on_error, error)
+        await _call(cfg.on_error, error, bind=cfg.bind)
         chunk = ErrorChunk(error=error)
-        await _call(emit, chunk)
+        await _call(emit, chunk, bind=cfg.bind)
         yield chunk
     finally:
         if not state.done:

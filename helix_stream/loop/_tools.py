@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from contextlib import AbstractContextManager, nullcontext
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -74,6 +75,7 @@ async def run_tool_calls(
     recorder: Recorder,
     run: ToolRun,
     approved: frozenset[str] = frozenset(),
+    bind: Callable[[], AbstractContextManager[None]] | None = None,
 ) -> AsyncIterator[Chunk]:
     """Yield the chunks of running ``calls``; fill ``run`` with results in call order.
 
@@ -90,39 +92,49 @@ async def run_tool_calls(
         if content is not None:
             contents[result.tool_call_id] = content
 
+    immediate: list[Chunk] = []
+    to_start: list[tuple[ToolCall, Tool, Any]] = []
+    for call in calls:
+        tool = tools.get(call.name)
+        reason = "tool_unavailable" if tool is None else (await gate(call) if gate else None)
+        if reason is not None:
+            settle(
+                ToolResult(tool_call_id=call.id, tool_name=call.name, status="not_executed", reason=reason),
+                not_executed_message(call, reason),
+            )
+            immediate.append(ToolNotExecuted(tool_call_id=call.id, tool_name=call.name, reason=reason))
+            continue
+        assert tool is not None
+        error: ValidationError | None = None
+        parsed = None
+        if isinstance(call.input, dict):
+            try:
+                parsed = tool.input_schema.model_validate(call.input)
+            except ValidationError as exc:
+                error = exc
+        if parsed is None:
+            text = _validation_text(call, error)
+            settle(ToolResult(tool_call_id=call.id, tool_name=call.name, status="error", error=text), text)
+            immediate.append(ToolOutputError(tool_call_id=call.id, error_text=text))
+            continue
+        if tool.execute is None or (tool.needs_approval and call.id not in approved):
+            # A client tool or one that waits for approval: the run pauses after this step.
+            settle(ToolResult(tool_call_id=call.id, tool_name=call.name, status="pending"), None)
+            if tool.needs_approval:
+                immediate.append(ToolApprovalRequest(approval_id=f"approval-{call.id}", tool_call_id=call.id))
+            continue
+        to_start.append((call, tool, parsed))
+
     try:
-        for call in calls:
-            tool = tools.get(call.name)
-            reason = "tool_unavailable" if tool is None else (await gate(call) if gate else None)
-            if reason is not None:
-                settle(
-                    ToolResult(tool_call_id=call.id, tool_name=call.name, status="not_executed", reason=reason),
-                    not_executed_message(call, reason),
-                )
-                yield ToolNotExecuted(tool_call_id=call.id, tool_name=call.name, reason=reason)
-                continue
-            assert tool is not None
-            error: ValidationError | None = None
-            parsed = None
-            if isinstance(call.input, dict):
-                try:
-                    parsed = tool.input_schema.model_validate(call.input)
-                except ValidationError as exc:
-                    error = exc
-            if parsed is None:
-                text = _validation_text(call, error)
-                settle(ToolResult(tool_call_id=call.id, tool_name=call.name, status="error", error=text), text)
-                yield ToolOutputError(tool_call_id=call.id, error_text=text)
-                continue
-            if tool.execute is None or (tool.needs_approval and call.id not in approved):
-                # A client tool or one that waits for approval: the run pauses after this step.
-                settle(ToolResult(tool_call_id=call.id, tool_name=call.name, status="pending"), None)
-                if tool.needs_approval:
-                    yield ToolApprovalRequest(approval_id=f"approval-{call.id}", tool_call_id=call.id)
-                continue
-            ctx = make_context(call, tool)
-            task = asyncio.ensure_future(_execute(tool, parsed, ctx, call, recorder))
-            tasks[task] = (call, tool, ctx)
+        # Tasks copy the context they are created in: create them all inside the session
+        # binding, with no yield in between, so every tool sees its session (and nothing leaks).
+        with bind() if bind is not None else nullcontext():
+            for call, tool, parsed in to_start:
+                ctx = make_context(call, tool)
+                task = asyncio.ensure_future(_execute(tool, parsed, ctx, call, recorder))
+                tasks[task] = (call, tool, ctx)
+        for chunk in immediate:
+            yield chunk
 
         pending = set(tasks)
         while pending:

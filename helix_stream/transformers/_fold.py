@@ -250,7 +250,7 @@ class UIMessageFold:
                     if part.get("type") == kind and part.get("id") == data_id:
                         part["data"] = chunk.get("data")
                         return
-            parts.append({k: v for k, v in chunk.items() if k != "transient" or v})
+            parts.append(dict(chunk))  # the client stores the chunk itself as the part
         # "error", "abort" and the rest leave the message as it is (the client reports errors
         # through its onError callback).
 

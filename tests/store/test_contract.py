@@ -15,6 +15,7 @@ import threading
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import closing
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,12 @@ from helix_stream.store import (
     Store,
 )
 from helix_stream.store._sqlite_db import SQL_DELIVERED, SQL_LAST_SEQ, SQL_PENDING, SQL_READ_LOG
+from helix_stream.store._sqlite_history import (
+    _SQL_CALLS,
+    _SQL_COPY_CHECKPOINTS,
+    _SQL_COPY_LOG,
+    _SQL_REWIND_QUEUE,
+)
 
 # One factory per implementation; a new store joins the whole suite by adding a line here.
 STORES: dict[str, Callable[[Path], Store]] = {
@@ -726,6 +733,455 @@ async def test_an_items_own_source_wins_over_the_entrys(store: Store) -> None:
     assert (first.payload["source"], second.payload["source"]) == ("memory", "app")
 
 
+# -- last_seq and session meta -------------------------------------------------------------
+
+
+async def test_last_seq_is_zero_for_an_empty_log_then_the_last_records_seq(store: Store) -> None:
+    await session(store)
+    assert await store.last_seq(SID) == 0
+    await store.append_messages(SID, [{"role": "user", "content": "q"}])
+    await store.enqueue_context(SID, [notice("a"), notice("b")], source="app", origin=APP)
+    await store.commit_context(SID)
+    assert await store.last_seq(SID) == 3
+
+
+async def test_update_session_meta_merges_the_patch_and_removes_none_keys(store: Store) -> None:
+    created = await store.create_session(
+        SID, agent_name="agent", meta={"a": 1, "b": {"x": 1}, "c": 3, "n": 1}
+    )
+    writes = store.write_transactions
+    patch = {"b": {"y": 2}, "c": None, "d": [4], "absent": None, "n": True}
+    record = await store.update_session_meta(SID, patch)
+    # Shallow: "b" is replaced whole; True is not the JSON of 1, so "n" changed too.
+    assert record.meta == {"a": 1, "b": {"y": 2}, "n": True, "d": [4]}
+    assert list(record.meta) == ["a", "b", "n", "d"]
+    assert record.meta["n"] is True
+    assert (record.id, record.agent_name, record.status) == (SID, "agent", "idle")
+    assert record.created_at == created.created_at
+    assert record.updated_at >= created.updated_at
+    assert await store.get_session(SID) == record
+    assert store.write_transactions == writes + 1
+
+
+async def test_update_session_meta_that_changes_nothing_writes_nothing(store: Store) -> None:
+    await store.create_session(SID, agent_name="agent", meta={"a": 1})
+    before = await snapshot(store, SID)
+    for patch in ({}, {"a": 1}, {"absent": None}):
+        assert await store.update_session_meta(SID, patch) == before[1]
+    assert await snapshot(store, SID) == before
+
+
+@pytest.mark.parametrize("bad", BAD_VALUES)
+async def test_update_session_meta_refuses_a_value_that_is_not_json(
+    store: Store, bad: object
+) -> None:
+    await store.create_session(SID, agent_name="agent", meta={"a": 1})
+    before = await snapshot(store, SID)
+    with pytest.raises((TypeError, ValueError)):
+        await store.update_session_meta(SID, {"b": 2, "c": {"x": bad}})
+    assert await snapshot(store, SID) == before
+
+
+async def test_a_caller_mutating_a_records_meta_does_not_change_the_session(
+    store: Store,
+) -> None:
+    # Regression: MemoryStore handed out the dict it kept, so this changed the stored meta.
+    record = await store.create_session(SID, agent_name="agent", meta={"a": 1})
+    record.meta["a"] = 2
+    read = await store.get_session(SID)
+    assert read is not None
+    read.meta["b"] = 3
+    updated = await store.update_session_meta(SID, {"c": 4})
+    updated.meta.clear()
+    again = await store.get_session(SID)
+    assert again is not None and again.meta == {"a": 1, "c": 4}
+
+
+# -- rewinds -------------------------------------------------------------------------------
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def calling(*call_ids: str) -> dict[str, Any]:
+    """An assistant message that calls a tool once per id."""
+    calls = [
+        {"id": cid, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        for cid in call_ids
+    ]
+    return {"role": "assistant", "content": None, "tool_calls": calls}
+
+
+def answer(call_id: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": "done"}
+
+
+def tool_origin(call_id: str) -> dict[str, Any]:
+    return {"type": "tool", "tool_call_id": call_id, "tool_name": "f", "position": 0}
+
+
+async def enqueue_tool(store: Store, call_id: str, text: str) -> QueueEntry:
+    """Queue what the tool of ``call_id`` adds, as the executor does; return the entry."""
+    await store.enqueue_context(
+        SID,
+        [{**notice(text), "source": "tool"}],
+        source="tool",
+        origin=tool_origin(call_id),
+        key=f"call:{call_id}:0",
+        on_key_conflict="ignore",
+    )
+    return (await store.pending_context(SID))[-1]
+
+
+async def test_rewind_deletes_later_records_and_checkpoints_and_seqs_continue(
+    store: Store,
+) -> None:
+    await session(store)
+    await store.append_messages(SID, [user("q")])
+    await store.append_messages(
+        SID, [{"role": "assistant", "content": "a"}], checkpoint=checkpoint(id="cp-2")
+    )
+    await store.append_messages(SID, [user("q2")])
+    await store.append_messages(
+        SID, [{"role": "assistant", "content": "b"}], checkpoint=checkpoint(id="cp-4")
+    )
+    kept_log = (await store.read_log(SID))[:2]
+    kept_cps = (await store.checkpoints(SID))[:1]
+    writes = store.write_transactions
+
+    result = await store.rewind(SID, 2)
+
+    assert result == RewindResult(removed_records=2, redelivered_entries=[], dropped_entries=[])
+    assert store.write_transactions == writes + 1
+    assert await store.read_log(SID) == kept_log
+    assert await store.checkpoints(SID) == kept_cps
+    assert [cp.id for cp in kept_cps] == ["cp-2"]
+    assert await store.last_seq(SID) == 2
+    [again] = await store.append_messages(SID, [user("again")], checkpoint=checkpoint(id="cp-4"))
+    assert again.seq == 3
+    assert [(cp.id, cp.log_seq) for cp in await store.checkpoints(SID)] == [
+        ("cp-2", 2),
+        ("cp-4", 3),
+    ]
+
+
+async def test_rewind_to_zero_empties_the_log(store: Store) -> None:
+    await session(store)
+    await store.append_messages(SID, [user("a"), user("b")], checkpoint=checkpoint())
+    result = await store.rewind(SID, 0)
+    assert result.removed_records == 2
+    assert await store.read_log(SID) == []
+    assert await store.checkpoints(SID) == []
+    [first] = await store.append_messages(SID, [user("c")])
+    assert first.seq == 1
+
+
+async def test_rewind_keeps_the_session_record_but_its_updated_at(store: Store) -> None:
+    await store.create_session(SID, agent_name="agent", meta={"m": 1})
+    await store.set_status(SID, "failed")
+    await store.append_messages(SID, [user("a"), user("b")])
+    before = await store.get_session(SID)
+    await store.rewind(SID, 1)
+    after = await store.get_session(SID)
+    assert before is not None and after is not None
+    assert (after.status, after.meta, after.parent_id) == ("failed", {"m": 1}, None)
+    assert after.updated_at >= before.updated_at
+
+
+async def test_rewind_redelivers_an_app_entry_whose_rows_were_cut_once(store: Store) -> None:
+    await session(store)
+    await store.append_messages(SID, [user("q")])
+    await store.enqueue_context(SID, [notice("a"), notice("b")], source="app", origin=APP, key="k")
+    rows = await store.commit_context(SID)
+    await store.append_messages(SID, [{"role": "assistant", "content": "r"}])
+    [entry] = await store.delivered_context(SID)
+
+    result = await store.rewind(SID, 1)
+
+    assert result == RewindResult(
+        removed_records=3, redelivered_entries=[entry.id], dropped_entries=[]
+    )
+    assert await store.delivered_context(SID) == []
+    [pending] = await store.pending_context(SID)
+    assert pending.delivered_seq is None
+    assert (pending.id, pending.items, pending.key, pending.origin) == (
+        entry.id,
+        entry.items,
+        "k",
+        entry.origin,
+    )
+    # Its key is kept: a retry of the same request still records nothing.
+    assert await store.enqueue_context(SID, entry.items, source="app", origin=APP, key="k") == 0
+    again = await store.commit_context(SID)
+    assert [(r.seq, r.payload) for r in again] == [(r.seq, r.payload) for r in rows]
+    assert [e.delivered_seq for e in await store.delivered_context(SID)] == [2]
+    assert await store.commit_context(SID) == []
+    assert await store.pending_context(SID) == []
+
+
+async def test_rewind_leaves_an_entry_whose_rows_survive_delivered(store: Store) -> None:
+    await session(store)
+    await store.append_messages(SID, [user("q")])
+    await store.enqueue_context(SID, [notice("a")], source="app", origin=APP)
+    await store.commit_context(SID)
+    await store.append_messages(SID, [{"role": "assistant", "content": "r"}])
+    delivered = await store.delivered_context(SID)
+    result = await store.rewind(SID, 2)
+    assert (result.redelivered_entries, result.dropped_entries) == ([], [])
+    assert await store.delivered_context(SID) == delivered
+    assert await store.pending_context(SID) == []
+
+
+async def test_rewind_drops_a_delivered_tool_entry_whose_call_it_removed_and_its_key(
+    store: Store,
+) -> None:
+    await session(store)
+    await store.append_messages(SID, [user("q"), calling("c1"), answer("c1")])
+    entry = await enqueue_tool(store, "c1", "switch web off")
+    await store.commit_context(SID)
+    await store.append_messages(SID, [{"role": "assistant", "content": "r"}])
+
+    result = await store.rewind(SID, 1)
+
+    assert result == RewindResult(
+        removed_records=4, redelivered_entries=[], dropped_entries=[entry.id]
+    )
+    assert await store.pending_context(SID) == []
+    assert await store.delivered_context(SID) == []
+    assert await store.commit_context(SID) == []
+    # The key went with the entry: the re-run call's items record anew, even other ones.
+    await store.append_messages(SID, [calling("c1"), answer("c1")])
+    assert (
+        await store.enqueue_context(
+            SID, [notice("other")], source="tool", origin=tool_origin("c1"), key="call:c1:0"
+        )
+        == 1
+    )
+
+
+async def test_rewind_redelivers_a_tool_entry_whose_call_survived(store: Store) -> None:
+    await session(store)
+    await store.append_messages(SID, [user("q"), calling("c0", "c1"), answer("c0"), answer("c1")])
+    entry = await enqueue_tool(store, "c1", "note")
+    [row] = await store.commit_context(SID)
+    await store.append_messages(SID, [{"role": "assistant", "content": "r"}])
+
+    result = await store.rewind(SID, 4)
+
+    assert result == RewindResult(
+        removed_records=2, redelivered_entries=[entry.id], dropped_entries=[]
+    )
+    assert [e.id for e in await store.pending_context(SID)] == [entry.id]
+    [again] = await store.commit_context(SID)
+    assert (again.seq, again.payload) == (row.seq, row.payload)
+
+
+async def test_rewind_drops_an_undelivered_tool_entry_whose_call_it_removed(
+    store: Store,
+) -> None:
+    await session(store)
+    await store.append_messages(SID, [user("q"), calling("c0"), answer("c0")])
+    await store.append_messages(SID, [calling("c1"), answer("c1")])
+    kept_tool = await enqueue_tool(store, "c0", "from c0")
+    dropped = await enqueue_tool(store, "c1", "from c1")
+    await store.enqueue_context(SID, [notice("app")], source="app", origin=APP, key="k")
+    app = (await store.pending_context(SID))[-1]
+
+    result = await store.rewind(SID, 3)
+
+    assert result == RewindResult(
+        removed_records=2, redelivered_entries=[], dropped_entries=[dropped.id]
+    )
+    assert await store.pending_context(SID) == [kept_tool, app]
+    rows = await store.commit_context(SID)
+    assert [r.payload["content"] for r in rows] == ["from c0", "app"]
+
+
+async def test_rewind_sorts_redelivered_entries_back_into_id_order(store: Store) -> None:
+    await session(store)
+    await store.enqueue_context(SID, [notice("first")], source="app", origin=APP)
+    await store.commit_context(SID)
+    await store.enqueue_context(SID, [notice("second")], source="app", origin=APP)
+    result = await store.rewind(SID, 0)
+    assert len(result.redelivered_entries) == 1
+    assert [e.items for e in await store.pending_context(SID)] == [
+        [notice("first")],
+        [notice("second")],
+    ]
+    assert [r.payload["content"] for r in await store.commit_context(SID)] == ["first", "second"]
+
+
+async def test_rewind_to_the_last_seq_writes_nothing(store: Store) -> None:
+    await session(store)
+    await store.append_messages(SID, [user("q"), calling("c1")], checkpoint=checkpoint())
+    await enqueue_tool(store, "gone", "queued by a call the log does not hold")
+    before = await snapshot(store, SID)
+    result = await store.rewind(SID, 2)
+    assert result == RewindResult(removed_records=0, redelivered_entries=[], dropped_entries=[])
+    assert await snapshot(store, SID) == before
+
+
+@pytest.mark.parametrize("to_seq", [-1, 4, 99], ids=["negative", "last_plus_one", "far"])
+async def test_rewind_refuses_a_seq_out_of_range_and_writes_nothing(
+    store: Store, to_seq: int
+) -> None:
+    await session(store)
+    await store.append_messages(SID, [user("q"), calling("c1"), answer("c1")])
+    await store.enqueue_context(SID, [notice("a")], source="app", origin=APP, key="k")
+    before = await snapshot(store, SID)
+    with pytest.raises(ValueError, match=f"to_seq={to_seq}.*nothing was written"):
+        await store.rewind(SID, to_seq)
+    assert await snapshot(store, SID) == before
+
+
+async def test_rewind_refuses_to_cut_inside_one_entrys_rows_and_writes_nothing(
+    store: Store,
+) -> None:
+    await session(store)
+    await store.append_messages(SID, [user("q")])
+    await store.enqueue_context(SID, [notice("a"), notice("b")], source="app", origin=APP)
+    await store.commit_context(SID)  # rows 2 and 3: one entry
+    await store.append_messages(SID, [{"role": "assistant", "content": "r"}])
+    before = await snapshot(store, SID)
+    with pytest.raises(ValueError, match="inside the rows of queue entry"):
+        await store.rewind(SID, 2)
+    assert await snapshot(store, SID) == before
+    # Either side of the entry is fine.
+    assert (await store.rewind(SID, 3)).removed_records == 1
+    assert (await store.rewind(SID, 1)).removed_records == 2
+
+
+# -- branches ------------------------------------------------------------------------------
+
+NEW = "s-2"
+
+
+async def branch_source(store: Store) -> None:
+    """SID: seqs 1-2 messages (checkpoint "cp-a" at 2), 3 a context row (key "k"),
+    4 a message (checkpoint "cp-b" at 4); then one entry still queued (key "q")."""
+    await store.create_session(SID, agent_name="agent", meta={"m": [1], "n": "x"})
+    await store.append_messages(
+        SID, [user("q"), {"role": "assistant", "content": "a"}], checkpoint=checkpoint(id="cp-a")
+    )
+    await store.enqueue_context(SID, [notice("delivered")], source="app", origin=APP, key="k")
+    await store.commit_context(SID)
+    await store.append_messages(
+        SID,
+        [{"role": "assistant", "content": "b"}],
+        checkpoint=checkpoint(id="cp-b", step_number=1),
+    )
+    await store.enqueue_context(SID, [notice("queued")], source="app", origin=APP, key="q")
+
+
+async def test_branch_copies_records_and_checkpoints_up_to_the_seq(store: Store) -> None:
+    await branch_source(store)
+    source_log, source_cps = await store.read_log(SID), await store.checkpoints(SID)
+    source_before = await snapshot(store, SID)
+    source_record, writes = await store.get_session(SID), store.write_transactions
+    assert source_record is not None
+
+    record = await store.branch(SID, NEW, upto_seq=3)
+
+    assert store.write_transactions == writes + 1
+    assert (record.id, record.agent_name, record.status, record.parent_id) == (
+        NEW,
+        "agent",
+        "idle",
+        SID,
+    )
+    assert record.meta == {"m": [1], "n": "x"} and list(record.meta) == ["m", "n"]
+    assert record.created_at >= source_record.updated_at
+    assert await store.get_session(NEW) == record
+    # Same seqs, roles, payloads and created_at.
+    assert await store.read_log(NEW) == source_log[:3]
+    assert await store.checkpoints(NEW) == [replace(source_cps[0], session_id=NEW)]
+    assert await store.last_seq(NEW) == 3
+    assert (await snapshot(store, SID))[1:] == source_before[1:]
+
+
+async def test_branch_never_copies_the_queue_nor_request_keys(store: Store) -> None:
+    await branch_source(store)
+    source_queue = await store.pending_context(SID)
+
+    await store.branch(SID, NEW, upto_seq=4)
+
+    assert await store.pending_context(NEW) == []
+    assert await store.delivered_context(NEW) == []
+    assert await store.commit_context(NEW) == []
+    # Keys the source used record anew in the branch, even with other items.
+    assert await store.enqueue_context(NEW, [notice("x")], source="app", origin=APP, key="q") == 1
+    assert await store.enqueue_context(NEW, [notice("y")], source="app", origin=APP, key="k") == 1
+    # The item still queued in the source is delivered only there.
+    assert await store.pending_context(SID) == source_queue
+    [row] = await store.commit_context(SID)
+    assert (row.seq, row.payload["content"]) == (5, "queued")
+    assert [r.payload["content"] for r in await store.commit_context(NEW)] == ["x", "y"]
+
+
+async def test_branch_at_zero_is_empty_and_takes_a_given_agent_name(store: Store) -> None:
+    await branch_source(store)
+    record = await store.branch(SID, NEW, upto_seq=0, agent_name="other")
+    assert (record.agent_name, record.parent_id) == ("other", SID)
+    assert await store.read_log(NEW) == []
+    assert await store.checkpoints(NEW) == []
+    [first] = await store.append_messages(NEW, [user("fresh")])
+    assert first.seq == 1
+
+
+async def test_a_branch_and_its_source_change_independently(store: Store) -> None:
+    await branch_source(store)
+    await store.branch(SID, NEW, upto_seq=4)
+    source_before = await snapshot(store, SID)
+    # A copied checkpoint id is taken in the branch too, as in any session.
+    with pytest.raises(ValueError, match="'cp-b'"):
+        await store.append_messages(NEW, [user("x")], checkpoint=checkpoint(id="cp-b"))
+    await store.append_messages(NEW, [user("x")], checkpoint=checkpoint(id="cp-c"))
+    await store.rewind(NEW, 2)
+    await store.update_session_meta(NEW, {"m": None})
+    await store.set_status(NEW, "running")
+    assert (await snapshot(store, SID))[1:] == source_before[1:]
+    assert [r.seq for r in await store.read_log(NEW)] == [1, 2]
+    assert [cp.id for cp in await store.checkpoints(NEW)] == ["cp-a"]
+    await store.rewind(SID, 2)
+    assert [r.seq for r in await store.read_log(NEW)] == [1, 2]
+
+
+@pytest.mark.parametrize("existing", [SID, "taken"], ids=["the_source", "another"])
+async def test_branch_into_an_existing_session_is_refused_and_writes_nothing(
+    store: Store, existing: str
+) -> None:
+    await branch_source(store)
+    await session(store, "taken")
+    before = await snapshot(store, SID, "taken")
+    with pytest.raises(StateError, match=f"'{existing}' already exists") as raised:
+        await store.branch(SID, existing, upto_seq=2)
+    assert (raised.value.code, raised.value.http_status) == ("state_invalid", 409)
+    assert "nothing was written" in raised.value.message
+    assert await snapshot(store, SID, "taken") == before
+
+
+@pytest.mark.parametrize("upto_seq", [-1, 5], ids=["negative", "last_plus_one"])
+async def test_branch_refuses_a_seq_out_of_range_and_writes_nothing(
+    store: Store, upto_seq: int
+) -> None:
+    await branch_source(store)
+    before = await snapshot(store, SID, NEW)
+    with pytest.raises(ValueError, match=f"upto_seq={upto_seq}.*nothing was written"):
+        await store.branch(SID, NEW, upto_seq=upto_seq)
+    assert await snapshot(store, SID, NEW) == before
+    assert await store.get_session(NEW) is None
+
+
+async def test_branch_from_an_unknown_session_is_refused_and_writes_nothing(
+    store: Store,
+) -> None:
+    before = await snapshot(store, "ghost", NEW)
+    with pytest.raises(SessionNotFoundError, match="'ghost'"):
+        await store.branch("ghost", NEW, upto_seq=0)
+    assert await snapshot(store, "ghost", NEW) == before
+
+
 # -- lifecycle -----------------------------------------------------------------------------
 
 
@@ -794,6 +1250,47 @@ async def test_sqlite_reopened_from_its_file_has_everything(tmp_path: Path) -> N
     with closing(sqlite3.connect(path)) as conn:
         assert conn.execute("SELECT version FROM schema_version").fetchall() == [(1,)]
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+async def test_sqlite_rewind_branch_and_meta_survive_reopening(tmp_path: Path) -> None:
+    path = tmp_path / "helix.db"
+    first = SQLiteStore(path)
+    await first.create_session(SID, agent_name="agent", meta={"m": 1, "gone": 2})
+    await first.update_session_meta(SID, {"gone": None, "n": [3]})
+    await first.append_messages(SID, [user("q"), calling("c1"), answer("c1")])
+    app = await first.enqueue_context(SID, [notice("app")], source="app", origin=APP, key="a")
+    tool = await enqueue_tool(first, "c1", "tool")
+    await first.commit_context(SID)  # rows 4 and 5
+    await first.append_messages(
+        SID, [{"role": "assistant", "content": "r"}], checkpoint=checkpoint()
+    )
+    await first.branch(SID, NEW, upto_seq=5, agent_name="other")
+    result = await first.rewind(SID, 1)
+    assert (app, len(result.redelivered_entries), result.dropped_entries) == (1, 1, [tool.id])
+    before = await snapshot(first, SID, NEW)
+    await first.close()
+
+    second = SQLiteStore(path)
+    try:
+        assert await snapshot(second, SID, NEW) == (0, *before[1:])
+        record = await second.get_session(SID)
+        assert record is not None and record.meta == {"m": 1, "n": [3]}
+        assert await second.last_seq(SID) == 1 and await second.last_seq(NEW) == 5
+        # The redelivered entry is delivered once more, the dropped one's key is free again,
+        # and the branch has no keys of its own yet.
+        assert [r.payload["content"] for r in await second.commit_context(SID)] == ["app"]
+        assert await second.commit_context(SID) == []
+        assert (
+            await second.enqueue_context(
+                SID, [notice("x")], source="tool", origin=tool_origin("c1"), key="call:c1:0"
+            )
+            == 1
+        )
+        assert (
+            await second.enqueue_context(NEW, [notice("y")], source="app", origin=APP, key="a") == 1
+        )
+    finally:
+        await second.close()
 
 
 async def test_sqlite_two_stores_on_one_file_record_a_key_once(tmp_path: Path) -> None:
@@ -870,16 +1367,25 @@ async def test_sqlite_lookups_use_indexes_on_a_long_session(tmp_path: Path) -> N
     finally:
         await store.close()
     with closing(sqlite3.connect(tmp_path / "big.db")) as conn:
+        plans = {}
         for sql, args in (
             (SQL_READ_LOG, (SID, 9_998)),
             (SQL_PENDING, (SID,)),
+            (SQL_DELIVERED, (SID,)),
             (SQL_LAST_SEQ, (SID,)),
+            (_SQL_REWIND_QUEUE, (SID, 9_998)),
+            (_SQL_CALLS, (SID, 9_998)),
+            (_SQL_COPY_LOG, ("new", SID, 9_998)),
+            (_SQL_COPY_CHECKPOINTS, ("new", SID, 9_998)),
         ):
             plan = " ".join(
                 str(step[3]) for step in conn.execute("EXPLAIN QUERY PLAN " + sql, args)
             )
             assert "USING" in plan and "INDEX" in plan, plan
             assert "SCAN" not in plan, plan
+            plans[sql] = plan
+        # The pending lookup must not walk the delivered history through the wider index.
+        assert "context_queue_pending" in plans[SQL_PENDING]
 
 
 async def test_sqlite_refuses_a_file_with_another_schema_version(tmp_path: Path) -> None:

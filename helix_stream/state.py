@@ -1,0 +1,176 @@
+"""Durable per-session state (``define_state``) and the session context (``current_session``).
+
+Both resolve against the *active session scope*, a :mod:`contextvars` binding that the executor
+sets only while it runs your code for a session — tools, hooks, the step_context hook,
+prepare_step and callbacks — and never as a global, so two sessions running concurrently in
+one process never see each other's state. Outside a run they raise
+:class:`~helix_stream.errors.NoActiveContextError`.
+
+State values must be JSON-safe. They are saved in the checkpoint at every step boundary and
+restored on the next turn, on resume and retry (to the checkpoint's snapshot) and in a new
+process; they are not reset between turns, and a sub-agent never shares its parent's.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from .errors import InvalidRequestError, NoActiveContextError
+
+__all__ = [
+    "AuthInfo",
+    "ParentInfo",
+    "SessionInfo",
+    "SessionScope",
+    "StateHandle",
+    "TurnInfo",
+    "bind_scope",
+    "current_scope",
+    "current_session",
+    "define_state",
+]
+
+T = TypeVar("T")
+RESERVED_PREFIX = "helix."
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnInfo:
+    """The turn being run: ``id`` (its UI message id) and ``sequence`` (1 for the first)."""
+
+    id: str
+    sequence: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuthInfo:
+    """Who is acting: ``current`` (this request's caller) and ``initiator`` (who started the
+    session). Both ``None`` on an unprotected agent; set from the server's ``authenticate``."""
+
+    current: Any = None
+    initiator: Any = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParentInfo:
+    """For a sub-agent's session: the tool call that started it and its parent session."""
+
+    call_id: str
+    session_id: str
+    root_session_id: str
+    turn: TurnInfo
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionInfo:
+    """The session a piece of your code runs in (``hs.current_session()``, ``ctx.session``)."""
+
+    id: str
+    turn: TurnInfo
+    auth: AuthInfo = field(default_factory=AuthInfo)
+    parent: ParentInfo | None = None
+
+
+@dataclass(slots=True)
+class SessionScope:
+    """What is bound while the executor runs code for one session."""
+
+    info: SessionInfo
+    state: dict[str, Any] = field(default_factory=dict)
+    executor: Any = None
+
+
+_SCOPE: ContextVar[SessionScope | None] = ContextVar("helix_stream_session", default=None)
+
+
+@contextmanager
+def bind_scope(scope: SessionScope | None) -> Iterator[None]:
+    """Bind ``scope`` for the code run inside (and the tasks it creates)."""
+    token = _SCOPE.set(scope)
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)
+
+
+def current_scope(what: str = "this") -> SessionScope:
+    scope = _SCOPE.get()
+    if scope is None:
+        raise NoActiveContextError(
+            f"No active helix_stream session: {what} can only be used in code the executor runs "
+            "for a session (tools, hooks, step_context, prepare_step, callbacks)."
+        )
+    return scope
+
+
+def current_session() -> SessionInfo:
+    """The session the calling code runs in: ``id``, ``turn``, ``auth``, ``parent``.
+
+    Raises:
+        NoActiveContextError: called outside a session run.
+    """
+    return current_scope("current_session()").info
+
+
+def check_json(name: str, value: Any) -> None:
+    """Refuse a state value that JSON cannot carry, naming the slot."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidRequestError(f"state {name!r}: the value must be JSON-safe ({exc})") from None
+
+
+class StateHandle(Generic[T]):
+    """A durable per-session slot (see :func:`define_state`)."""
+
+    def __init__(self, name: str, initial: Callable[[], T]) -> None:
+        self.name = name
+        self.initial = initial
+
+    def get(self) -> T:
+        """The current value (``initial()`` on first access in a session); a copy."""
+        state = current_scope(f"state {self.name!r}").state
+        if self.name not in state:
+            value = self.initial()
+            check_json(self.name, value)
+            state[self.name] = value
+        return copy.deepcopy(state[self.name])  # type: ignore[no-any-return]
+
+    def update(self, fn: Callable[[T], T]) -> T:
+        """Replace the value with ``fn(current)``; return the new value."""
+        value = fn(self.get())
+        check_json(self.name, value)
+        current_scope(f"state {self.name!r}").state[self.name] = copy.deepcopy(value)
+        return value
+
+
+def define_state(name: str, initial: Callable[[], T]) -> StateHandle[T]:
+    """Declare a durable per-session state slot (at module scope, so importers share it).
+
+    Example::
+
+        budget = hs.define_state("myapp.budget", lambda: {"count": 0, "cap": 25})
+
+        @hs.tool
+        def query(sql: str) -> str:
+            if budget.get()["count"] >= 25:
+                raise RuntimeError("Query budget exhausted.")
+            budget.update(lambda b: {**b, "count": b["count"] + 1})
+            ...
+
+    Args:
+        name: A stable identifier, namespaced to your app; ``helix.`` is reserved.
+        initial: Makes the starting value on first access in a session.
+
+    Raises:
+        InvalidRequestError: the name is empty or starts with ``helix.``.
+    """
+    if not name or name.startswith(RESERVED_PREFIX):
+        raise InvalidRequestError(f"state name {name!r} is invalid: names starting with {RESERVED_PREFIX!r} are reserved")
+    return StateHandle(name, initial)
