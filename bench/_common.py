@@ -24,13 +24,24 @@ def register_bench_provider(chunks: int) -> str:
         async def astreaming(self, *args: Any, **kwargs: Any) -> AsyncIterator[dict[str, Any]]:
             for i in range(chunks):
                 # Distinct words: litellm refuses a stream that repeats one chunk many times.
-                yield {"text": f"w{i} ", "tool_use": None, "is_finished": False, "finish_reason": "", "usage": None, "index": 0}
+                yield {
+                    "text": f"w{i} ",
+                    "tool_use": None,
+                    "is_finished": False,
+                    "finish_reason": "",
+                    "usage": None,
+                    "index": 0,
+                }
             yield {
                 "text": "",
                 "tool_use": None,
                 "is_finished": True,
                 "finish_reason": "stop",
-                "usage": {"prompt_tokens": 1, "completion_tokens": chunks, "total_tokens": chunks + 1},
+                "usage": {
+                    "prompt_tokens": 1,
+                    "completion_tokens": chunks,
+                    "total_tokens": chunks + 1,
+                },
                 "index": 0,
             }
 
@@ -41,10 +52,12 @@ def register_bench_provider(chunks: int) -> str:
     return "bench/fast"
 
 
-async def interleaved(cases: dict[str, Callable[[], Awaitable[Any]]], rounds: int) -> dict[str, list[float]]:
+async def interleaved(
+    cases: dict[str, Callable[[], Awaitable[Any]]], rounds: int
+) -> dict[str, list[float]]:
     """Run each case once per round, in turn (so drift hits all alike); seconds per run."""
     times: dict[str, list[float]] = {name: [] for name in cases}
-    for name, fn in cases.items():  # warm-up
+    for fn in cases.values():  # warm-up
         await fn()
     for _ in range(rounds):
         for name, fn in cases.items():

@@ -27,7 +27,9 @@ async def main() -> int:
     messages = [{"role": "user", "content": "go"}]
 
     async def raw() -> None:
-        stream = await litellm.acompletion(model=model, messages=messages, stream=True, stream_options={"include_usage": True})
+        stream = await litellm.acompletion(
+            model=model, messages=messages, stream=True, stream_options={"include_usage": True}
+        )
         n = 0
         async for chunk in stream:
             if chunk.choices and chunk.choices[0].delta.content:
@@ -65,7 +67,9 @@ async def main() -> int:
         ratio = median(values) / base
         if name != "raw litellm":
             worst = max(worst, ratio)
-        print(f"  {name:26s} {median(values) * 1000:8.1f} ms   ratio {ratio:.3f}   per chunk {median(values) / CHUNKS * 1e6:.1f} us")
+        print(
+            f"  {name:26s} {median(values) * 1000:8.1f} ms   ratio {ratio:.3f}   per chunk {median(values) / CHUNKS * 1e6:.1f} us"
+        )
     print(f"worst ratio {worst:.3f} (budget 1.10): {'OK' if worst <= 1.10 else 'OVER BUDGET'}")
     return 0 if worst <= 1.10 else 1
 

@@ -25,7 +25,12 @@ def _chat(model: str) -> int:
 
     async def run() -> None:
         executor = hs.Executor()
-        agent = hs.Agent(name="demo", system="You are a helpful demo assistant.", model=model, tools=[get_weather])
+        agent = hs.Agent(
+            name="demo",
+            system="You are a helpful demo assistant.",
+            model=model,
+            tools=[get_weather],
+        )
         turns: list[tuple[str, list[dict[str, str]]]] = [
             ("Hello!", []),
             ("What is the weather in Paris?", []),

@@ -21,7 +21,14 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .chunks import Chunk, ToolInputAvailable, ToolNotExecuted, ToolOutputAvailable, ToolOutputDenied, ToolOutputError
+from .chunks import (
+    Chunk,
+    ToolInputAvailable,
+    ToolNotExecuted,
+    ToolOutputAvailable,
+    ToolOutputDenied,
+    ToolOutputError,
+)
 from .context import LogFold, apply_tools_item
 from .errors import StateError
 from .loop import ToolCall
@@ -63,7 +70,9 @@ def waiting_calls(log: Sequence[LogRecord]) -> list[WaitingCall]:
                     parsed = json.loads(arguments)
                 except ValueError:
                     parsed = arguments
-                call = ToolCall(id=raw["id"], name=raw["function"]["name"], input=parsed, arguments=arguments)
+                call = ToolCall(
+                    id=raw["id"], name=raw["function"]["name"], input=parsed, arguments=arguments
+                )
                 out.append(WaitingCall(call, record.payload.get("_message_id")))
             return out
         if record.role == "user":
@@ -113,18 +122,30 @@ async def settle_waiting_calls(
             answer = approvals.get(call.id)
             if answer is None:
                 if not has_new_input:
-                    raise StateError(f"call {call.id!r} ({call.name}) is still waiting for its approval")
-                content = json.dumps({"status": "cancelled", "message": "No approval came before the next message."})
+                    raise StateError(
+                        f"call {call.id!r} ({call.name}) is still waiting for its approval"
+                    )
+                content = json.dumps(
+                    {"status": "cancelled", "message": "No approval came before the next message."}
+                )
                 messages.append(_result_message(call, "error", content))
                 yield ToolOutputError(tool_call_id=call.id, error_text=content)
             elif call.name in inactive:
-                messages.append(_result_message(call, "not_executed", not_executed_message(call, "tool_inactive")))
-                yield ToolNotExecuted(tool_call_id=call.id, tool_name=call.name, reason="tool_inactive")
+                messages.append(
+                    _result_message(
+                        call, "not_executed", not_executed_message(call, "tool_inactive")
+                    )
+                )
+                yield ToolNotExecuted(
+                    tool_call_id=call.id, tool_name=call.name, reason="tool_inactive"
+                )
             elif answer.get("approved"):
                 to_run.append(call)
             else:
                 reason = answer.get("reason")
-                content = json.dumps({"status": "denied", "reason": reason or "The user denied this call."})
+                content = json.dumps(
+                    {"status": "denied", "reason": reason or "The user denied this call."}
+                )
                 messages.append(_result_message(call, "denied", content))
                 yield ToolOutputDenied(tool_call_id=call.id, reason=reason)
             continue
@@ -134,17 +155,23 @@ async def settle_waiting_calls(
             messages.append(_result_message(call, "output", dump_output(answer["output"])))
             yield ToolOutputAvailable(tool_call_id=call.id, output=answer["output"])
         elif (deadline is not None and time.time() > deadline) or answer is not None:
-            content = json.dumps({"status": "timeout", "message": "The client did not answer in time."})
+            content = json.dumps(
+                {"status": "timeout", "message": "The client did not answer in time."}
+            )
             messages.append(_result_message(call, "error", content))
             yield ToolOutputError(tool_call_id=call.id, error_text=content)
             if answer is not None:
                 late.append(late_answer_item(call.name, call.id, answer["output"]))
         elif has_new_input:
-            content = json.dumps({"status": "cancelled", "message": "No answer came before the next message."})
+            content = json.dumps(
+                {"status": "cancelled", "message": "No answer came before the next message."}
+            )
             messages.append(_result_message(call, "error", content))
             yield ToolOutputError(tool_call_id=call.id, error_text=content)
         else:
-            raise StateError(f"call {call.id!r} ({call.name}) is still waiting for the client's answer")
+            raise StateError(
+                f"call {call.id!r} ({call.name}) is still waiting for the client's answer"
+            )
 
     if to_run:
         run = ToolRun(results=[], messages=[])
@@ -153,7 +180,7 @@ async def settle_waiting_calls(
             tools=tools,
             contexts=contexts,
             gate=None,
-            make_context=lambda call, tool: make_context(call, tool, contexts.get(tool.name)),
+            make_context=make_context,
             recorder=recorder,
             run=run,
             approved=frozenset(c.id for c in to_run),
@@ -166,15 +193,21 @@ async def settle_waiting_calls(
     messages.sort(key=lambda m: order[m["tool_call_id"]])
     await store.append_messages(session_id, messages)
     if late:
-        await store.enqueue_context(session_id, late, source="late-answer", origin={"type": "late-answer"})
-    await store.update_session_meta(session_id, {"approvals": None, "tool_results": None, "paused_at": None})
+        await store.enqueue_context(
+            session_id, late, source="late-answer", origin={"type": "late-answer"}
+        )
+    await store.update_session_meta(
+        session_id, {"approvals": None, "tool_results": None, "paused_at": None}
+    )
 
 
 def late_answer_item(tool_name: str, call_id: str, output: Any) -> dict[str, Any]:
     """The notice a late client answer becomes."""
     return {
         "kind": "notice",
-        "content": f"A late answer arrived from the client tool {tool_name!r} (call {call_id}): {dump_output(output)}",
+        "content": (
+            f"A late answer arrived from the client tool {tool_name!r} (call {call_id}): "
+            f"{dump_output(output)}"
+        ),
         "source": "late-answer",
     }
-

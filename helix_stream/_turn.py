@@ -16,10 +16,10 @@ from collections.abc import AsyncGenerator, Sequence
 from contextlib import AbstractContextManager, aclosing
 from typing import Any, Literal
 
+from ._pending import settle_waiting_calls, waiting_calls
 from .agent import Agent
 from .chunks import Chunk, ContextRowChunk, ContextSkipped, ErrorChunk
 from .context import ContextItemLike, ContextPass, validate_items
-from ._pending import settle_waiting_calls, waiting_calls
 from .errors import HelixError, HookError, SessionBusyError
 from .hooks import HookContext, LifecycleEvent, dispatch
 from .loop import StepResult, ToolCall
@@ -99,19 +99,31 @@ class Turn:
                         "its enable of %s has no effect",
                         tool.name,
                         item["enable"],
-                        extra={"event": "core.context.enable_ignored", "session_id": self.session_id},
+                        extra={
+                            "event": "core.context.enable_ignored",
+                            "session_id": self.session_id,
+                        },
                     )
             return await self.store.enqueue_context(
                 self.session_id,
                 clean,
                 source="tool",
-                origin={"type": "tool", "tool_call_id": call.id, "tool_name": tool.name, "position": position},
+                origin={
+                    "type": "tool",
+                    "tool_call_id": call.id,
+                    "tool_name": tool.name,
+                    "position": position,
+                },
                 key=f"call:{call.id}:{position}",
                 on_key_conflict="ignore",
             )
 
         return ToolContext(
-            context=context, tool_call_id=call.id, tool_name=tool.name, session=self.scope.info, _add_context=add
+            context=context,
+            tool_call_id=call.id,
+            tool_name=tool.name,
+            session=self.scope.info,
+            _add_context=add,
         )
 
     async def persist(self, step: StepResult) -> None:
@@ -129,7 +141,10 @@ class Turn:
             session_id=self.session_id,
             step_number=step.step_number,
             log_seq=0,
-            state={"slots": dict(self.scope.state), "inactive": sorted(self.context_pass.fold.inactive)},
+            state={
+                "slots": dict(self.scope.state),
+                "inactive": sorted(self.context_pass.fold.inactive),
+            },
             created_at=0.0,
         )
         await self.store.append_messages(self.session_id, records, checkpoint=checkpoint)
@@ -138,9 +153,15 @@ class Turn:
             if result.status != "pending":
                 await self.event(
                     "action.result",
-                    {"tool_call_id": result.tool_call_id, "tool_name": result.tool_name, "status": result.status},
+                    {
+                        "tool_call_id": result.tool_call_id,
+                        "tool_name": result.tool_name,
+                        "status": result.status,
+                    },
                 )
-        await self.event("step.completed", {"step": step.step_number, "finish_reason": step.finish_reason})
+        await self.event(
+            "step.completed", {"step": step.step_number, "finish_reason": step.finish_reason}
+        )
 
     async def _step_events(self, step: StepInput) -> None:
         """Step middleware after the context pass: its events, once its commit is durable."""
@@ -148,11 +169,17 @@ class Turn:
         if rows:
             await self.event(
                 "context.committed",
-                {"count": len(rows), "kinds": [r.kind for r in rows], "sources": [r.source for r in rows]},
+                {
+                    "count": len(rows),
+                    "kinds": [r.kind for r in rows],
+                    "sources": [r.source for r in rows],
+                },
             )
         for skipped in step.emitted:
             if isinstance(skipped, ContextSkipped):
-                await self.event("context.skipped", {"reason": skipped.reason, "source": skipped.source})
+                await self.event(
+                    "context.skipped", {"reason": skipped.reason, "source": skipped.source}
+                )
         await self.event("step.started", {"step": step.step_number})
 
     # -- events -----------------------------------------------------------------------------
@@ -179,7 +206,9 @@ class Turn:
             return HookContext(session=self.scope.info, _add=add)
 
         with self.bind():
-            await dispatch(self.agent.hooks, LifecycleEvent(type=type, data=data or {}), make_context)
+            await dispatch(
+                self.agent.hooks, LifecycleEvent(type=type, data=data or {}), make_context
+            )
 
     async def _failure_event(self, type: str, data: dict[str, Any]) -> bool:
         """Dispatch a failure event; True if a handler raised (escalate to session.failed)."""
@@ -204,7 +233,9 @@ class Turn:
                 meta={"initiator": self.auth, **parent_meta},
             )
             if not await store.set_status(sid, "running", expect=("idle", "paused", "failed")):
-                raise SessionBusyError(f"session {sid!r} is already running; wait for its turn to end")
+                raise SessionBusyError(
+                    f"session {sid!r} is already running; wait for its turn to end"
+                )
         except HelixError as exc:
             state.error, state.done, state.finish_reason = exc, True, "error"
             yield ErrorChunk(error=exc)
@@ -230,7 +261,9 @@ class Turn:
         finally:
             await self._finish()
 
-    async def _settle(self, waiting: Sequence[Any], meta: dict[str, Any]) -> AsyncGenerator[Chunk, None]:
+    async def _settle(
+        self, waiting: Sequence[Any], meta: dict[str, Any]
+    ) -> AsyncGenerator[Chunk, None]:
         settle = settle_waiting_calls(
             store=self.store,
             session_id=self.session_id,
@@ -264,7 +297,9 @@ class Turn:
         # Where this turn starts in the log: a retry of a turn whose first step failed rewinds
         # to here (reference 000, "Rewinds and branches").
         start = await self.store.last_seq(sid)
-        session = await self.store.update_session_meta(sid, {"turns": turns, "turn_start_seq": start})
+        session = await self.store.update_session_meta(
+            sid, {"turns": turns, "turn_start_seq": start}
+        )
         turn = TurnInfo(id=self.config.message_id, sequence=turns)
         self.scope.info = SessionInfo(
             id=sid,
@@ -296,7 +331,10 @@ class Turn:
             if state.steps and state.steps[-1].pending:
                 await self.store.update_session_meta(sid, {"paused_at": time.time()})
                 await self.store.set_status(sid, "paused")
-                await self.event("session.waiting", {"pending": [r.tool_call_id for r in state.steps[-1].pending]})
+                await self.event(
+                    "session.waiting",
+                    {"pending": [r.tool_call_id for r in state.steps[-1].pending]},
+                )
             else:
                 await self.store.set_status(sid, "idle")
                 await self.event("turn.completed", {"finish_reason": state.finish_reason})

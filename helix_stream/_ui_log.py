@@ -40,11 +40,13 @@ def log_to_ui_messages(records: Sequence[LogRecord]) -> list[dict[str, Any]]:
             continue
         if record.role in ("user", "system"):
             assistant = None
-            out.append({
-                "id": p.get("_message_id") or f"msg-{record.seq}",
-                "role": record.role,
-                "parts": [{"type": "text", "text": _text(p.get("content"))}],
-            })
+            out.append(
+                {
+                    "id": p.get("_message_id") or f"msg-{record.seq}",
+                    "role": record.role,
+                    "parts": [{"type": "text", "text": _text(p.get("content"))}],
+                }
+            )
         elif record.role == "assistant":
             message_id = p.get("_message_id") or f"msg-{record.seq}"
             if assistant is None or assistant["id"] != message_id:
@@ -52,7 +54,9 @@ def log_to_ui_messages(records: Sequence[LogRecord]) -> list[dict[str, Any]]:
                 out.append(assistant)
             assistant["parts"].append({"type": "step-start"})
             if p.get("content"):
-                assistant["parts"].append({"type": "text", "text": _text(p["content"]), "state": "done"})
+                assistant["parts"].append(
+                    {"type": "text", "text": _text(p["content"]), "state": "done"}
+                )
             for call in p.get("tool_calls") or []:
                 name = call["function"]["name"]
                 part = {

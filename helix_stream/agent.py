@@ -6,9 +6,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .middleware import ModelMiddleware, PrepareStep, WrappedModel
 from pydantic import BaseModel
 
+from .middleware import ModelMiddleware, PrepareStep, WrappedModel
 from .tools import FINISH_TOOL_NAME, Tool, tools_by_name
 
 if TYPE_CHECKING:
@@ -100,7 +100,12 @@ class Agent:
                 f"{parent.id}/{ctx.tool_call_id}",
                 input.prompt,
                 auth=parent.auth.current,
-                _parent=ParentInfo(call_id=ctx.tool_call_id, session_id=parent.id, root_session_id=root, turn=parent.turn),
+                _parent=ParentInfo(
+                    call_id=ctx.tool_call_id,
+                    session_id=parent.id,
+                    root_session_id=root,
+                    turn=parent.turn,
+                ),
             )
             text = await result.text()
             return result.output if result.output is not None else text

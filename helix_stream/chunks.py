@@ -43,7 +43,6 @@ __all__ = [
 FinishReason = Literal["stop", "length", "content-filter", "tool-calls", "error", "other"]
 
 
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Usage:
     """Token counts as the provider reported them (0 when it reported nothing)."""

@@ -40,9 +40,15 @@ def _input_message(value: Input) -> dict[str, Any] | None:
         return None
     if isinstance(value, str):
         return {"role": "user", "content": value}
-    if isinstance(value, Mapping) and value.get("role") in ("user", "system") and "content" in value:
+    if (
+        isinstance(value, Mapping)
+        and value.get("role") in ("user", "system")
+        and "content" in value
+    ):
         return dict(value)
-    raise InvalidRequestError("input must be a string or a message like {'role': 'user', 'content': '...'}")
+    raise InvalidRequestError(
+        "input must be a string or a message like {'role': 'user', 'content': '...'}"
+    )
 
 
 class Executor:
@@ -60,7 +66,9 @@ class Executor:
         telemetry: Default telemetry for runs (an agent's own settings win).
     """
 
-    def __init__(self, store: Store | None = None, *, telemetry: TelemetrySettings | None = None) -> None:
+    def __init__(
+        self, store: Store | None = None, *, telemetry: TelemetrySettings | None = None
+    ) -> None:
         self.store: Store = store if store is not None else MemoryStore()
         self.telemetry = telemetry
 
@@ -171,7 +179,10 @@ class Executor:
         """
         call = await self._waiting_call(session_id, approval_id=approval_id)
         session = await self.session(session_id)
-        approvals = {**session.meta.get("approvals", {}), call.id: {"approved": bool(approved), "reason": reason}}
+        approvals = {
+            **session.meta.get("approvals", {}),
+            call.id: {"approved": bool(approved), "reason": reason},
+        }
         await self.store.update_session_meta(session_id, {"approvals": approvals})
 
     async def submit_tool_result(self, session_id: str, tool_call_id: str, output: Any) -> None:
@@ -188,7 +199,10 @@ class Executor:
         log_records = await self.store.read_log(session_id)
         waiting = {w.call.id: w.call for w in waiting_calls(log_records)}
         if tool_call_id in waiting:
-            answers = {**session.meta.get("tool_results", {}), tool_call_id: {"output": output, "at": time.time()}}
+            answers = {
+                **session.meta.get("tool_results", {}),
+                tool_call_id: {"output": output, "at": time.time()},
+            }
             await self.store.update_session_meta(session_id, {"tool_results": answers})
             return
         for record in log_records:
@@ -207,11 +221,15 @@ class Executor:
         for waiting in waiting_calls(await self.store.read_log(session_id)):
             if approval_id_for(waiting.call.id) == approval_id:
                 return waiting.call
-        raise StateError(f"no call of session {session_id!r} is waiting for approval {approval_id!r}")
+        raise StateError(
+            f"no call of session {session_id!r} is waiting for approval {approval_id!r}"
+        )
 
     # -- context from the app --------------------------------------------------------------
 
-    async def add_context(self, session_id: str, items: Sequence[ContextItemLike], key: str | None = None) -> int:
+    async def add_context(
+        self, session_id: str, items: Sequence[ContextItemLike], key: str | None = None
+    ) -> int:
         """Queue context items for a session's next model call; return how many were recorded.
 
         Works whether the session is idle, running or paused. With a ``key`` (one request), a
@@ -226,7 +244,12 @@ class Executor:
         """
         clean = validate_items(items, default_source="app")
         return await self.store.enqueue_context(
-            session_id, clean, source="app", origin={"type": "app"}, key=key, on_key_conflict="raise"
+            session_id,
+            clean,
+            source="app",
+            origin={"type": "app"},
+            key=key,
+            on_key_conflict="raise",
         )
 
     # -- rewinds and branches ---------------------------------------------------------------
@@ -304,7 +327,9 @@ class Executor:
             await self.store.set_status(session_id, "idle", expect=("running", "failed", "paused"))
             await self.retry(session_id, checkpoint_id)
         else:
-            raise InvalidRequestError(f"unknown resume mode {mode!r}; use 'continue' or 'from_checkpoint'")
+            raise InvalidRequestError(
+                f"unknown resume mode {mode!r}; use 'continue' or 'from_checkpoint'"
+            )
 
     async def branch(
         self, session_id: str, checkpoint_id: str | None = None, new_session_id: str | None = None
@@ -345,7 +370,11 @@ class Executor:
 
     async def context_rows(self, session_id: str) -> list[ContextRow]:
         """The session's committed context rows, in order."""
-        return [ContextRow.from_record(r) for r in await self.store.read_log(session_id) if r.role == "context"]
+        return [
+            ContextRow.from_record(r)
+            for r in await self.store.read_log(session_id)
+            if r.role == "context"
+        ]
 
     async def ui_messages(self, session_id: str) -> list[dict[str, Any]]:
         """The session as AI SDK UIMessages, for a chat UI; never contains context rows."""

@@ -27,26 +27,36 @@ from typing import Any
 from .errors import HookError, InvalidRequestError
 from .state import SessionInfo
 
-__all__ = ["EVENTS", "FAILURE_EVENTS", "Hook", "HookContext", "LifecycleEvent", "define_hook", "dispatch"]
+__all__ = [
+    "EVENTS",
+    "FAILURE_EVENTS",
+    "Hook",
+    "HookContext",
+    "LifecycleEvent",
+    "define_hook",
+    "dispatch",
+]
 
 log = logging.getLogger("helix_stream.hooks")
 
-EVENTS = frozenset({
-    "session.started",
-    "turn.started",
-    "turn.completed",
-    "turn.failed",
-    "step.started",
-    "step.completed",
-    "step.failed",
-    "message.completed",
-    "action.result",
-    "context.committed",
-    "context.skipped",
-    "session.waiting",
-    "session.failed",
-    "session.completed",
-})
+EVENTS = frozenset(
+    {
+        "session.started",
+        "turn.started",
+        "turn.completed",
+        "turn.failed",
+        "step.started",
+        "step.completed",
+        "step.failed",
+        "message.completed",
+        "action.result",
+        "context.committed",
+        "context.skipped",
+        "session.waiting",
+        "session.failed",
+        "session.completed",
+    }
+)
 FAILURE_EVENTS = frozenset({"turn.failed", "step.failed", "session.failed"})
 
 Handler = Callable[["LifecycleEvent", "HookContext"], Awaitable[Any] | Any]
@@ -109,7 +119,9 @@ def define_hook(events: Mapping[str, Handler]) -> Hook:
     """
     unknown = sorted(set(events) - EVENTS - {"*"})
     if unknown:
-        raise InvalidRequestError(f"unknown hook event(s) {unknown}; known: {sorted(EVENTS)} and '*'")
+        raise InvalidRequestError(
+            f"unknown hook event(s) {unknown}; known: {sorted(EVENTS)} and '*'"
+        )
     for name, handler in events.items():
         if not callable(handler):
             raise InvalidRequestError(f"the handler for {name!r} is not callable")

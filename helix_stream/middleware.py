@@ -41,7 +41,15 @@ DoStream = Callable[[Params], Awaitable[AsyncIterator[Any]]]
 # Overrides that are not litellm params. runtime_context and tools_context carry forward to
 # later steps (AI SDK semantics); the others, and every litellm param, apply to one step.
 STEP_OVERRIDE_KEYS = frozenset(
-    {"model", "tool_choice", "active_tools", "system", "messages", "runtime_context", "tools_context"}
+    {
+        "model",
+        "tool_choice",
+        "active_tools",
+        "system",
+        "messages",
+        "runtime_context",
+        "tools_context",
+    }
 )
 
 
@@ -76,9 +84,9 @@ class StepInput:
 
 
 class PrepareStep(Protocol):
-    def __call__(self, step: StepInput, /) -> Mapping[str, Any] | None | Awaitable[
-        Mapping[str, Any] | None
-    ]: ...
+    def __call__(
+        self, step: StepInput, /
+    ) -> Mapping[str, Any] | Awaitable[Mapping[str, Any] | None] | None: ...
 
 
 async def run_step_chain(chain: Sequence[PrepareStep], step: StepInput) -> dict[str, Any]:
@@ -119,7 +127,9 @@ class ModelMiddleware:
         """Return the params to call the model with (``stream`` says which call it is)."""
         return params
 
-    async def wrap_generate(self, *, do_generate: DoGenerate, do_stream: DoStream, params: Params) -> Any:
+    async def wrap_generate(
+        self, *, do_generate: DoGenerate, do_stream: DoStream, params: Params
+    ) -> Any:
         """Wrap a non-streaming call; ``await do_generate(params)`` calls the next layer."""
         return await do_generate(params)
 
@@ -179,7 +189,9 @@ async def call_with_middleware(
     return await (do_stream(params) if stream else do_generate(params))
 
 
-def _layer(m: ModelMiddleware, inner_gen: DoGenerate, inner_stream: DoStream) -> tuple[DoGenerate, DoStream]:
+def _layer(
+    m: ModelMiddleware, inner_gen: DoGenerate, inner_stream: DoStream
+) -> tuple[DoGenerate, DoStream]:
     async def gen(p: Params) -> Any:
         return await m.wrap_generate(do_generate=inner_gen, do_stream=inner_stream, params=p)
 

@@ -172,5 +172,7 @@ def define_state(name: str, initial: Callable[[], T]) -> StateHandle[T]:
         InvalidRequestError: the name is empty or starts with ``helix.``.
     """
     if not name or name.startswith(RESERVED_PREFIX):
-        raise InvalidRequestError(f"state name {name!r} is invalid: names starting with {RESERVED_PREFIX!r} are reserved")
+        raise InvalidRequestError(
+            f"state name {name!r} is invalid: names starting with {RESERVED_PREFIX!r} are reserved"
+        )
     return StateHandle(name, initial)

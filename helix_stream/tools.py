@@ -177,8 +177,10 @@ def _signature_tool(fn: ExecuteFn) -> tuple[type[BaseModel], ExecuteFn]:
         return hints.get(p.name) is ToolContext or p.name in ("ctx", "context")
 
     first = params[0] if params else None
-    if first is not None and isinstance(hints.get(first.name), type) and issubclass(
-        hints[first.name], BaseModel
+    if (
+        first is not None
+        and isinstance(hints.get(first.name), type)
+        and issubclass(hints[first.name], BaseModel)
     ):
         wants_ctx = len(params) > 1
         model: type[BaseModel] = hints[first.name]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ._fold import LogFold, apply_tools_item
+from ._hook import StepContextRequest
 from ._items import (
     MAX_ITEM_BYTES,
     ContextItem,
@@ -15,8 +17,6 @@ from ._items import (
     notice,
     validate_items,
 )
-from ._fold import LogFold, apply_tools_item
-from ._hook import StepContextRequest
 from ._pass import ContextPass, strip_private
 from ._rows import SYSTEM_FORM_SOURCES, ContextRow, render_record, render_row_payload
 
@@ -28,9 +28,9 @@ __all__ = [
     "ContextPass",
     "ContextRow",
     "LogFold",
+    "Source",
     "StepContextRequest",
     "apply_tools_item",
-    "Source",
     "disable_tools",
     "enable_tools",
     "instruction",

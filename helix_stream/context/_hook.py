@@ -61,7 +61,12 @@ def log_skipped(session_id: str, reason: str, source: str, detail: str = "") -> 
         source,
         reason,
         f": {detail}" if detail else "",
-        extra={"event": "core.context.skipped", "session_id": session_id, "reason": reason, "source": source},
+        extra={
+            "event": "core.context.skipped",
+            "session_id": session_id,
+            "reason": reason,
+            "source": source,
+        },
     )
     return ContextSkipped(reason=reason, source=source)
 
@@ -71,7 +76,9 @@ def _batch_size(items: list[dict[str, Any]], cursor: Any) -> int:
 
 
 async def run_step_context(
-    hook: Callable[[StepContextRequest], Any], request: StepContextRequest, limits: StepContextLimits
+    hook: Callable[[StepContextRequest], Any],
+    request: StepContextRequest,
+    limits: StepContextLimits,
 ) -> HookOutcome:
     """Call the hook within its limits; return its rows, or the skip."""
     sid = request.session_id
@@ -83,12 +90,20 @@ async def run_step_context(
     except TimeoutError:
         return HookOutcome(skipped=log_skipped(sid, "timeout", "hook", f"over {limits.timeout}s"))
     except Exception as exc:
-        return HookOutcome(skipped=log_skipped(sid, "error", "hook", f"{type(exc).__name__}: {exc}"))
+        return HookOutcome(
+            skipped=log_skipped(sid, "error", "hook", f"{type(exc).__name__}: {exc}")
+        )
     if out is None:
         return HookOutcome()
     try:
-        if not isinstance(out, Mapping) or not set(out) <= {"items", "cursor"} or "items" not in out:
-            raise ContextValidationError("the hook must return None or {'items': [...], 'cursor': value}")
+        if (
+            not isinstance(out, Mapping)
+            or not set(out) <= {"items", "cursor"}
+            or "items" not in out
+        ):
+            raise ContextValidationError(
+                "the hook must return None or {'items': [...], 'cursor': value}"
+            )
         items = validate_items(out["items"], forced_source="hook")
         cursor = out.get("cursor")
         json.dumps(cursor, allow_nan=False)
@@ -104,11 +119,15 @@ async def run_step_context(
                 break
             kept.append(item)
         left_out = len(items) - len(kept)
-        kept.append({
-            "kind": "notice",
-            "content": f"{left_out} of {len(items)} context items from the step_context hook were left "
-            f"out: the batch was over its {limits.max_bytes}-byte limit.",
-            "source": "hook",
-        })
+        kept.append(
+            {
+                "kind": "notice",
+                "content": (
+                    f"{left_out} of {len(items)} context items from the step_context hook were "
+                    f"left out: the batch was over its {limits.max_bytes}-byte limit."
+                ),
+                "source": "hook",
+            }
+        )
     has_cursor = "cursor" in out
     return HookOutcome(rows=[{**item, "cursor": cursor} if has_cursor else item for item in kept])

@@ -85,7 +85,11 @@ class MemoryItem(_Item):
 
 
 class ContextItem(
-    RootModel[Annotated[InstructionItem | NoticeItem | ToolsItem | MemoryItem, Field(discriminator="kind")]]
+    RootModel[
+        Annotated[
+            InstructionItem | NoticeItem | ToolsItem | MemoryItem, Field(discriminator="kind")
+        ]
+    ]
 ):
     """Any context item; ``ContextItem.model_validate({...}).root`` is the typed item."""
 
@@ -126,7 +130,8 @@ def item_size(item: Mapping[str, Any]) -> int:
 
 def _problem(exc: ValidationError) -> str:
     return "; ".join(
-        f"{'.'.join(str(p) for p in err['loc'][1:]) or 'item'}: {err['msg']}" for err in exc.errors()
+        f"{'.'.join(str(p) for p in err['loc'][1:]) or 'item'}: {err['msg']}"
+        for err in exc.errors()
     )
 
 
@@ -144,7 +149,9 @@ def validate_items(
             nothing has been queued.
     """
     if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
-        raise ContextValidationError("items must be a list of context items, e.g. [hs.instruction('...')]")
+        raise ContextValidationError(
+            "items must be a list of context items, e.g. [hs.instruction('...')]"
+        )
     out: list[dict[str, Any]] = []
     for index, raw in enumerate(items):
         data = raw.model_dump(exclude_none=True) if isinstance(raw, BaseModel) else raw
@@ -163,8 +170,11 @@ def validate_items(
         clean = item.model_dump(exclude_none=True, exclude_defaults=True, exclude={"source"})
         clean["kind"] = item.kind
         if isinstance(item, ToolsItem):
-            clean = {"kind": "tools", **({"disable": item.disable} if item.disable else {}),
-                     **({"enable": item.enable} if item.enable else {})}
+            clean = {
+                "kind": "tools",
+                **({"disable": item.disable} if item.disable else {}),
+                **({"enable": item.enable} if item.enable else {}),
+            }
         clean["source"] = source
         size = item_size(clean)
         if size > MAX_ITEM_BYTES:

@@ -30,7 +30,9 @@ async def recall_memories(
         if inspect.isawaitable(out):
             out = await out
         memories = [
-            m.model_dump() if isinstance(m, BaseModel) else {"id": str(m["id"]), "content": str(m["content"])}
+            m.model_dump()
+            if isinstance(m, BaseModel)
+            else {"id": str(m["id"]), "content": str(m["content"])}
             for m in out or []
         ]
     except Exception as exc:
@@ -40,6 +42,13 @@ async def recall_memories(
         return None, None
     row: dict[str, Any] = {"kind": "memory", "memories": new, "source": "memory"}
     if item_size(row) > MAX_ITEM_BYTES:
-        skipped = log_skipped(session_id, "too_large", "memory", f"{len(new)} memories over {MAX_ITEM_BYTES} bytes")
-        return {"kind": "memory", "memories": [], "source": "memory", "skipped_ids": [m["id"] for m in new]}, skipped
+        skipped = log_skipped(
+            session_id, "too_large", "memory", f"{len(new)} memories over {MAX_ITEM_BYTES} bytes"
+        )
+        return {
+            "kind": "memory",
+            "memories": [],
+            "source": "memory",
+            "skipped_ids": [m["id"] for m in new],
+        }, skipped
     return row, None

@@ -78,7 +78,9 @@ class ContextPass:
             if outcome.skipped is not None:
                 skipped.append(outcome.skipped)
         if self.memory is not None:
-            row, skip = await recall_memories(self.memory, self.session_id, self._last_user, self.fold.memory_ids)
+            row, skip = await recall_memories(
+                self.memory, self.session_id, self._last_user, self.fold.memory_ids
+            )
             if row is not None:
                 extra.append(row)
             if skip is not None:

@@ -97,7 +97,8 @@ def render_row_payload(payload: dict[str, Any]) -> dict[str, Any]:
     """The model message for a row payload (see the module docstring)."""
     source = payload["source"]
     role = "system" if source in SYSTEM_FORM_SOURCES else "user"
-    text = f'<context kind="{payload["kind"]}" source="{source}">\n{_escape(_body(payload))}\n</context>'
+    head = f'<context kind="{payload["kind"]}" source="{source}">'
+    text = f"{head}\n{_escape(_body(payload))}\n</context>"
     return {"role": role, "content": text}
 
 

@@ -149,8 +149,12 @@ class StepParser:
                 parsed = arguments
             if not partial.announced:
                 out.append(ToolInputStart(tool_call_id=partial.id, tool_name=partial.name))
-            out.append(ToolInputAvailable(tool_call_id=partial.id, tool_name=partial.name, input=parsed))
-            calls.append(ToolCall(id=partial.id, name=partial.name, input=parsed, arguments=arguments))
+            out.append(
+                ToolInputAvailable(tool_call_id=partial.id, tool_name=partial.name, input=parsed)
+            )
+            calls.append(
+                ToolCall(id=partial.id, name=partial.name, input=parsed, arguments=arguments)
+            )
         return out, calls
 
     def assistant_message(self, calls: list[ToolCall]) -> dict[str, Any]:

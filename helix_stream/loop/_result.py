@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -47,10 +48,9 @@ class StreamTextResult:
     def _schedule_close(self) -> None:
         if self._gen is None or self._state.done or self._closing is not None:
             return
-        try:
+        # Without a running loop (interpreter shutdown) there is nothing left to cancel.
+        with contextlib.suppress(RuntimeError):
             self._closing = asyncio.get_running_loop().create_task(self._gen.aclose())
-        except RuntimeError:  # no running loop (interpreter shutdown): nothing to cancel
-            pass
 
     async def consume(self) -> None:
         """Run to the end without looking at the chunks (a no-op once finished)."""

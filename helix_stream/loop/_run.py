@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, aclosing, nullcontext
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,7 +118,9 @@ def _model_name(model: str | WrappedModel) -> tuple[str, Sequence[ModelMiddlewar
     return str(model), ()
 
 
-async def run_loop(cfg: LoopConfig, state: RunState, contexts: dict[str, Any]) -> AsyncIterator[Chunk]:
+async def run_loop(
+    cfg: LoopConfig, state: RunState, contexts: dict[str, Any]
+) -> AsyncIterator[Chunk]:
     """Run the loop, yielding chunks; ``state`` is filled as it goes.
 
     ``contexts`` are the tools' resolved contexts (validated before the run starts, so that a
@@ -164,7 +166,9 @@ async def run_loop(cfg: LoopConfig, state: RunState, contexts: dict[str, Any]) -
                 contexts = resolve_contexts(cfg.tools, tools_context)
             model_str, model_mw = _model_name(step_in.model)
             system = overrides.get("system", cfg.system)
-            request_messages = ([{"role": "system", "content": system}] if system else []) + step_in.messages
+            request_messages = (
+                [{"role": "system", "content": system}] if system else []
+            ) + step_in.messages
             active = overrides.get("active_tools")
             offered = [t for name, t in cfg.tools.items() if active is None or name in active]
             params: dict[str, Any] = {**cfg.litellm_params}
@@ -239,13 +243,12 @@ async def run_loop(cfg: LoopConfig, state: RunState, contexts: dict[str, Any]) -
 
             run = ToolRun(results=[], messages=[])
             if calls:
-                make = cfg.make_tool_context or _plain_context
                 tool_chunks = run_tool_calls(
                     calls,
                     tools=cfg.tools,
                     contexts=contexts,
                     gate=cfg.gate,
-                    make_context=lambda call, tool: make(call, tool, contexts.get(tool.name)),
+                    make_context=cfg.make_tool_context or _plain_context,
                     recorder=rec,
                     run=run,
                     bind=cfg.bind,
@@ -274,10 +277,14 @@ async def run_loop(cfg: LoopConfig, state: RunState, contexts: dict[str, Any]) -
             state.response_messages.extend(step_messages)
             state.usage = state.usage + parser.usage
             state.finish_reason = finish_reason
-            messages = [*step_in.messages, *step_messages] if "messages" not in overrides else [
-                *messages,
-                *step_messages,
-            ]
+            messages = (
+                [*step_in.messages, *step_messages]
+                if "messages" not in overrides
+                else [
+                    *messages,
+                    *step_messages,
+                ]
+            )
             for hook in cfg.on_step_finish:
                 await _call(hook, step, bind=cfg.bind)
             finish_step = FinishStep(
@@ -304,7 +311,10 @@ async def run_loop(cfg: LoopConfig, state: RunState, contexts: dict[str, Any]) -
         finish = Finish(finish_reason=state.finish_reason or "stop", usage=state.usage)
         state.done = True
         rec.call_finished(
-            steps=state.steps, finish_reason=finish.finish_reason, usage=state.usage, text=state.steps[-1].text
+            steps=state.steps,
+            finish_reason=finish.finish_reason,
+            usage=state.usage,
+            text=state.steps[-1].text,
         )
         await _call(cfg.on_finish, state, bind=cfg.bind)
         await _call(emit, finish, bind=cfg.bind)

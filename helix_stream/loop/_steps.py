@@ -8,7 +8,14 @@ from typing import Any, Literal
 
 from ..chunks import FinishReason, Usage
 
-__all__ = ["StepResult", "StopCondition", "ToolCall", "ToolResult", "has_tool_call", "step_count_is"]
+__all__ = [
+    "StepResult",
+    "StopCondition",
+    "ToolCall",
+    "ToolResult",
+    "has_tool_call",
+    "step_count_is",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

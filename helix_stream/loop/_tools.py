@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from contextlib import AbstractContextManager, nullcontext
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -31,7 +31,7 @@ from ._steps import ToolCall, ToolResult
 __all__ = ["Gate", "ToolRun", "not_executed_message", "run_tool_calls"]
 
 Gate = Callable[[ToolCall], Awaitable[Literal["tool_inactive"] | None]]
-ContextFactory = Callable[[ToolCall, Tool], ToolContext]
+ContextFactory = Callable[[ToolCall, Tool, Any], ToolContext]
 
 
 def not_executed_message(call: ToolCall, reason: str) -> str:
@@ -99,10 +99,14 @@ async def run_tool_calls(
         reason = "tool_unavailable" if tool is None else (await gate(call) if gate else None)
         if reason is not None:
             settle(
-                ToolResult(tool_call_id=call.id, tool_name=call.name, status="not_executed", reason=reason),
+                ToolResult(
+                    tool_call_id=call.id, tool_name=call.name, status="not_executed", reason=reason
+                ),
                 not_executed_message(call, reason),
             )
-            immediate.append(ToolNotExecuted(tool_call_id=call.id, tool_name=call.name, reason=reason))
+            immediate.append(
+                ToolNotExecuted(tool_call_id=call.id, tool_name=call.name, reason=reason)
+            )
             continue
         assert tool is not None
         error: ValidationError | None = None
@@ -114,14 +118,19 @@ async def run_tool_calls(
                 error = exc
         if parsed is None:
             text = _validation_text(call, error)
-            settle(ToolResult(tool_call_id=call.id, tool_name=call.name, status="error", error=text), text)
+            settle(
+                ToolResult(tool_call_id=call.id, tool_name=call.name, status="error", error=text),
+                text,
+            )
             immediate.append(ToolOutputError(tool_call_id=call.id, error_text=text))
             continue
         if tool.execute is None or (tool.needs_approval and call.id not in approved):
             # A client tool or one that waits for approval: the run pauses after this step.
             settle(ToolResult(tool_call_id=call.id, tool_name=call.name, status="pending"), None)
             if tool.needs_approval:
-                immediate.append(ToolApprovalRequest(approval_id=f"approval-{call.id}", tool_call_id=call.id))
+                immediate.append(
+                    ToolApprovalRequest(approval_id=f"approval-{call.id}", tool_call_id=call.id)
+                )
             continue
         to_start.append((call, tool, parsed))
 
@@ -130,7 +139,7 @@ async def run_tool_calls(
         # binding, with no yield in between, so every tool sees its session (and nothing leaks).
         with bind() if bind is not None else nullcontext():
             for call, tool, parsed in to_start:
-                ctx = make_context(call, tool)
+                ctx = make_context(call, tool, contexts.get(tool.name))
                 task = asyncio.ensure_future(_execute(tool, parsed, ctx, call, recorder))
                 tasks[task] = (call, tool, ctx)
         for chunk in immediate:
@@ -171,12 +180,16 @@ async def _execute(
             raise
         except Exception as exc:
             text = f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}"
-            result = ToolResult(tool_call_id=call.id, tool_name=call.name, status="error", error=text)
+            result = ToolResult(
+                tool_call_id=call.id, tool_name=call.name, status="error", error=text
+            )
             recorder.tool_finished(handle, result=result)
             return result, text
         content = dump_output(output)
         if isinstance(output, BaseModel):
             output = output.model_dump(mode="json")
-        result = ToolResult(tool_call_id=call.id, tool_name=call.name, status="output", output=output)
+        result = ToolResult(
+            tool_call_id=call.id, tool_name=call.name, status="output", output=output
+        )
         recorder.tool_finished(handle, result=result)
         return result, content

@@ -56,10 +56,19 @@ def translate_error(exc: BaseException) -> BaseException:
         ((lx.AuthenticationError, lx.PermissionDeniedError), errors.ModelAuthError),
         ((lx.RateLimitError,), errors.ModelRateLimitError),
         ((lx.Timeout,), errors.ModelTimeoutError),
-        ((lx.ServiceUnavailableError, lx.InternalServerError, lx.APIConnectionError),
-         errors.ModelUnavailableError),
-        ((lx.BadRequestError, lx.NotFoundError, lx.UnprocessableEntityError,
-          lx.ContextWindowExceededError), errors.ModelBadRequestError),
+        (
+            (lx.ServiceUnavailableError, lx.InternalServerError, lx.APIConnectionError),
+            errors.ModelUnavailableError,
+        ),
+        (
+            (
+                lx.BadRequestError,
+                lx.NotFoundError,
+                lx.UnprocessableEntityError,
+                lx.ContextWindowExceededError,
+            ),
+            errors.ModelBadRequestError,
+        ),
         ((lx.APIError, lx.OpenAIError), errors.ModelError),
     ]
     for types, target in table:
@@ -84,7 +93,10 @@ async def response_to_stream(response: Any) -> AsyncIterator[Any]:
     base = {"id": response.id, "model": response.model, "created": response.created}
     if getattr(message, "reasoning_content", None):
         yield ModelResponseStream(
-            **base, choices=[StreamingChoices(index=0, delta=Delta(reasoning_content=message.reasoning_content))]
+            **base,
+            choices=[
+                StreamingChoices(index=0, delta=Delta(reasoning_content=message.reasoning_content))
+            ],
         )
     if message.content:
         yield ModelResponseStream(
@@ -101,7 +113,8 @@ async def response_to_stream(response: Any) -> AsyncIterator[Any]:
             **base, choices=[StreamingChoices(index=0, delta=Delta(tool_calls=[delta_call]))]
         )
     last = ModelResponseStream(
-        **base, choices=[StreamingChoices(index=0, delta=Delta(), finish_reason=choice.finish_reason)]
+        **base,
+        choices=[StreamingChoices(index=0, delta=Delta(), finish_reason=choice.finish_reason)],
     )
     usage = getattr(response, "usage", None)
     if usage is not None:

@@ -23,7 +23,10 @@ from typing import Any
 __all__ = ["DemoReply", "demo_reply", "register_demo"]
 
 _WORD = re.compile(r"\S+\s*")
-_CONTEXT = re.compile(r'<context kind="(?P<kind>[a-z-]+)" source="(?P<source>[a-z-]+)">\n?(?P<body>.*?)\n?</context>', re.S)
+_CONTEXT = re.compile(
+    r'<context kind="(?P<kind>[a-z-]+)" source="(?P<source>[a-z-]+)">\n?(?P<body>.*?)\n?</context>',
+    re.S,
+)
 _NAMED = re.compile(r"\b(?:in|for|of|about|to|named|called)\s+([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*)")
 _QUOTED = re.compile(r"[\"“']([^\"”']+)[\"”']")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
@@ -108,7 +111,14 @@ def demo_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | Non
                 break
             results.append(f"{names.get(m.get('tool_call_id'), 'the tool')} returned {_text_of(m)}")
         return DemoReply(text="Done: " + "; ".join(reversed(results)) + "." + follow)
-    user = next((m for m in reversed(messages) if m.get("role") == "user" and not _CONTEXT.search(_text_of(m))), None)
+    user = next(
+        (
+            m
+            for m in reversed(messages)
+            if m.get("role") == "user" and not _CONTEXT.search(_text_of(m))
+        ),
+        None,
+    )
     text = _text_of(user).strip() if user else ""
     if tools and (call := _pick_tool(tools, text)) is not None:
         return DemoReply(tool_calls=[call])
@@ -123,17 +133,40 @@ def demo_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | Non
 def _events(reply: DemoReply, prompt_words: int) -> Iterator[dict[str, Any]]:
     words = _WORD.findall(reply.text)
     for word in words:
-        yield {"text": word, "tool_use": None, "is_finished": False, "finish_reason": "", "usage": None, "index": 0}
+        yield {
+            "text": word,
+            "tool_use": None,
+            "is_finished": False,
+            "finish_reason": "",
+            "usage": None,
+            "index": 0,
+        }
     for i, (name, args) in enumerate(reply.tool_calls):
-        call = {"id": f"call_demo_{i}_{name}", "type": "function", "function": {"name": name, "arguments": args}, "index": i}
-        yield {"text": "", "tool_use": call, "is_finished": False, "finish_reason": "", "usage": None, "index": 0}
+        call = {
+            "id": f"call_demo_{i}_{name}",
+            "type": "function",
+            "function": {"name": name, "arguments": args},
+            "index": i,
+        }
+        yield {
+            "text": "",
+            "tool_use": call,
+            "is_finished": False,
+            "finish_reason": "",
+            "usage": None,
+            "index": 0,
+        }
     output = len(words) + 10 * len(reply.tool_calls)
     yield {
         "text": "",
         "tool_use": None,
         "is_finished": True,
         "finish_reason": "tool_calls" if reply.tool_calls else "stop",
-        "usage": {"prompt_tokens": prompt_words, "completion_tokens": output, "total_tokens": prompt_words + output},
+        "usage": {
+            "prompt_tokens": prompt_words,
+            "completion_tokens": output,
+            "total_tokens": prompt_words + output,
+        },
         "index": 0,
     }
 
@@ -142,42 +175,72 @@ def register_demo(litellm: ModuleType) -> None:
     """Register the ``helix`` provider with litellm (idempotent)."""
 
     class DemoLLM(litellm.CustomLLM):  # type: ignore[name-defined,misc]
-        def _plan(self, model: str, messages: list[dict[str, Any]], optional_params: dict[str, Any]) -> tuple[DemoReply, int, float]:
+        def _plan(
+            self, model: str, messages: list[dict[str, Any]], optional_params: dict[str, Any]
+        ) -> tuple[DemoReply, int, float]:
             reply = demo_reply(messages, optional_params.get("tools"))
             prompt_words = sum(len(_text_of(m).split()) for m in messages)
             delay = 0.03 if model.endswith("slow") else 0.0
             return reply, prompt_words, delay
 
-        async def astreaming(self, model: str, messages: list[dict[str, Any]], *args: Any, **kwargs: Any) -> AsyncIterator[dict[str, Any]]:
-            reply, prompt_words, delay = self._plan(model, messages, kwargs.get("optional_params") or {})
+        async def astreaming(
+            self, model: str, messages: list[dict[str, Any]], *args: Any, **kwargs: Any
+        ) -> AsyncIterator[dict[str, Any]]:
+            reply, prompt_words, delay = self._plan(
+                model, messages, kwargs.get("optional_params") or {}
+            )
             for event in _events(reply, prompt_words):
                 if delay:
                     await asyncio.sleep(delay)
                 yield event
 
-        def streaming(self, model: str, messages: list[dict[str, Any]], *args: Any, **kwargs: Any) -> Iterator[dict[str, Any]]:
-            reply, prompt_words, _ = self._plan(model, messages, kwargs.get("optional_params") or {})
+        def streaming(
+            self, model: str, messages: list[dict[str, Any]], *args: Any, **kwargs: Any
+        ) -> Iterator[dict[str, Any]]:
+            reply, prompt_words, _ = self._plan(
+                model, messages, kwargs.get("optional_params") or {}
+            )
             yield from _events(reply, prompt_words)
 
-        def completion(self, model: str, messages: list[dict[str, Any]], *args: Any, **kwargs: Any) -> Any:
-            reply, prompt_words, _ = self._plan(model, messages, kwargs.get("optional_params") or {})
+        def completion(
+            self, model: str, messages: list[dict[str, Any]], *args: Any, **kwargs: Any
+        ) -> Any:
+            reply, prompt_words, _ = self._plan(
+                model, messages, kwargs.get("optional_params") or {}
+            )
             calls = [
-                {"id": f"call_demo_{i}_{name}", "type": "function", "function": {"name": name, "arguments": a}}
+                {
+                    "id": f"call_demo_{i}_{name}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": a},
+                }
                 for i, (name, a) in enumerate(reply.tool_calls)
             ]
             output = len(_WORD.findall(reply.text))
             return litellm.ModelResponse(
                 model=model,
                 created=int(time.time()),
-                choices=[{
-                    "index": 0,
-                    "finish_reason": "tool_calls" if calls else "stop",
-                    "message": {"role": "assistant", "content": reply.text or None, "tool_calls": calls or None},
-                }],
-                usage={"prompt_tokens": prompt_words, "completion_tokens": output, "total_tokens": prompt_words + output},
+                choices=[
+                    {
+                        "index": 0,
+                        "finish_reason": "tool_calls" if calls else "stop",
+                        "message": {
+                            "role": "assistant",
+                            "content": reply.text or None,
+                            "tool_calls": calls or None,
+                        },
+                    }
+                ],
+                usage={
+                    "prompt_tokens": prompt_words,
+                    "completion_tokens": output,
+                    "total_tokens": prompt_words + output,
+                },
             )
 
-        async def acompletion(self, model: str, messages: list[dict[str, Any]], *args: Any, **kwargs: Any) -> Any:
+        async def acompletion(
+            self, model: str, messages: list[dict[str, Any]], *args: Any, **kwargs: Any
+        ) -> Any:
             return self.completion(model, messages, *args, **kwargs)
 
     others = [m for m in litellm.custom_provider_map if m.get("provider") != "helix"]

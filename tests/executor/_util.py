@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -19,7 +20,7 @@ def messages_bytes(raw: bytes) -> bytes:
 def assert_prefix_stable(requests: list[bytes]) -> None:
     """Every request's messages are a byte-identical prefix of the next request's."""
     arrays = [messages_bytes(r) for r in requests]
-    for earlier, later in zip(arrays, arrays[1:], strict=False):
+    for earlier, later in itertools.pairwise(arrays):
         assert later.startswith(earlier[:-1]), (earlier, later)
 
 

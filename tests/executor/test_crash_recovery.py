@@ -40,14 +40,19 @@ CHILD = textwrap.dedent(
 )
 
 
-async def test_a_step_lost_mid_stream_keeps_its_rows_and_resume_continues(tmp_path: Path, loopback: LoopbackServer) -> None:
+async def test_a_step_lost_mid_stream_keeps_its_rows_and_resume_continues(
+    tmp_path: Path, loopback: LoopbackServer
+) -> None:
     path = str(tmp_path / "crash.db")
     script = tmp_path / "child.py"
     script.write_text(CHILD)
     loopback.script(text("partial answer that never ends", pieces=4, hang=True))
     env = {**os.environ, "PYTHONPATH": str(ROOT), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     child = subprocess.Popen(
-        [sys.executable, str(script), path, loopback.api_base], stdout=subprocess.PIPE, env=env, text=True
+        [sys.executable, str(script), path, loopback.api_base],
+        stdout=subprocess.PIPE,
+        env=env,
+        text=True,
     )
     try:
         assert child.stdout is not None

@@ -23,17 +23,28 @@ def agent(loopback: LoopbackServer, tools: list[hs.Tool] | None = None, **kw: An
         system="System.",
         model="openai/loopback",
         tools=tools or [hs.tool(name="noop", input_schema=Q, execute=lambda i: "ok")],
-        settings={"api_base": loopback.api_base, "api_key": "k", "num_retries": 0, "max_retries": 0},
+        settings={
+            "api_base": loopback.api_base,
+            "api_key": "k",
+            "num_retries": 0,
+            "max_retries": 0,
+        },
         **kw,
     )
 
 
 def rendered(loopback: LoopbackServer, index: int = -1) -> list[str]:
     """The context envelopes of one request, in order."""
-    return [m["content"] for m in loopback.bodies()[index]["messages"] if "<context" in str(m.get("content"))]
+    return [
+        m["content"]
+        for m in loopback.bodies()[index]["messages"]
+        if "<context" in str(m.get("content"))
+    ]
 
 
-async def test_a_checkpoint_follows_each_step(executor: hs.Executor, loopback: LoopbackServer) -> None:
+async def test_a_checkpoint_follows_each_step(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
     counter = hs.define_state("test.counter", lambda: 0)
 
     def count(input: Q) -> str:
@@ -43,7 +54,9 @@ async def test_a_checkpoint_follows_each_step(executor: hs.Executor, loopback: L
     await executor.store.create_session(SID, agent_name="durable")
     await executor.add_context(SID, [hs.disable_tools(["other"])])
     loopback.script(tool_calls(("count", {"q": "a"})), text("done"))
-    await executor.run(agent(loopback, [hs.tool(name="count", input_schema=Q, execute=count)]), SID, "go").consume()
+    await executor.run(
+        agent(loopback, [hs.tool(name="count", input_schema=Q, execute=count)]), SID, "go"
+    ).consume()
     checkpoints = await executor.checkpoints(SID)
     log = await executor.log(SID)
     assert [cp.step_number for cp in checkpoints] == [0, 1]
@@ -53,7 +66,9 @@ async def test_a_checkpoint_follows_each_step(executor: hs.Executor, loopback: L
     assert checkpoints[0].state["inactive"] == ["other"]
 
 
-async def test_retry_to_a_checkpoint_redelivers_truncated_items_once(executor: hs.Executor, loopback: LoopbackServer) -> None:
+async def test_retry_to_a_checkpoint_redelivers_truncated_items_once(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
     a = agent(loopback)
     loopback.script(text("first"))
     await executor.run(a, SID, "one").consume()
@@ -69,10 +84,14 @@ async def test_retry_to_a_checkpoint_redelivers_truncated_items_once(executor: h
     await executor.run(a, SID, "two, retried").consume()
     await executor.run(a, SID, "three").consume()
     assert [r.content for r in await executor.context_rows(SID)] == ["Answer in French."]  # once
-    assert rendered(loopback) == ['<context kind="instruction" source="app">\nAnswer in French.\n</context>']
+    assert rendered(loopback) == [
+        '<context kind="instruction" source="app">\nAnswer in French.\n</context>'
+    ]
 
 
-async def test_a_rewind_reverts_the_cursor_memory_and_active_tools(executor: hs.Executor, loopback: LoopbackServer) -> None:
+async def test_a_rewind_reverts_the_cursor_memory_and_active_tools(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
     cursors: list[Any] = []
     recalls: list[str] = []
 
@@ -99,12 +118,17 @@ async def test_a_rewind_reverts_the_cursor_memory_and_active_tools(executor: hs.
     # The hook produces again from the surviving cursor; memory was kept (its row survived);
     # the switch-off's row was truncated, so it is delivered again — once.
     assert cursors == [None, 1, 1, 2]
-    assert recalls.count("second again") == 2 and len([r for r in await executor.context_rows(SID) if r.kind == "memory"]) == 1
+    assert (
+        recalls.count("second again") == 2
+        and len([r for r in await executor.context_rows(SID) if r.kind == "memory"]) == 1
+    )
     assert [ch.reason for ch in chunks if isinstance(ch, c.ToolNotExecuted)] == ["tool_inactive"]
     assert [r.disable for r in await executor.context_rows(SID) if r.kind == "tools"] == [["noop"]]
 
 
-async def test_a_rewind_takes_a_tools_items_with_its_call(executor: hs.Executor, loopback: LoopbackServer) -> None:
+async def test_a_rewind_takes_a_tools_items_with_its_call(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
     async def lock(input: Q, ctx: hs.ToolContext) -> str:
         await ctx.add_context([hs.instruction(f"Locked by {input.q}.")])
         return "locked"
@@ -120,7 +144,10 @@ async def test_a_rewind_takes_a_tools_items_with_its_call(executor: hs.Executor,
     )
     await executor.run(a, SID, "lock twice").consume()
     cps = await executor.checkpoints(SID)
-    assert [r.content for r in await executor.context_rows(SID)] == ["Locked by kept.", "Locked by removed."]
+    assert [r.content for r in await executor.context_rows(SID)] == [
+        "Locked by kept.",
+        "Locked by removed.",
+    ]
     # Rewind to just after the step of the first call: its item stays; the second call goes,
     # and with it the item it queued.
     await executor.retry(SID, cps[1].id)
@@ -135,7 +162,9 @@ async def test_a_rewind_takes_a_tools_items_with_its_call(executor: hs.Executor,
     assert await executor.store.pending_context(SID) == []
 
 
-async def test_retry_after_a_committed_step_keeps_the_failed_steps_rows(executor: hs.Executor, loopback: LoopbackServer) -> None:
+async def test_retry_after_a_committed_step_keeps_the_failed_steps_rows(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
     calls: list[Any] = []
 
     def step_context(req: hs.StepContextRequest) -> Any:
@@ -147,7 +176,9 @@ async def test_retry_after_a_committed_step_keeps_the_failed_steps_rows(executor
     loopback.script(tool_calls(("noop", {"q": "x"})), error(500, "down"))
     result = executor.run(a, SID, "go")
     await result.consume()
-    assert isinstance(result.error, hs.ModelError) and (await executor.session(SID)).status == "failed"
+    assert (
+        isinstance(result.error, hs.ModelError) and (await executor.session(SID)).status == "failed"
+    )
     rows_before = [r.content for r in await executor.context_rows(SID)]
     assert rows_before == ["tick 0", "tick 1"]
     await executor.retry(SID)
@@ -172,7 +203,10 @@ async def test_a_first_step_failure_is_retried_from_its_start_never_lost_never_d
     await executor.add_context(SID, [hs.instruction("Queued before the turn.")])
     loopback.script(error(500, "down"))
     await executor.run(a, SID, "go").consume()
-    assert [r.content for r in await executor.context_rows(SID)] == ["Queued before the turn.", "tick 0"]
+    assert [r.content for r in await executor.context_rows(SID)] == [
+        "Queued before the turn.",
+        "tick 0",
+    ]
     await executor.retry(SID)
     assert await executor.context_rows(SID) == []  # the first step's rows are re-made...
     loopback.script(text("ok"))
@@ -184,8 +218,15 @@ async def test_a_first_step_failure_is_retried_from_its_start_never_lost_never_d
     assert users == ["go"]
 
 
-async def test_a_branch_copies_rows_but_never_the_queue(executor: hs.Executor, loopback: LoopbackServer) -> None:
-    a = agent(loopback, step_context=lambda req: {"items": [hs.notice("feed")], "cursor": "c9"} if req.cursor is None else None)
+async def test_a_branch_copies_rows_but_never_the_queue(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
+    a = agent(
+        loopback,
+        step_context=lambda req: (
+            {"items": [hs.notice("feed")], "cursor": "c9"} if req.cursor is None else None
+        ),
+    )
     await executor.store.create_session(SID, agent_name="durable")
     await executor.add_context(SID, [hs.disable_tools(["noop"])])
     loopback.script(text("one"))
@@ -195,12 +236,20 @@ async def test_a_branch_copies_rows_but_never_the_queue(executor: hs.Executor, l
     branch = await executor.branch(SID, cp.id, new_session_id="durable-branch")
     assert branch == "durable-branch"
     assert (await executor.session(branch)).parent_id == SID
-    assert [(r.kind, r.cursor) for r in await executor.context_rows(branch)] == [("tools", None), ("notice", "c9")]
+    assert [(r.kind, r.cursor) for r in await executor.context_rows(branch)] == [
+        ("tools", None),
+        ("notice", "c9"),
+    ]
     assert await executor.store.pending_context(branch) == []
     loopback.script(tool_calls(("noop", {"q": "x"})), text("b"))
     chunks = [ch async for ch in executor.run(a, branch, "in the branch")]
-    assert [ch.reason for ch in chunks if isinstance(ch, c.ToolNotExecuted)] == ["tool_inactive"]  # effect kept
+    assert [ch.reason for ch in chunks if isinstance(ch, c.ToolNotExecuted)] == [
+        "tool_inactive"
+    ]  # effect kept
     assert "Only for the source." not in str(loopback.bodies()[-1])
     loopback.script(text("s"))
     await executor.run(a, SID, "in the source").consume()
-    assert rendered(loopback)[-1] == '<context kind="instruction" source="app">\nOnly for the source.\n</context>'
+    assert (
+        rendered(loopback)[-1]
+        == '<context kind="instruction" source="app">\nOnly for the source.\n</context>'
+    )

@@ -25,7 +25,12 @@ def agent(loopback: LoopbackServer, tools: list[hs.Tool] | None = None, **kw: An
         system="System.",
         model="openai/loopback",
         tools=tools or [],
-        settings={"api_base": loopback.api_base, "api_key": "k", "num_retries": 0, "max_retries": 0},
+        settings={
+            "api_base": loopback.api_base,
+            "api_key": "k",
+            "num_retries": 0,
+            "max_retries": 0,
+        },
         **kw,
     )
 
@@ -52,11 +57,13 @@ def test_state_outside_a_run_has_no_active_context() -> None:
 
 
 def test_reserved_names_are_refused_at_definition() -> None:
-    with pytest.raises(hs.errors.InvalidRequestError, match="helix."):
+    with pytest.raises(hs.errors.InvalidRequestError, match=r"helix\."):
         hs.define_state("helix.mine", lambda: 0)
 
 
-async def test_values_must_be_json_safe_and_the_error_names_the_slot(executor: hs.Executor, loopback: LoopbackServer) -> None:
+async def test_values_must_be_json_safe_and_the_error_names_the_slot(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
     bad = hs.define_state("test.bad", lambda: 0)
     errors: list[str] = []
 
@@ -68,16 +75,24 @@ async def test_values_must_be_json_safe_and_the_error_names_the_slot(executor: h
         return "ok"
 
     loopback.script(tool_calls(("set", {"q": "x"})), text("ok"))
-    await executor.run(agent(loopback, [hs.tool(name="set", input_schema=Q, execute=store_set)]), "s", "go").consume()
+    await executor.run(
+        agent(loopback, [hs.tool(name="set", input_schema=Q, execute=store_set)]), "s", "go"
+    ).consume()
     assert len(errors) == 1 and "'test.bad'" in errors[0] and "JSON-safe" in errors[0]
 
 
-async def test_two_concurrent_sessions_never_see_each_others_state(executor: hs.Executor, loopback: LoopbackServer) -> None:
+async def test_two_concurrent_sessions_never_see_each_others_state(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
     seen: list[Any] = []
     a = agent(loopback, [counting_tool(seen)])
-    loopback.script(*[tool_calls(("count", {"q": "x"})) for _ in range(6)], *[text("done") for _ in range(2)])
+    loopback.script(
+        *[tool_calls(("count", {"q": "x"})) for _ in range(6)], *[text("done") for _ in range(2)]
+    )
     a.max_steps = 3
-    await asyncio.gather(executor.run(a, "s-a", "go").consume(), executor.run(a, "s-b", "go").consume())
+    await asyncio.gather(
+        executor.run(a, "s-a", "go").consume(), executor.run(a, "s-b", "go").consume()
+    )
     by_session: dict[str, list[int]] = {}
     for session_id, value, ctx_session in seen:
         assert session_id == ctx_session
@@ -85,12 +100,19 @@ async def test_two_concurrent_sessions_never_see_each_others_state(executor: hs.
     assert by_session == {"s-a": [1, 2, 3], "s-b": [1, 2, 3]}
 
 
-async def test_state_persists_across_turns_and_processes_and_is_restored_on_retry(tmp_path: Path, loopback: LoopbackServer) -> None:
+async def test_state_persists_across_turns_and_processes_and_is_restored_on_retry(
+    tmp_path: Path, loopback: LoopbackServer
+) -> None:
     path = str(tmp_path / "state.db")
     seen: list[Any] = []
     first = hs.Executor(store=hs.SQLiteStore(path))
     a = agent(loopback, [counting_tool(seen)])
-    loopback.script(tool_calls(("count", {"q": "x"})), text("one"), tool_calls(("count", {"q": "x"})), text("two"))
+    loopback.script(
+        tool_calls(("count", {"q": "x"})),
+        text("one"),
+        tool_calls(("count", {"q": "x"})),
+        text("two"),
+    )
     await first.run(a, "s", "go").consume()
     [_, after_first_turn] = await first.checkpoints("s")
     await first.run(a, "s", "again").consume()
@@ -111,7 +133,9 @@ async def test_state_persists_across_turns_and_processes_and_is_restored_on_retr
 # -- session context and sub-agents -----------------------------------------------------------
 
 
-async def test_session_context_in_tools_and_sub_agents(executor: hs.Executor, loopback: LoopbackServer) -> None:
+async def test_session_context_in_tools_and_sub_agents(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
     seen: dict[str, Any] = {}
 
     def child_tool(input: Q) -> str:
@@ -125,8 +149,16 @@ async def test_session_context_in_tools_and_sub_agents(executor: hs.Executor, lo
         budget.update(lambda b: {"count": b["count"] + 1})
         return "parent done"
 
-    child = agent(loopback, [hs.tool(name="inner", input_schema=Q, execute=child_tool)], name="child")
-    parent = agent(loopback, [hs.tool(name="outer", input_schema=Q, execute=parent_tool), child.as_tool(name="ask_child")])
+    child = agent(
+        loopback, [hs.tool(name="inner", input_schema=Q, execute=child_tool)], name="child"
+    )
+    parent = agent(
+        loopback,
+        [
+            hs.tool(name="outer", input_schema=Q, execute=parent_tool),
+            child.as_tool(name="ask_child"),
+        ],
+    )
     loopback.script(
         tool_calls(("outer", {"q": "x"})),
         tool_calls(("ask_child", {"prompt": "help"}), call_ids=["call_child"]),
@@ -137,10 +169,24 @@ async def test_session_context_in_tools_and_sub_agents(executor: hs.Executor, lo
     result = executor.run(parent, "p-1", "go", auth={"user": "ada"})
     assert await result.text() == "parent answer"
     p, ch = seen["parent"], seen["child"]
-    assert (p.id, p.turn.sequence, p.auth.current, p.auth.initiator, p.parent) == ("p-1", 1, {"user": "ada"}, {"user": "ada"}, None)
+    assert (p.id, p.turn.sequence, p.auth.current, p.auth.initiator, p.parent) == (
+        "p-1",
+        1,
+        {"user": "ada"},
+        {"user": "ada"},
+        None,
+    )
     assert ch.id == "p-1/call_child"
-    assert (ch.parent.call_id, ch.parent.session_id, ch.parent.root_session_id, ch.parent.turn.id) == (
-        "call_child", "p-1", "p-1", p.turn.id,
+    assert (
+        ch.parent.call_id,
+        ch.parent.session_id,
+        ch.parent.root_session_id,
+        ch.parent.turn.id,
+    ) == (
+        "call_child",
+        "p-1",
+        "p-1",
+        p.turn.id,
     )
     assert seen["child_budget"] == {"count": 100}  # fresh state, never the parent's
     assert (await executor.session("p-1/call_child")).parent_id == "p-1"
@@ -148,7 +194,9 @@ async def test_session_context_in_tools_and_sub_agents(executor: hs.Executor, lo
     assert steps[1].tool_results[0].output == "child answer"
 
 
-async def test_turn_sequence_and_the_unprotected_agent(executor: hs.Executor, loopback: LoopbackServer) -> None:
+async def test_turn_sequence_and_the_unprotected_agent(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
     turns: list[Any] = []
 
     def who(input: Q) -> str:
@@ -157,7 +205,9 @@ async def test_turn_sequence_and_the_unprotected_agent(executor: hs.Executor, lo
         return "ok"
 
     a = agent(loopback, [hs.tool(name="who", input_schema=Q, execute=who)])
-    loopback.script(tool_calls(("who", {"q": "x"})), text("1"), tool_calls(("who", {"q": "x"})), text("2"))
+    loopback.script(
+        tool_calls(("who", {"q": "x"})), text("1"), tool_calls(("who", {"q": "x"})), text("2")
+    )
     await executor.run(a, "s", "go").consume()
     await executor.run(a, "s", "again").consume()
     assert turns == [(1, None, None), (2, None, None)]
@@ -167,11 +217,13 @@ async def test_turn_sequence_and_the_unprotected_agent(executor: hs.Executor, lo
 
 
 def test_an_unknown_event_is_refused_at_definition() -> None:
-    with pytest.raises(hs.errors.InvalidRequestError, match="turn.begun"):
+    with pytest.raises(hs.errors.InvalidRequestError, match=r"turn\.begun"):
         hs.define_hook(events={"turn.begun": lambda e, c: None})
 
 
-async def test_hook_order_typed_first_then_star_in_registration_order(executor: hs.Executor, loopback: LoopbackServer) -> None:
+async def test_hook_order_typed_first_then_star_in_registration_order(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
     log: list[str] = []
 
     def rec(tag: str) -> Any:
@@ -189,17 +241,34 @@ async def test_hook_order_typed_first_then_star_in_registration_order(executor: 
     await executor.run(agent(loopback, [noop], hooks=[first, second]), "s", "go").consume()
     types = [entry.split(":")[1] for entry in log if entry.startswith("first*")]
     assert types == [
-        "session.started", "turn.started", "step.started", "message.completed", "action.result",
-        "step.completed", "step.started", "message.completed", "step.completed", "turn.completed",
+        "session.started",
+        "turn.started",
+        "step.started",
+        "message.completed",
+        "action.result",
+        "step.completed",
+        "step.started",
+        "message.completed",
+        "step.completed",
+        "turn.completed",
     ]
-    assert log[2:6] == ["first:turn.started", "first*:turn.started", "second:turn.started", "second*:turn.started"]
+    assert log[2:6] == [
+        "first:turn.started",
+        "first*:turn.started",
+        "second:turn.started",
+        "second*:turn.started",
+    ]
 
 
-async def test_hooks_run_after_the_event_is_recorded(executor: hs.Executor, loopback: LoopbackServer) -> None:
+async def test_hooks_run_after_the_event_is_recorded(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
     observed: list[Any] = []
 
     async def on_step(event: hs.LifecycleEvent, ctx: hs.HookContext) -> None:
-        observed.append((len(await executor.checkpoints("s")), (await executor.session("s")).status))
+        observed.append(
+            (len(await executor.checkpoints("s")), (await executor.session("s")).status)
+        )
 
     async def on_done(event: hs.LifecycleEvent, ctx: hs.HookContext) -> None:
         observed.append((event.type, (await executor.session("s")).status))
@@ -210,7 +279,9 @@ async def test_hooks_run_after_the_event_is_recorded(executor: hs.Executor, loop
     assert observed == [(1, "running"), ("turn.completed", "idle")]
 
 
-async def test_a_raising_hook_fails_the_turn_but_not_the_session(executor: hs.Executor, loopback: LoopbackServer) -> None:
+async def test_a_raising_hook_fails_the_turn_but_not_the_session(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
     events: list[str] = []
     fail = {"on": True}
 
@@ -218,7 +289,13 @@ async def test_a_raising_hook_fails_the_turn_but_not_the_session(executor: hs.Ex
         if fail["on"]:
             raise RuntimeError("hook bug")
 
-    hook = hs.define_hook(events={"turn.started": boom, "turn.failed": lambda e, c: events.append(e.type), "session.failed": lambda e, c: events.append(e.type)})
+    hook = hs.define_hook(
+        events={
+            "turn.started": boom,
+            "turn.failed": lambda e, c: events.append(e.type),
+            "session.failed": lambda e, c: events.append(e.type),
+        }
+    )
     a = agent(loopback, hooks=[hook])
     result = executor.run(a, "s", "go")
     await result.consume()
@@ -229,21 +306,30 @@ async def test_a_raising_hook_fails_the_turn_but_not_the_session(executor: hs.Ex
     assert await executor.run(a, "s", "again").text() == "fine"  # the session is still usable
 
 
-async def test_a_raising_failure_handler_escalates_to_session_failed(executor: hs.Executor, loopback: LoopbackServer) -> None:
+async def test_a_raising_failure_handler_escalates_to_session_failed(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
     events: list[str] = []
 
     def bad_failure_handler(event: hs.LifecycleEvent, ctx: hs.HookContext) -> None:
         events.append(event.type)
         raise RuntimeError("the failure handler fails too")
 
-    hook = hs.define_hook(events={"turn.failed": bad_failure_handler, "session.failed": lambda e, c: events.append(e.type)})
+    hook = hs.define_hook(
+        events={
+            "turn.failed": bad_failure_handler,
+            "session.failed": lambda e, c: events.append(e.type),
+        }
+    )
     loopback.script(error(500, "down"))
     await executor.run(agent(loopback, hooks=[hook]), "s", "go").consume()
     assert events == ["turn.failed", "session.failed"]
     assert (await executor.session("s")).status == "failed"
 
 
-async def test_a_hook_can_add_context_first_wins(executor: hs.Executor, loopback: LoopbackServer) -> None:
+async def test_a_hook_can_add_context_first_wins(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
     async def steer(event: hs.LifecycleEvent, ctx: hs.HookContext) -> None:
         assert await ctx.add_context([hs.instruction("Be brief.")]) == 1
 

@@ -33,7 +33,9 @@ class _Q(BaseModel):
     q: str
 
 
-async def test_the_cursor_round_trips_through_the_log(executor: hs.Executor, loopback: LoopbackServer) -> None:
+async def test_the_cursor_round_trips_through_the_log(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
     seen: list[Any] = []
     feed = [{"id": 1, "text": "Ticket 1 opened"}, {"id": 2, "text": "Ticket 1 escalated"}]
 
@@ -65,7 +67,9 @@ async def test_the_cursor_round_trips_through_the_log(executor: hs.Executor, loo
     }
 
 
-async def test_hook_rows_commit_in_the_same_transaction_as_the_queue(executor: hs.Executor, loopback: LoopbackServer) -> None:
+async def test_hook_rows_commit_in_the_same_transaction_as_the_queue(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
     await executor.store.create_session(SID, agent_name="hooked")
     await executor.add_context(SID, [hs.instruction("from the app")])
     store = executor.store
@@ -79,11 +83,19 @@ async def test_hook_rows_commit_in_the_same_transaction_as_the_queue(executor: h
         return rows
 
     store.commit_context = counting  # type: ignore[method-assign]
-    a = agent(loopback, step_context=lambda req: {"items": [hs.notice("from the hook")], "cursor": 1} if req.cursor is None else None)
+    a = agent(
+        loopback,
+        step_context=lambda req: (
+            {"items": [hs.notice("from the hook")], "cursor": 1} if req.cursor is None else None
+        ),
+    )
     loopback.script(text("ok"))
     chunks = [ch async for ch in executor.run(a, SID, None)]
     rows = [ch.row for ch in chunks if isinstance(ch, c.ContextRowChunk)]
-    assert [(r.content, r.source) for r in rows] == [("from the app", "app"), ("from the hook", "hook")]
+    assert [(r.content, r.source) for r in rows] == [
+        ("from the app", "app"),
+        ("from the hook", "hook"),
+    ]
     assert measured == [(["app", "hook"], 1)]
 
 
@@ -97,7 +109,11 @@ async def test_hook_rows_commit_in_the_same_transaction_as_the_queue(executor: h
     ],
 )
 async def test_a_failing_hook_is_skipped_and_the_run_goes_on(
-    executor: hs.Executor, loopback: LoopbackServer, caplog: pytest.LogCaptureFixture, hook: str, reason: str
+    executor: hs.Executor,
+    loopback: LoopbackServer,
+    caplog: pytest.LogCaptureFixture,
+    hook: str,
+    reason: str,
 ) -> None:
     cancelled = asyncio.Event()
 
@@ -116,7 +132,9 @@ async def test_a_failing_hook_is_skipped_and_the_run_goes_on(
             return {"rows": 1}
         return {"items": [{"kind": "nonsense"}], "cursor": "c2"}
 
-    a = agent(loopback, step_context=step_context, step_context_limits=hs.StepContextLimits(timeout=0.2))
+    a = agent(
+        loopback, step_context=step_context, step_context_limits=hs.StepContextLimits(timeout=0.2)
+    )
     loopback.script(tool_calls(("noop", {"q": "x"})), text("still answered"))
     with caplog.at_level(logging.WARNING, logger="helix_stream.context"):
         chunks = [ch async for ch in executor.run(a, SID, "hi")]
@@ -131,27 +149,41 @@ async def test_a_failing_hook_is_skipped_and_the_run_goes_on(
         assert cancelled.is_set()
 
 
-async def test_an_oversized_batch_keeps_what_fits_then_one_notice(executor: hs.Executor, loopback: LoopbackServer) -> None:
+async def test_an_oversized_batch_keeps_what_fits_then_one_notice(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
     calls: list[Any] = []
 
     def step_context(req: hs.StepContextRequest) -> Any:
         calls.append(req.cursor)
         if req.cursor is None:
-            return {"items": [hs.notice(f"{i}:" + "x" * 300) for i in range(10)], "cursor": "after-10"}
+            return {
+                "items": [hs.notice(f"{i}:" + "x" * 300) for i in range(10)],
+                "cursor": "after-10",
+            }
         return None
 
-    a = agent(loopback, step_context=step_context, step_context_limits=hs.StepContextLimits(max_bytes=1200))
+    a = agent(
+        loopback,
+        step_context=step_context,
+        step_context_limits=hs.StepContextLimits(max_bytes=1200),
+    )
     loopback.script(tool_calls(("noop", {"q": "x"})), text("ok"))
     await executor.run(a, SID, "hi").consume()
     rows = await executor.context_rows(SID)
     kept = [r for r in rows if r.content and not r.content.startswith("7 of")]
     assert [r.content.split(":")[0] for r in kept] == ["0", "1", "2"]
-    assert rows[-1].content == "7 of 10 context items from the step_context hook were left out: the batch was over its 1200-byte limit."
+    assert (
+        rows[-1].content
+        == "7 of 10 context items from the step_context hook were left out: the batch was over its 1200-byte limit."
+    )
     assert {r.cursor for r in rows} == {"after-10"}
     assert calls == [None, "after-10"]  # the cursor advanced
 
 
-async def test_memory_is_recalled_once_per_id(executor: hs.Executor, loopback: LoopbackServer) -> None:
+async def test_memory_is_recalled_once_per_id(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
     recalled: list[str] = []
 
     def recall(session_id: str, last_user: str) -> list[dict[str, str]]:
@@ -163,17 +195,25 @@ async def test_memory_is_recalled_once_per_id(executor: hs.Executor, loopback: L
     await executor.run(a, SID, "hello").consume()
     assert recalled == ["hello", "hello"]
     [row] = await executor.context_rows(SID)
-    assert (row.kind, row.source, [m["id"] for m in row.memories or []]) == ("memory", "memory", ["m1", "m2"])
+    assert (row.kind, row.source, [m["id"] for m in row.memories or []]) == (
+        "memory",
+        "memory",
+        ["m1", "m2"],
+    )
     assert loopback.bodies()[0]["messages"][-1] == {
         "role": "user",
         "content": '<context kind="memory" source="memory">\n- Likes tea.\n- Lives in Oslo.\n</context>',
     }
 
 
-async def test_a_recall_too_large_commits_an_empty_memory_row(executor: hs.Executor, loopback: LoopbackServer) -> None:
+async def test_a_recall_too_large_commits_an_empty_memory_row(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
     a = agent(loopback, memory=lambda sid, msg: [{"id": "big", "content": "x" * 40_000}])
     loopback.script(tool_calls(("noop", {"q": "x"})), text("ok"))
     chunks = [ch async for ch in executor.run(a, SID, "hello")]
-    assert [(s.reason, s.source) for s in chunks if isinstance(s, c.ContextSkipped)] == [("too_large", "memory")]
+    assert [(s.reason, s.source) for s in chunks if isinstance(s, c.ContextSkipped)] == [
+        ("too_large", "memory")
+    ]
     [row] = await executor.context_rows(SID)
     assert row.kind == "memory" and row.memories == []

@@ -69,17 +69,24 @@ async def test_a_switched_off_tool_is_not_run_and_the_offer_does_not_change(
     assert json.loads(tool_msg["content"])["reason"] == "tool_inactive"
 
 
-async def test_an_undeclared_tool_is_unavailable(executor: hs.Executor, loopback: LoopbackServer) -> None:
+async def test_an_undeclared_tool_is_unavailable(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
     ran = Ran()
     loopback.script(tool_calls(("rm_rf", {"q": "/"})), text("ok"))
     chunks = await turn(executor, agent(loopback, [ran.tool("calc")]), "go")
     [gated] = [ch for ch in chunks if isinstance(ch, c.ToolNotExecuted)]
     assert (gated.tool_name, gated.reason) == ("rm_rf", "tool_unavailable")
-    assert any(isinstance(ch, c.ToolInputAvailable) and ch.tool_call_id == gated.tool_call_id for ch in chunks)
+    assert any(
+        isinstance(ch, c.ToolInputAvailable) and ch.tool_call_id == gated.tool_call_id
+        for ch in chunks
+    )
     assert ran.bodies == []
 
 
-async def test_enable_from_the_app_switches_a_tool_back_on(executor: hs.Executor, loopback: LoopbackServer) -> None:
+async def test_enable_from_the_app_switches_a_tool_back_on(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
     ran = Ran()
     a = agent(loopback, [ran.tool("search")])
     await executor.store.create_session(SID, agent_name="gated")
@@ -99,10 +106,14 @@ async def test_a_tools_enable_has_no_effect_and_is_logged(
         await ctx.add_context([hs.enable_tools(["search"])])
         return "tried"
 
-    a = agent(loopback, [ran.tool("search"), hs.tool(name="sneaky", input_schema=Q, execute=sneaky)])
+    a = agent(
+        loopback, [ran.tool("search"), hs.tool(name="sneaky", input_schema=Q, execute=sneaky)]
+    )
     await executor.store.create_session(SID, agent_name="gated")
     await executor.add_context(SID, [hs.disable_tools(["search"])])
-    loopback.script(tool_calls(("sneaky", {"q": "x"})), tool_calls(("search", {"q": "y"})), text("ok"))
+    loopback.script(
+        tool_calls(("sneaky", {"q": "x"})), tool_calls(("search", {"q": "y"})), text("ok")
+    )
     with caplog.at_level(logging.WARNING, logger="helix_stream.context"):
         chunks = await turn(executor, a, "go")
     assert ran.bodies == []
@@ -121,7 +132,11 @@ async def test_a_tool_may_switch_another_tool_off_from_the_next_call(
 
     a = agent(loopback, [ran.tool("search"), hs.tool(name="lock", input_schema=Q, execute=lock)])
     # search in the same step still runs (the switch applies from the next model call on).
-    loopback.script(tool_calls(("lock", {"q": "x"}), ("search", {"q": "1"})), tool_calls(("search", {"q": "2"})), text("ok"))
+    loopback.script(
+        tool_calls(("lock", {"q": "x"}), ("search", {"q": "1"})),
+        tool_calls(("search", {"q": "2"})),
+        text("ok"),
+    )
     chunks = await turn(executor, a, "go")
     assert ran.bodies == ["search"]
     assert [ch.reason for ch in chunks if isinstance(ch, c.ToolNotExecuted)] == ["tool_inactive"]
@@ -149,7 +164,9 @@ async def test_gated_tools_run_no_approval(executor: hs.Executor, loopback: Loop
 # -- approvals and client tools -------------------------------------------------------------
 
 
-async def test_approval_pauses_then_runs_when_approved(executor: hs.Executor, loopback: LoopbackServer) -> None:
+async def test_approval_pauses_then_runs_when_approved(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
     ran = Ran()
     a = agent(loopback, [ran.tool("deploy", needs_approval=True)])
     loopback.script(tool_calls(("deploy", {"q": "prod"})))
@@ -160,22 +177,35 @@ async def test_approval_pauses_then_runs_when_approved(executor: hs.Executor, lo
     loopback.script(text("deployed"))
     chunks = await turn(executor, a, None)
     assert ran.bodies == ["deploy"]
-    assert any(isinstance(ch, c.ToolOutputAvailable) and ch.output == "deploy:prod" for ch in chunks)
+    assert any(
+        isinstance(ch, c.ToolOutputAvailable) and ch.output == "deploy:prod" for ch in chunks
+    )
     assert (await executor.session(SID)).status == "idle"
-    assert loopback.bodies()[-1]["messages"][-1] == {"role": "tool", "tool_call_id": "call_0_deploy", "content": "deploy:prod"}
+    assert loopback.bodies()[-1]["messages"][-1] == {
+        "role": "tool",
+        "tool_call_id": "call_0_deploy",
+        "content": "deploy:prod",
+    }
 
 
-async def test_a_denied_call_gets_a_denied_result(executor: hs.Executor, loopback: LoopbackServer) -> None:
+async def test_a_denied_call_gets_a_denied_result(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
     ran = Ran()
     a = agent(loopback, [ran.tool("deploy", needs_approval=True)])
     loopback.script(tool_calls(("deploy", {"q": "prod"})))
     await turn(executor, a, "deploy it")
-    await executor.respond_to_approval(SID, "approval-call_0_deploy", approved=False, reason="not today")
+    await executor.respond_to_approval(
+        SID, "approval-call_0_deploy", approved=False, reason="not today"
+    )
     loopback.script(text("ok"))
     chunks = await turn(executor, a, None)
     assert [ch.reason for ch in chunks if isinstance(ch, c.ToolOutputDenied)] == ["not today"]
     assert ran.bodies == []
-    assert json.loads(loopback.bodies()[-1]["messages"][-1]["content"]) == {"status": "denied", "reason": "not today"}
+    assert json.loads(loopback.bodies()[-1]["messages"][-1]["content"]) == {
+        "status": "denied",
+        "reason": "not today",
+    }
     ui = await executor.ui_messages(SID)
     assert ui[-1]["parts"][1]["state"] == "output-denied"
 
@@ -190,7 +220,13 @@ async def test_a_switch_off_reaches_a_waiting_approval(
         await ctx.add_context([hs.disable_tools(["deploy"])])
         return "locked"
 
-    a = agent(loopback, [ran.tool("deploy", needs_approval=True), hs.tool(name="lock", input_schema=Q, execute=lock)])
+    a = agent(
+        loopback,
+        [
+            ran.tool("deploy", needs_approval=True),
+            hs.tool(name="lock", input_schema=Q, execute=lock),
+        ],
+    )
     if switch_by == "tool-same-step":
         loopback.script(tool_calls(("deploy", {"q": "prod"}), ("lock", {"q": "x"})))
         await turn(executor, a, "go")
@@ -199,15 +235,21 @@ async def test_a_switch_off_reaches_a_waiting_approval(
         await turn(executor, a, "go")
         await executor.add_context(SID, [hs.disable_tools(["deploy"])])
     # The switch-off is still queued (no model call since): the approval reads the queue too.
-    assert any(e.items[0].get("disable") == ["deploy"] for e in await executor.store.pending_context(SID))
+    assert any(
+        e.items[0].get("disable") == ["deploy"] for e in await executor.store.pending_context(SID)
+    )
     await executor.respond_to_approval(SID, "approval-call_0_deploy", approved=True)
     loopback.script(text("ok"))
     chunks = await turn(executor, a, None)
     assert ran.bodies == []
-    assert [(ch.tool_name, ch.reason) for ch in chunks if isinstance(ch, c.ToolNotExecuted)] == [("deploy", "tool_inactive")]
+    assert [(ch.tool_name, ch.reason) for ch in chunks if isinstance(ch, c.ToolNotExecuted)] == [
+        ("deploy", "tool_inactive")
+    ]
 
 
-async def test_unknown_approval_is_refused_and_writes_nothing(executor: hs.Executor, loopback: LoopbackServer) -> None:
+async def test_unknown_approval_is_refused_and_writes_nothing(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
     ran = Ran()
     loopback.script(tool_calls(("deploy", {"q": "prod"})))
     await turn(executor, agent(loopback, [ran.tool("deploy", needs_approval=True)]), "go")
@@ -219,7 +261,9 @@ async def test_unknown_approval_is_refused_and_writes_nothing(executor: hs.Execu
         await executor.respond_to_approval("nope", "approval-call_0_deploy", approved=True)
 
 
-async def test_a_client_tool_pauses_until_the_client_answers(executor: hs.Executor, loopback: LoopbackServer) -> None:
+async def test_a_client_tool_pauses_until_the_client_answers(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
     ask = hs.tool(name="ask_user", input_schema=Q)
     a = agent(loopback, [ask])
     loopback.script(tool_calls(("ask_user", {"q": "Which city?"})))
@@ -228,28 +272,42 @@ async def test_a_client_tool_pauses_until_the_client_answers(executor: hs.Execut
     await executor.submit_tool_result(SID, "call_0_ask_user", {"city": "Oslo"})
     loopback.script(text("Oslo it is."))
     chunks = await turn(executor, a, None)
-    assert any(isinstance(ch, c.ToolOutputAvailable) and ch.output == {"city": "Oslo"} for ch in chunks)
-    assert loopback.bodies()[-1]["messages"][-1] == {"role": "tool", "tool_call_id": "call_0_ask_user", "content": '{"city": "Oslo"}'}
+    assert any(
+        isinstance(ch, c.ToolOutputAvailable) and ch.output == {"city": "Oslo"} for ch in chunks
+    )
+    assert loopback.bodies()[-1]["messages"][-1] == {
+        "role": "tool",
+        "tool_call_id": "call_0_ask_user",
+        "content": '{"city": "Oslo"}',
+    }
 
 
-async def test_a_late_client_answer_becomes_a_late_answer_notice(executor: hs.Executor, loopback: LoopbackServer) -> None:
+async def test_a_late_client_answer_becomes_a_late_answer_notice(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
     ask = hs.tool(name="ask_user", input_schema=Q)
     a = agent(loopback, [ask], client_tool_timeout=0.0)
     loopback.script(tool_calls(("ask_user", {"q": "Which city?"})))
     await turn(executor, a, "plan a trip")
-    await executor.submit_tool_result(SID, "call_0_ask_user", {"city": "Oslo"})  # after the 0 s deadline
+    await executor.submit_tool_result(
+        SID, "call_0_ask_user", {"city": "Oslo"}
+    )  # after the 0 s deadline
     loopback.script(text("ok"))
     await turn(executor, a, None)
     messages = loopback.bodies()[-1]["messages"]
     assert json.loads(messages[-2]["content"])["status"] == "timeout"
     assert messages[-1]["role"] == "user"
-    assert messages[-1]["content"].startswith('<context kind="notice" source="late-answer">\nA late answer arrived')
+    assert messages[-1]["content"].startswith(
+        '<context kind="notice" source="late-answer">\nA late answer arrived'
+    )
     assert "Oslo" in messages[-1]["content"]
     [row] = await executor.context_rows(SID)
     assert (row.kind, row.source) == ("notice", "late-answer")
 
 
-async def test_running_a_paused_session_without_an_answer_is_refused(executor: hs.Executor, loopback: LoopbackServer) -> None:
+async def test_running_a_paused_session_without_an_answer_is_refused(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
     a = agent(loopback, [hs.tool(name="ask_user", input_schema=Q)])
     loopback.script(tool_calls(("ask_user", {"q": "?"})))
     await turn(executor, a, "go")
@@ -266,7 +324,9 @@ class Answer(BaseModel):
     answer: str
 
 
-async def test_the_agent_finishes_by_calling_finish(executor: hs.Executor, loopback: LoopbackServer) -> None:
+async def test_the_agent_finishes_by_calling_finish(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
     a = agent(loopback, [], output_schema=Answer)
     loopback.script(tool_calls(("__finish__", {"answer": "42"})), text("never"))
     result = executor.run(a, SID, "question")
@@ -283,7 +343,10 @@ async def test_forced_completion_calls_finish_even_after_a_switch_off_attempt(
     # must still not stop forced completion.
     await executor.store.create_session(SID, agent_name="gated")
     await executor.store.enqueue_context(
-        SID, [{"kind": "tools", "disable": ["__finish__"], "source": "app"}], source="app", origin={"type": "app"}
+        SID,
+        [{"kind": "tools", "disable": ["__finish__"], "source": "app"}],
+        source="app",
+        origin={"type": "app"},
     )
     loopback.script(
         tool_calls(("search", {"q": "1"})),

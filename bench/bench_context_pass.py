@@ -1,0 +1,85 @@
+"""A context pass with 10 queued items on a session of 1,000 rows (budget: median < 2 ms, SQLite).
+
+Run: ``.venv/bin/python bench/bench_context_pass.py`` (or ``make bench``).
+
+It times the executor's real context pass — the step middleware that commits the queue in one
+transaction, emits the row chunks and renders the new rows — not just the store call. The
+queue is refilled (untimed) before each pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import _common  # noqa: F401  (puts the repo on sys.path)
+
+import helix_stream as hs
+from helix_stream.context import ContextPass
+from helix_stream.middleware import StepInput
+
+ROWS = 1_000
+PASSES = 200
+
+
+async def measure(store: hs.Store) -> list[float]:
+    sid = "bench"
+    await store.create_session(sid, agent_name="bench")
+    for i in range(ROWS // 2):
+        await store.append_messages(sid, [{"role": "user", "content": f"message {i}"}])
+        await store.enqueue_context(
+            sid,
+            [{"kind": "notice", "content": f"row {i}", "source": "app"}],
+            source="app",
+            origin={"type": "app"},
+        )
+        await store.commit_context(sid)
+    context_pass = ContextPass(store, sid)
+    await context_pass.refresh()  # a run renders the log once, at its start
+    times = []
+    for n in range(PASSES):
+        for i in range(10):
+            await store.enqueue_context(
+                sid,
+                [hs.notice(f"queued {n}.{i}") | {"source": "app"}],
+                source="app",
+                origin={"type": "app"},
+            )
+        step = StepInput(
+            step_number=n,
+            steps=[],
+            messages=[],
+            model="m",
+            runtime_context={},
+            tools_context={},
+            session_id=sid,
+        )
+        start = time.perf_counter()
+        out = await context_pass(step)
+        times.append(time.perf_counter() - start)
+        assert len(step.emitted) == 10 and len(out["messages"]) == ROWS + 10 * (n + 1)
+    await store.close()
+    return times
+
+
+async def main() -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        sqlite = await measure(hs.SQLiteStore(str(Path(tmp) / "bench.db")))
+    memory = await measure(hs.MemoryStore())
+    print(f"context pass, 10 queued items, session of {ROWS} rows, {PASSES} passes:")
+    for name, times in (("SQLiteStore", sqlite), ("MemoryStore", memory)):
+        q = statistics.quantiles(times, n=20)
+        print(
+            f"  {name:12s} median {statistics.median(times) * 1000:6.3f} ms   p95 {q[18] * 1000:6.3f} ms"
+        )
+    ok = statistics.median(sqlite) < 0.002
+    print(f"budget (SQLite median < 2 ms): {'OK' if ok else 'OVER BUDGET'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
