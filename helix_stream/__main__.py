@@ -76,7 +76,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(["serve", *(argv or sys.argv[1:])])
     from .server._demo import serve_demo
 
-    return serve_demo(host=args.host, port=args.port, model=args.model, store=args.store)
+    serve_demo(host=args.host, port=args.port, model=args.model, store=args.store)
+    return 0
 
 
 if __name__ == "__main__":

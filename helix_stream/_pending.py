@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,7 +97,7 @@ async def settle_waiting_calls(
     has_new_input: bool,
     client_tool_timeout: float | None,
     bind: Any = None,
-) -> AsyncIterator[Chunk]:
+) -> AsyncGenerator[Chunk, None]:
     """Settle ``waiting`` calls (see the module docstring); append their tool messages."""
     approvals: Mapping[str, Any] = meta.get("approvals", {})
     answers: Mapping[str, Any] = meta.get("tool_results", {})

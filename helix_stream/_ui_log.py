@@ -68,9 +68,10 @@ def log_to_ui_messages(records: Sequence[LogRecord]) -> list[dict[str, Any]]:
                 tool_parts[call["id"]] = part
                 assistant["parts"].append(part)
         elif record.role == "tool":
-            part = tool_parts.get(p.get("tool_call_id", ""))
-            if part is None:
+            found = tool_parts.get(p.get("tool_call_id", ""))
+            if found is None:
                 continue
+            part = found
             status = p.get("_status", "output")
             if status == "error":
                 part.update(state="output-error", errorText=_text(p.get("content")))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, aclosing, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,7 +67,7 @@ class LoopConfig:
     make_tool_context: Callable[[ToolCall, Tool, Any], ToolContext] | None = None
     bind: Callable[[], AbstractContextManager[None]] | None = None
     finish_tool: str | None = None
-    preamble: Callable[[], AsyncIterator[Chunk]] | None = None
+    preamble: Callable[[], AsyncGenerator[Chunk, None]] | None = None
     on_chunk: Callback | None = None
     on_step_finish: Sequence[Callback] = ()
     on_finish: Callback | None = None
@@ -120,7 +120,7 @@ def _model_name(model: str | WrappedModel) -> tuple[str, Sequence[ModelMiddlewar
 
 async def run_loop(
     cfg: LoopConfig, state: RunState, contexts: dict[str, Any]
-) -> AsyncIterator[Chunk]:
+) -> AsyncGenerator[Chunk, None]:
     """Run the loop, yielding chunks; ``state`` is filled as it goes.
 
     ``contexts`` are the tools' resolved contexts (validated before the run starts, so that a

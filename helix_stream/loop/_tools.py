@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -76,7 +76,7 @@ async def run_tool_calls(
     run: ToolRun,
     approved: frozenset[str] = frozenset(),
     bind: Callable[[], AbstractContextManager[None]] | None = None,
-) -> AsyncIterator[Chunk]:
+) -> AsyncGenerator[Chunk, None]:
     """Yield the chunks of running ``calls``; fill ``run`` with results in call order.
 
     Tools run concurrently; each output is yielded as soon as it is ready. If the consumer

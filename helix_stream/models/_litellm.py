@@ -118,5 +118,5 @@ async def response_to_stream(response: Any) -> AsyncIterator[Any]:
     )
     usage = getattr(response, "usage", None)
     if usage is not None:
-        last.usage = usage  # type: ignore[attr-defined]
+        last.usage = usage
     yield last

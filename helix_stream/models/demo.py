@@ -243,5 +243,11 @@ def register_demo(litellm: ModuleType) -> None:
         ) -> Any:
             return self.completion(model, messages, *args, **kwargs)
 
-    others = [m for m in litellm.custom_provider_map if m.get("provider") != "helix"]
-    litellm.custom_provider_map = [*others, {"provider": "helix", "custom_handler": DemoLLM()}]
+    provider_map: list[dict[str, Any]] = litellm.custom_provider_map
+    others = [m for m in provider_map if m.get("provider") != "helix"]
+    # setattr: litellm's module attributes are not visible to the type checker.
+    setattr(
+        litellm,
+        "custom_provider_map",
+        [*others, {"provider": "helix", "custom_handler": DemoLLM()}],
+    )  # noqa: B010

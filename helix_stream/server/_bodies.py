@@ -1,0 +1,243 @@
+"""Request bodies at the HTTP edge: reading them (size limit, JSON), validating them (pydantic),
+and reading what a ``useChat`` body asks for.
+
+This module owns everything the server learns from a request body. Bodies are read with a size
+limit (the ``content-length`` header first, then the bytes as they arrive), parsed as JSON and
+validated with pydantic models; any failure is a typed :mod:`helix_stream.errors` error whose
+message says what was wrong, never a pydantic traceback.
+
+The ``useChat`` body is validated loosely (``extra="ignore"``: clients and apps add fields),
+the ``POST /context`` body strictly (``extra="forbid"``: a typo must not be ignored).
+:func:`chat_actions` reads the messages of a ``useChat`` body: the new user input, and the
+answers to a paused turn that come back inside the last assistant message (ai-sdk-protocol.md,
+"The request useChat sends": tool part states ``approval-responded`` and ``output-available``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.requests import ClientDisconnect, Request
+
+from ..errors import InvalidRequestError, PayloadTooLargeError
+
+__all__ = [
+    "ApprovalAnswer",
+    "ChatActions",
+    "ChatRequest",
+    "ContextRequest",
+    "ToolAnswer",
+    "UIMessageIn",
+    "chat_actions",
+    "parse_body",
+    "read_body",
+]
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+class UIMessageIn(BaseModel):
+    """One AI SDK ``UIMessage`` as ``useChat`` sends it (only what the server reads is checked)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    role: Literal["system", "user", "assistant"]
+    parts: list[dict[str, Any]]
+
+
+class ChatRequest(BaseModel):
+    """The body of ``POST /api/chat``: ``{id, messages, trigger, messageId?, ...}``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str = Field(min_length=1, description="The chat id; the server uses it as the session id.")
+    messages: list[UIMessageIn] = Field(min_length=1)
+    trigger: Literal["submit-message", "regenerate-message"] = "submit-message"
+    messageId: str | None = None  # noqa: N815 - the AI SDK's field name
+
+
+class ContextRequest(BaseModel):
+    """The body of ``POST /context``: ``{sessionId, items, key?}`` (reference 000)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sessionId: str = Field(min_length=1)  # noqa: N815 - the wire name of reference 000
+    # Items stay loose here: the executor validates each one and answers a bad item with a
+    # validation_error that names it (reference 000: "An invalid item is a validation_error").
+    items: list[Any]
+    key: str | None = None
+
+
+async def read_body(request: Request, max_bytes: int) -> bytes:
+    """Read the whole body, refusing more than ``max_bytes``.
+
+    The declared ``content-length`` is checked before anything is read; a chunked body (or one
+    that lies about its length) is counted as it arrives and refused as soon as it passes the
+    limit, so an oversized body is never held in memory.
+
+    Raises:
+        PayloadTooLargeError: the body is larger than ``max_bytes``.
+        InvalidRequestError: the ``content-length`` header is not a number, or the client went
+            away while sending.
+    """
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        try:
+            length = int(declared)
+        except ValueError:
+            raise InvalidRequestError(f"content-length {declared!r} is not a number") from None
+        if length > max_bytes:
+            raise PayloadTooLargeError(_too_large(max_bytes))
+    received = bytearray()
+    try:
+        async for piece in request.stream():
+            received += piece
+            if len(received) > max_bytes:
+                raise PayloadTooLargeError(_too_large(max_bytes))
+    except ClientDisconnect:
+        raise InvalidRequestError("the client went away while sending the request body") from None
+    return bytes(received)
+
+
+def _too_large(max_bytes: int) -> str:
+    return f"the request body is larger than {max_bytes} bytes; send less"
+
+
+def parse_body(raw: bytes, model: type[_Model]) -> _Model:
+    """Parse ``raw`` as JSON and validate it as ``model``.
+
+    Raises:
+        InvalidRequestError: not JSON, not an object, or the wrong shape (the message lists
+            each problem with its location, e.g. ``messages.0.role: ...``).
+    """
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InvalidRequestError(f"the request body is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise InvalidRequestError(
+            f"the request body must be a JSON object, not {type(data).__name__}"
+        )
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidRequestError(_problems(exc, model)) from None
+
+
+def _problems(exc: ValidationError, model: type[BaseModel]) -> str:
+    problems = []
+    for error in exc.errors()[:5]:
+        where = ".".join(str(p) for p in error["loc"]) or "(body)"
+        problems.append(f"{where}: {error['msg']}")
+    more = exc.error_count() - len(problems)
+    tail = f" (and {more} more)" if more > 0 else ""
+    return f"the request body is not a valid {model.__name__}: {'; '.join(problems)}{tail}"
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalAnswer:
+    """An approval the user answered (a tool part in state ``approval-responded``)."""
+
+    approval_id: str
+    approved: bool
+    reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolAnswer:
+    """A client tool's answer (a tool part in state ``output-available`` or ``output-error``)."""
+
+    tool_call_id: str
+    output: Any
+
+
+@dataclass(frozen=True, slots=True)
+class ChatActions:
+    """What a ``useChat`` body asks the server to do.
+
+    Attributes:
+        user_text: The new user message's text (its text parts joined), or ``None`` when the
+            last message is the assistant's: the turn continues without new input.
+        user_message_id: The client's id of that user message.
+        continued_id: The id of the assistant message being continued (``None`` for new input).
+        approvals: Approval answers found in the last assistant message.
+        tool_answers: Client tool outputs found in the last assistant message.
+    """
+
+    user_text: str | None
+    user_message_id: str | None
+    continued_id: str | None
+    approvals: list[ApprovalAnswer] = field(default_factory=list)
+    tool_answers: list[ToolAnswer] = field(default_factory=list)
+
+
+def _is_tool_part(part: Mapping[str, Any]) -> bool:
+    kind = str(part.get("type", ""))
+    return kind == "dynamic-tool" or kind.startswith("tool-")
+
+
+def _answers(message: UIMessageIn) -> tuple[list[ApprovalAnswer], list[ToolAnswer]]:
+    approvals: list[ApprovalAnswer] = []
+    outputs: list[ToolAnswer] = []
+    for index, part in enumerate(message.parts):
+        if not _is_tool_part(part):
+            continue
+        state, call_id = part.get("state"), part.get("toolCallId")
+        if not isinstance(call_id, str):
+            raise InvalidRequestError(
+                f"message {message.id!r} part {index}: a tool part needs a string toolCallId"
+            )
+        if state == "approval-responded":
+            approval = part.get("approval")
+            if not isinstance(approval, Mapping) or not isinstance(approval.get("id"), str):
+                raise InvalidRequestError(
+                    f"message {message.id!r} part {index}: an approval-responded tool part "
+                    "needs approval: {id, approved, reason?}"
+                )
+            reason = approval.get("reason")
+            approvals.append(
+                ApprovalAnswer(
+                    approval_id=approval["id"],
+                    approved=approval.get("approved") is True,
+                    reason=reason if isinstance(reason, str) else None,
+                )
+            )
+        elif state == "output-available":
+            outputs.append(ToolAnswer(tool_call_id=call_id, output=part.get("output")))
+        elif state == "output-error":
+            # addToolOutput({state: "output-error"}) (ai v6+): the call failed on the client.
+            outputs.append(ToolAnswer(tool_call_id=call_id, output={"error": part.get("errorText")}))
+    return approvals, outputs
+
+
+def chat_actions(body: ChatRequest) -> ChatActions:
+    """Read what a ``useChat`` body asks for (see :class:`ChatActions`).
+
+    Answers are taken from the last assistant message only: that is where the client keeps
+    the calls of a paused turn. Older answers in the history are ignored by the caller anyway
+    (only calls the session still waits on are answered).
+
+    Raises:
+        InvalidRequestError: the last message is a system message, a user message without
+            text, or a tool part is malformed.
+    """
+    last = body.messages[-1]
+    assistant = next((m for m in reversed(body.messages) if m.role == "assistant"), None)
+    approvals, outputs = _answers(assistant) if assistant is not None else ([], [])
+    if last.role == "assistant":
+        return ChatActions(None, None, last.id, approvals, outputs)
+    if last.role != "user":
+        raise InvalidRequestError("the last message must be the user's or the assistant's")
+    texts = [p.get("text") for p in last.parts if p.get("type") == "text"]
+    if not texts or not all(isinstance(t, str) for t in texts):
+        kinds = sorted({str(p.get("type")) for p in last.parts})
+        raise InvalidRequestError(
+            f"the last user message has no text part (parts: {', '.join(kinds) or 'none'}); "
+            "this server takes text input only"
+        )
+    return ChatActions("".join(str(t) for t in texts), last.id, None, approvals, outputs)
