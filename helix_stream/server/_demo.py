@@ -1,0 +1,146 @@
+"""The demo: ``helix-stream serve`` (or ``python -m helix_stream``).
+
+This module owns the demo agent (three small tools), the demo app (the chat routes plus a
+single-page chat UI at ``/`` from ``helix_stream/static/``) and :func:`serve_demo`, which runs it
+with uvicorn. The page speaks the AI SDK UI message stream itself (no build step, no CDN) and
+has a panel that steers the session through ``POST /context``.
+
+It runs offline with the embedded ``helix/demo-slow`` model; ``--model`` takes any litellm
+model string (the provider's key comes from the environment, as litellm reads it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import hashlib
+from collections.abc import AsyncIterator
+from importlib import resources
+from typing import Any, Literal
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from ..agent import Agent
+from ..executor import Executor
+from ..store import SQLiteStore
+from ..tools import Tool, tool
+from . import routes
+
+__all__ = ["demo_agent", "demo_app", "demo_tools", "serve_demo"]
+
+SYSTEM = (
+    "You are the helix-stream demo assistant. Use the tools when they help, and follow the "
+    "instructions the app gives you in context rows."
+)
+
+Currency = Literal["USD", "EUR", "GBP", "JPY", "CHF"]
+_PER_EURO = {"EUR": 1.0, "USD": 1.08, "GBP": 0.85, "JPY": 162.0, "CHF": 0.95}
+_UTC_OFFSETS = {"paris": 1, "berlin": 1, "london": 0, "lisbon": 0, "new york": -5, "tokyo": 9,
+                "sydney": 10, "san francisco": -8, "oslo": 1, "delhi": 5.5}  # fmt: skip
+_SKIES = ("sunny", "partly cloudy", "cloudy", "light rain", "windy")
+
+
+def demo_tools() -> list[Tool]:
+    """The demo agent's tools: made-up weather, fixed exchange rates, local time."""
+
+    @tool
+    def get_weather(city: str) -> dict[str, Any]:
+        """The current weather in a city (made up, but the same city always gets the same)."""
+        seed = int(hashlib.sha256(city.strip().lower().encode()).hexdigest(), 16)
+        return {"city": city, "forecast": _SKIES[seed % len(_SKIES)], "temp_c": 8 + seed % 20}
+
+    @tool
+    def convert_currency(amount: float, currency: Currency) -> dict[str, Any]:
+        """Convert an amount of euros to another currency (fixed demo rates)."""
+        return {
+            "euros": amount,
+            "currency": currency,
+            "amount": round(amount * _PER_EURO[currency], 2),
+        }
+
+    @tool
+    def get_time(city: str) -> dict[str, Any]:
+        """The local time in a city (standard time; UTC for cities the demo does not know)."""
+        offset = _UTC_OFFSETS.get(city.strip().lower(), 0)
+        now = dt.datetime.now(dt.UTC) + dt.timedelta(hours=offset)
+        return {"city": city, "time": now.strftime("%H:%M"), "utc_offset": offset}
+
+    return [get_weather, convert_currency, get_time]
+
+
+def demo_agent(model: str = "helix/demo-slow") -> Agent:
+    """The demo agent on ``model`` (any litellm model string; default: the embedded one)."""
+    return Agent(name="helix-demo", system=SYSTEM, model=model, tools=demo_tools())
+
+
+def _static(name: str) -> str:
+    return resources.files("helix_stream").joinpath("static", name).read_text(encoding="utf-8")
+
+
+def demo_app(
+    executor: Executor, agent: Agent, *, client_version: int = 7, **options: Any
+) -> Starlette:
+    """The demo app: the chat routes, the page at ``/`` and ``GET /api/demo`` (agent info).
+
+    Args:
+        executor: Holds the sessions.
+        agent: The agent to chat with.
+        client_version: The UI stream version the page reads (it handles all of v7).
+        **options: Passed to :func:`helix_stream.server.routes`.
+
+    Returns:
+        A Starlette app without authentication: for a local demo only.
+    """
+
+    async def index(request: Request) -> Response:
+        return HTMLResponse(_static("index.html"), headers={"cache-control": "no-cache"})
+
+    async def info(request: Request) -> Response:
+        model = agent.model if isinstance(agent.model, str) else type(agent.model).__name__
+        return JSONResponse({"agent": agent.name, "model": model, "tools": list(agent.tool_map)})
+
+    mounted: list[BaseRoute] = [
+        Route("/", index, methods=["GET"]),
+        Route("/api/demo", info, methods=["GET"]),
+        *routes(executor, agent, client_version=client_version, **options),
+        Mount("/static", StaticFiles(packages=[("helix_stream", "static")]), name="static"),
+    ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        await executor.store.close()
+
+    return Starlette(routes=mounted, lifespan=lifespan)
+
+
+def serve_demo(
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    model: str = "helix/demo-slow",
+    store: str = "helix-demo.db",
+) -> int:
+    """Run the demo with uvicorn until interrupted; print its URL first.
+
+    Args:
+        host: The interface to listen on (keep 127.0.0.1: the demo has no authentication).
+        port: The port.
+        model: A litellm model string; the embedded ``helix/demo-slow`` needs no key.
+        store: The SQLite file the sessions live in (``:memory:`` for none).
+
+    Returns:
+        The process exit code.
+    """
+    import uvicorn
+
+    executor = Executor(store=SQLiteStore(store))
+    app = demo_app(executor, demo_agent(model))
+    shown = f"[{host}]" if ":" in host else host
+    print(f"helix-stream demo: http://{shown}:{port}/  (model {model}, store {store})", flush=True)
+    print("No authentication: keep it on 127.0.0.1. Ctrl+C stops it.", flush=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+    return 0
