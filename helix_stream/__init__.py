@@ -31,46 +31,72 @@ from .errors import (
     ToolContextError,
 )
 
-if TYPE_CHECKING:
-    from .agent import Agent, StepContextLimits
-    from .chunks import Usage
-    from .context import (
-        ContextItem,
-        ContextRow,
-        StepContextRequest,
-        disable_tools,
-        enable_tools,
-        instruction,
-        memory,
-        notice,
+if TYPE_CHECKING:  # "X as X": explicit re-exports, so type checkers see the lazy names
+    from .agent import (
+        Agent as Agent,
+        StepContextLimits as StepContextLimits,
     )
-    from .executor import Executor
-    from .hooks import HookContext, LifecycleEvent, define_hook
+    from .chunks import (
+        Usage as Usage,
+    )
+    from .context import (
+        ContextItem as ContextItem,
+        ContextRow as ContextRow,
+        StepContextRequest as StepContextRequest,
+        disable_tools as disable_tools,
+        enable_tools as enable_tools,
+        instruction as instruction,
+        memory as memory,
+        notice as notice,
+    )
+    from .executor import (
+        Executor as Executor,
+    )
+    from .hooks import (
+        HookContext as HookContext,
+        LifecycleEvent as LifecycleEvent,
+        define_hook as define_hook,
+    )
     from .loop import (
-        GenerateTextResult,
-        StepResult,
-        StopCondition,
-        StreamTextResult,
-        ToolCall,
-        ToolResult,
-        generate_text,
-        has_tool_call,
-        step_count_is,
-        stream_text,
+        GenerateTextResult as GenerateTextResult,
+        StepResult as StepResult,
+        StopCondition as StopCondition,
+        StreamTextResult as StreamTextResult,
+        ToolCall as ToolCall,
+        ToolResult as ToolResult,
+        generate_text as generate_text,
+        has_tool_call as has_tool_call,
+        step_count_is as step_count_is,
+        stream_text as stream_text,
     )
     from .middleware import (
-        ModelMiddleware,
-        StepInput,
-        WrappedModel,
-        default_settings,
-        simulate_streaming,
-        wrap_acompletion,
-        wrap_model,
+        ModelMiddleware as ModelMiddleware,
+        StepInput as StepInput,
+        WrappedModel as WrappedModel,
+        default_settings as default_settings,
+        simulate_streaming as simulate_streaming,
+        wrap_acompletion as wrap_acompletion,
+        wrap_model as wrap_model,
     )
-    from .state import SessionInfo, StateHandle, current_session, define_state
-    from .store import MemoryStore, SQLiteStore, Store
-    from .telemetry import TelemetrySettings
-    from .tools import Tool, ToolContext, tool
+    from .state import (
+        SessionInfo as SessionInfo,
+        StateHandle as StateHandle,
+        current_session as current_session,
+        define_state as define_state,
+    )
+    from .store import (
+        MemoryStore as MemoryStore,
+        SQLiteStore as SQLiteStore,
+        Store as Store,
+    )
+    from .telemetry import (
+        TelemetrySettings as TelemetrySettings,
+    )
+    from .tools import (
+        Tool as Tool,
+        ToolContext as ToolContext,
+        tool as tool,
+    )
 
 # Where each lazily loaded public name lives.
 _LAZY: dict[str, str] = {

@@ -69,11 +69,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--store", default="helix-demo.db", help="a SQLite file (or :memory:)")
     chat = sub.add_parser("chat", help="stream a demo conversation to the terminal")
     chat.add_argument("--model", default="helix/demo")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
+        argv = ["serve", *argv]  # `serve` is the default command
     args = parser.parse_args(argv)
     if args.command == "chat":
         return _chat(args.model)
-    if args.command is None:
-        args = parser.parse_args(["serve", *(argv or sys.argv[1:])])
     from .server._demo import serve_demo
 
     serve_demo(host=args.host, port=args.port, model=args.model, store=args.store)

@@ -16,6 +16,8 @@ from collections.abc import AsyncGenerator, Sequence
 from contextlib import AbstractContextManager, aclosing
 from typing import Any, Literal
 
+import anyio
+
 from ._pending import settle_waiting_calls, waiting_calls
 from .agent import Agent
 from .chunks import Chunk, ContextRowChunk, ContextSkipped, ErrorChunk
@@ -259,7 +261,10 @@ class Turn:
             state.error, state.done, state.finish_reason = exc, True, "error"
             yield ErrorChunk(error=exc)
         finally:
-            await self._finish()
+            # Shielded: under anyio (sse-starlette, Starlette) a cancelled request cancels every
+            # later await too, and the session must still end consistent (not "running").
+            with anyio.CancelScope(shield=True):
+                await self._finish()
 
     async def _settle(
         self, waiting: Sequence[Any], meta: dict[str, Any]

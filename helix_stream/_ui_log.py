@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .store import LogRecord
+from .chunks import not_executed_output
 
 __all__ = ["log_to_ui_messages"]
 
@@ -42,13 +43,13 @@ def log_to_ui_messages(records: Sequence[LogRecord]) -> list[dict[str, Any]]:
             assistant = None
             out.append(
                 {
-                    "id": p.get("_message_id") or f"msg-{record.seq}",
+                    "id": p.get("_message_id") or f"log-{record.seq}",
                     "role": record.role,
                     "parts": [{"type": "text", "text": _text(p.get("content"))}],
                 }
             )
         elif record.role == "assistant":
-            message_id = p.get("_message_id") or f"msg-{record.seq}"
+            message_id = p.get("_message_id") or f"log-{record.seq}"
             if assistant is None or assistant["id"] != message_id:
                 assistant = {"id": message_id, "role": "assistant", "parts": []}
                 out.append(assistant)
@@ -77,6 +78,11 @@ def log_to_ui_messages(records: Sequence[LogRecord]) -> list[dict[str, Any]]:
                 part.update(state="output-error", errorText=_text(p.get("content")))
             elif status == "denied":
                 part.update(state="output-denied")
+            elif status == "not_executed":
+                # The same output the live stream showed (see transformers), not the model's text.
+                reason = _json(_text(p.get("content"))).get("reason", "tool_inactive")
+                output = not_executed_output(part["type"].removeprefix("tool-"), reason)
+                part.update(state="output-available", output=output)
             else:
                 part.update(state="output-available", output=_json(_text(p.get("content"))))
     return out

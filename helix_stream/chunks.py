@@ -37,6 +37,7 @@ __all__ = [
     "ToolOutputDenied",
     "ToolOutputError",
     "Usage",
+    "not_executed_output",
 ]
 
 # The AI SDK's finish reasons (never "unknown": AI SDK v6+ clients reject it).
@@ -157,6 +158,18 @@ class ToolNotExecuted:
     tool_call_id: str
     tool_name: str
     reason: Literal["tool_inactive", "tool_unavailable"]
+
+
+_NOT_EXECUTED_TEXT = {
+    "tool_inactive": 'The tool "{name}" is switched off in this conversation, so it was not run.',
+    "tool_unavailable": 'There is no tool named "{name}", so nothing was run.',
+}
+
+
+def not_executed_output(tool_name: str, reason: str) -> dict[str, Any]:
+    """The tool output a chat UI shows for a call the tool gate refused (live and reloaded)."""
+    text = _NOT_EXECUTED_TEXT.get(reason, "The tool {name} was not run.")
+    return {"notExecuted": True, "reason": reason, "message": text.format(name=tool_name)}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

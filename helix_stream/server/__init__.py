@@ -33,8 +33,8 @@ Warning:
     has operator authority). Pass ``authenticate(request)`` — it may raise
     :class:`~helix_stream.errors.AuthenticationError` (401) or
     :class:`~helix_stream.errors.PermissionDeniedError` (403) and its return value is the run's
-    ``auth`` — or check the caller in front of the app. Authorize per session too: a caller
-    should only reach the sessions that are theirs.
+    ``auth`` — or check the caller in front of the app. Authorize per session too, with
+    ``authorize(auth, session_id)``: a caller should only reach the sessions that are theirs.
 
 A client disconnect cancels the turn: the model stream is closed, running tools are cancelled
 and the session is left idle.
@@ -46,31 +46,23 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
 
 from ..agent import Agent
 from ..executor import Executor
-from ._routes import Authenticate, RunOptions, error_response, routes
+from ._routes import Authenticate, Authorize, RunOptions, error_response, http_error_handler, routes
 from ._streams import ActiveStream, StreamRegistry
 
 __all__ = [
     "ActiveStream",
     "Authenticate",
+    "Authorize",
     "RunOptions",
     "StreamRegistry",
     "create_app",
     "error_response",
+    "http_error_handler",
     "routes",
 ]
-
-
-async def _http_error(request: Request, exc: Exception) -> Response:
-    # Starlette's own 404/405 in the same shape as ours, so clients parse one error format.
-    assert isinstance(exc, HTTPException)
-    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-    body = {"error": {"code": code, "message": str(exc.detail)}}
-    return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
 
 
 def create_app(
@@ -94,8 +86,8 @@ def create_app(
             passed to ``executor.run(..., auth=...)``.
         client_version: Major version of the ``ai`` npm package the clients run (5, 6, 7).
         max_body_bytes: Larger request bodies are refused with 413.
-        **options: Passed to :func:`routes` (``api_path``, ``context_path``, ``run_options``,
-            ``on_error``, ``generate_message_id``, ``streams``).
+        **options: Passed to :func:`routes` (``authorize``, ``api_path``, ``context_path``,
+            ``run_options``, ``on_error``, ``generate_message_id``, ``streams``).
 
     Returns:
         The app (serve it with ``uvicorn``).
@@ -108,4 +100,4 @@ def create_app(
         max_body_bytes=max_body_bytes,
         **options,
     )
-    return Starlette(routes=mounted, exception_handlers={HTTPException: _http_error})
+    return Starlette(routes=mounted, exception_handlers={HTTPException: http_error_handler})

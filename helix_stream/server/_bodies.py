@@ -58,7 +58,7 @@ class ChatRequest(BaseModel):
     id: str = Field(min_length=1, description="The chat id; the server uses it as the session id.")
     messages: list[UIMessageIn] = Field(min_length=1)
     trigger: Literal["submit-message", "regenerate-message"] = "submit-message"
-    messageId: str | None = None  # noqa: N815 - the AI SDK's field name
+    messageId: str | None = None  # the AI SDK's camelCase field name
 
 
 class ContextRequest(BaseModel):
@@ -66,7 +66,7 @@ class ContextRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    sessionId: str = Field(min_length=1)  # noqa: N815 - the wire name of reference 000
+    sessionId: str = Field(min_length=1)  # the wire name of reference 000
     # Items stay loose here: the executor validates each one and answers a bad item with a
     # validation_error that names it (reference 000: "An invalid item is a validation_error").
     items: list[Any]
@@ -211,7 +211,8 @@ def _answers(message: UIMessageIn) -> tuple[list[ApprovalAnswer], list[ToolAnswe
             outputs.append(ToolAnswer(tool_call_id=call_id, output=part.get("output")))
         elif state == "output-error":
             # addToolOutput({state: "output-error"}) (ai v6+): the call failed on the client.
-            outputs.append(ToolAnswer(tool_call_id=call_id, output={"error": part.get("errorText")}))
+            failed = {"error": part.get("errorText")}
+            outputs.append(ToolAnswer(tool_call_id=call_id, output=failed))
     return approvals, outputs
 
 

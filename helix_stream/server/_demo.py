@@ -19,6 +19,7 @@ from importlib import resources
 from typing import Any, Literal
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -28,7 +29,7 @@ from ..agent import Agent
 from ..executor import Executor
 from ..store import SQLiteStore
 from ..tools import Tool, tool
-from . import routes
+from ._routes import http_error_handler, routes
 
 __all__ = ["demo_agent", "demo_app", "demo_tools", "serve_demo"]
 
@@ -115,7 +116,11 @@ def demo_app(
         yield
         await executor.store.close()
 
-    return Starlette(routes=mounted, lifespan=lifespan)
+    return Starlette(
+        routes=mounted,
+        lifespan=lifespan,
+        exception_handlers={HTTPException: http_error_handler},
+    )
 
 
 def serve_demo(

@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -35,7 +36,14 @@ from ..transformers import UIMessageStreamResponse, to_ui_message_stream
 from ._bodies import ChatActions, ChatRequest, ContextRequest, chat_actions, parse_body, read_body
 from ._streams import StreamRegistry
 
-__all__ = ["Authenticate", "RunOptions", "error_response", "routes"]
+__all__ = [
+    "Authenticate",
+    "Authorize",
+    "RunOptions",
+    "error_response",
+    "http_error_handler",
+    "routes",
+]
 
 logger = logging.getLogger("helix_stream.server")
 
@@ -56,6 +64,17 @@ class Authenticate(Protocol):
     def __call__(self, request: Request, /) -> Any: ...
 
 
+class Authorize(Protocol):
+    """``authorize(auth, session_id)``: may this caller use this session? Raise if not.
+
+    Sync or async; called on every route once the session id is known (from the path or the
+    body), with the value ``authenticate`` returned. Raise
+    :class:`~helix_stream.errors.PermissionDeniedError` (403) to refuse; nothing is written.
+    """
+
+    def __call__(self, auth: Any, session_id: str, /) -> Any: ...
+
+
 class RunOptions(Protocol):
     """``run_options(request, auth)``: extra keyword arguments for ``executor.run``.
 
@@ -72,6 +91,19 @@ Handler = Callable[[Request], Awaitable[Response]]
 def error_response(exc: HelixError) -> JSONResponse:
     """The JSON answer for a refused request: ``{"error": {"code", "message"}}``."""
     return JSONResponse(exc.to_dict(), status_code=exc.http_status)
+
+
+async def http_error_handler(request: Request, exc: Exception) -> Response:
+    """Starlette's own errors (unknown path, wrong method) in the same JSON shape as ours.
+
+    Install it with ``Starlette(exception_handlers={HTTPException: http_error_handler})``
+    (:func:`~helix_stream.server.create_app` does), so clients parse one error format.
+    """
+    if not isinstance(exc, HTTPException):  # pragma: no cover - registered for HTTPException
+        raise exc
+    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    body = {"error": {"code": code, "message": str(exc.detail)}}
+    return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
 
 
 def _json_errors(handler: Handler) -> Handler:
@@ -99,6 +131,7 @@ def routes(
     agent: Agent,
     authenticate: Authenticate | None = None,
     *,
+    authorize: Authorize | None = None,
     client_version: int = 5,
     max_body_bytes: int = 1_000_000,
     api_path: str = "/api/chat",
@@ -124,6 +157,8 @@ def routes(
         agent: The agent every chat turn runs.
         authenticate: Called with the request before anything else on every route (see
             :class:`Authenticate`).
+        authorize: Called with the caller and the session id on every route, to keep callers
+            to their own sessions (see :class:`Authorize`).
         client_version: Major version of the ``ai`` npm package the clients run (5, 6 or 7);
             approval chunks need 6 or later.
         max_body_bytes: Larger request bodies are refused with 413.
@@ -147,17 +182,22 @@ def routes(
             return None
         return await _maybe_await(authenticate(request))
 
+    async def authorized(auth: Any, session_id: str) -> None:
+        if authorize is not None:
+            await _maybe_await(authorize(auth, session_id))
+
     @_json_errors
     async def chat(request: Request) -> Response:
         auth = await authenticated(request)
         body = parse_body(await read_body(request, max_body_bytes), ChatRequest)
+        session_id = body.id
+        await authorized(auth, session_id)
         if body.trigger == "regenerate-message":
             raise FrameworkNotSupportedError(
                 "regenerate-message is not supported by this server yet; send a new message, "
                 "or rewind with executor.retry() in your own route"
             )
         actions = chat_actions(body)
-        session_id = body.id
         await _answer_waiting_calls(executor, session_id, actions)
         options: dict[str, Any] = {}
         if run_options is not None:
@@ -190,22 +230,24 @@ def routes(
 
     @_json_errors
     async def add_context(request: Request) -> Response:
-        await authenticated(request)
+        auth = await authenticated(request)
         body = parse_body(await read_body(request, max_body_bytes), ContextRequest)
+        await authorized(auth, body.sessionId)
         recorded = await executor.add_context(body.sessionId, body.items, key=body.key)
         return JSONResponse({"recorded": recorded})
 
     @_json_errors
     async def messages(request: Request) -> Response:
-        await authenticated(request)
         session_id = request.path_params["id"]
+        await authorized(await authenticated(request), session_id)
         await executor.session(session_id)  # 404 for an unknown session
         return JSONResponse(await executor.ui_messages(session_id))
 
     @_json_errors
     async def resume(request: Request) -> Response:
-        await authenticated(request)
-        stream = registry.get(request.path_params["id"])
+        session_id = request.path_params["id"]
+        await authorized(await authenticated(request), session_id)
+        stream = registry.get(session_id)
         if stream is None:
             return Response(status_code=204)
         return UIMessageStreamResponse(stream.follow())
@@ -254,4 +296,3 @@ async def _answer_waiting_calls(executor: Executor, session_id: str, actions: Ch
     for answer in actions.tool_answers:
         if answer.tool_call_id in waiting:
             await executor.submit_tool_result(session_id, answer.tool_call_id, answer.output)
-

@@ -13,6 +13,7 @@ balancer each see only their own streams.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any
 
@@ -21,6 +22,11 @@ import anyio
 __all__ = ["ActiveStream", "StreamRegistry"]
 
 UIChunk = Mapping[str, Any]
+
+# Chunks buffered between the generation and a slow client (backpressure beyond that).
+_QUEUE_SIZE = 256
+# How long a disconnect waits for the generation to wind down (the transformer allows 10 s).
+_CLEANUP_TIMEOUT = 15.0
 
 
 class ActiveStream:
@@ -103,20 +109,59 @@ class StreamRegistry:
     async def record(
         self, session_id: str, ui_chunks: AsyncIterator[UIChunk]
     ) -> AsyncGenerator[UIChunk, None]:
-        """Pass ``ui_chunks`` through, recording each one for followers.
+        """Serve ``ui_chunks`` to one client, recording each chunk for followers.
 
-        Closing the returned generator closes ``ui_chunks`` (so a client disconnect still
-        cancels the generation behind it); the stream is unregistered when it ends.
+        The chunks are pulled by a task of their own and handed over through a small queue.
+        Why: when the client goes away, the response's task runs inside an anyio cancel scope
+        that cancels *every* later await, so a generation iterated there could not finish its
+        cleanup (closing the model stream, setting the session idle in a store whose writes
+        await). The pump task is cancelled once, the asyncio way, and its cleanup runs to the
+        end; this generator waits for it (shielded, bounded).
+
+        Closing the returned generator cancels the generation; the stream is unregistered
+        when it ends either way.
         """
         stream: ActiveStream | None = None
         if len(self._streams) < self.max_streams or session_id in self._streams:
             stream = ActiveStream(session_id, self.max_chunks)
             self._streams[session_id] = stream
+        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue(maxsize=_QUEUE_SIZE)
+        pump = asyncio.get_running_loop().create_task(
+            self._pump(session_id, stream, ui_chunks, queue)
+        )
         try:
-            async for chunk in ui_chunks:
-                if stream is not None:
-                    stream.add(chunk)
-                yield chunk
+            while True:
+                kind, value = await queue.get()
+                if kind == "end":
+                    return
+                if kind == "error":
+                    raise value
+                yield value
+        finally:
+            if not pump.done():
+                pump.cancel()
+            with anyio.move_on_after(_CLEANUP_TIMEOUT, shield=True):
+                await asyncio.wait({pump})
+            if pump.done() and not pump.cancelled():
+                pump.exception()  # retrieved: it was re-raised above or is irrelevant now
+
+    async def _pump(
+        self,
+        session_id: str,
+        stream: ActiveStream | None,
+        ui_chunks: AsyncIterator[UIChunk],
+        queue: asyncio.Queue[tuple[str, Any]],
+    ) -> None:
+        try:
+            try:
+                async for chunk in ui_chunks:
+                    if stream is not None:
+                        stream.add(chunk)
+                    await queue.put(("chunk", chunk))
+            except Exception as exc:  # CancelledError (the client left) is not caught
+                await queue.put(("error", exc))
+            else:
+                await queue.put(("end", None))
         finally:
             if stream is not None:
                 stream.close()
@@ -124,7 +169,5 @@ class StreamRegistry:
                     del self._streams[session_id]
             aclose = getattr(ui_chunks, "aclose", None)
             if aclose is not None:
-                # Shielded: after a disconnect this runs inside a cancelled scope, and closing
-                # the UI stream is what cancels the model call and the tools behind it.
-                with anyio.CancelScope(shield=True):
-                    await aclose()
+                # Closing the UI stream closes the run behind it (a no-op once it has ended).
+                await aclose()

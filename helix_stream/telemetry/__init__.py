@@ -55,7 +55,8 @@ def recorder_for(
         conversation_id: The session id, recorded as ``gen_ai.conversation.id``.
 
     Returns:
-        :data:`NOOP_RECORDER` when telemetry is off (it costs nothing), else a recorder that
+        :data:`NOOP_RECORDER` when telemetry is off, or on without any tracer provider
+        configured (OpenTelemetry's global default records nothing); else a recorder that
         creates this call's spans.
 
     Raises:
@@ -74,8 +75,10 @@ def recorder_for(
     check_tools_filter(settings.include_tools_context, tools)
     if not settings.enabled:
         return NOOP_RECORDER
-    from ._otel import OtelRecorder
+    from ._otel import OtelRecorder, records_nothing
 
+    if records_nothing(settings):
+        return NOOP_RECORDER
     return OtelRecorder(
         settings,
         operation=operation,

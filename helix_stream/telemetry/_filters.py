@@ -34,6 +34,7 @@ __all__ = [
     "redact",
     "request_attributes",
     "row_attributes",
+    "row_contents",
     "secret_strings",
     "semconv_finish_reason",
     "to_json",
@@ -221,26 +222,21 @@ def _row_field(row: Any, name: str) -> Any:
     return getattr(row, name, None)
 
 
-def row_attributes(rows: Sequence[Any], record_inputs: bool) -> dict[str, AttributeValue]:
-    """Kinds, sources and a count; the rows' text only when inputs are recorded."""
+def row_attributes(rows: Sequence[Any]) -> dict[str, AttributeValue]:
+    """What a step's context rows show by default: a count, their kinds and sources."""
     if not rows:
         return {"helix.context.rows": 0}
-    out: dict[str, AttributeValue] = {
+    return {
         "helix.context.rows": len(rows),
         "helix.context.kinds": [str(_row_field(r, "kind") or "") for r in rows],
         "helix.context.sources": [str(_row_field(r, "source") or "") for r in rows],
     }
-    if record_inputs:
-        contents = [
-            {
-                k: v
-                for k in ("kind", "source", "content", "disable", "enable")
-                if (v := _row_field(r, k)) is not None
-            }
-            for r in rows
-        ]
-        out["helix.context.contents"] = to_json(contents)
-    return out
+
+
+def row_contents(rows: Sequence[Any]) -> list[dict[str, Any]]:
+    """The rows' payloads, text included (recorded only when inputs are recorded)."""
+    fields = ("kind", "source", "content", "disable", "enable", "memories")
+    return [{k: v for k in fields if (v := _row_field(r, k)) is not None} for r in rows]
 
 
 def tool_arguments(call: Any) -> str:

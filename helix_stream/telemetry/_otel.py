@@ -43,6 +43,7 @@ from ._filters import (
     redact,
     request_attributes,
     row_attributes,
+    row_contents,
     secret_strings,
     semconv_finish_reason,
     to_json,
@@ -51,7 +52,7 @@ from ._filters import (
 from ._recorder import Recorder
 from ._settings import TelemetrySettings
 
-__all__ = ["OtelRecorder", "provider_name"]
+__all__ = ["OtelRecorder", "provider_name", "records_nothing"]
 
 _SCOPE = "helix_stream"
 # The semconv version these spans follow (the GenAI conventions are "Development" status).
@@ -86,6 +87,18 @@ def provider_name(model: str) -> tuple[str, str]:
         if model.startswith(start):
             return provider, model
     return "openai", model  # litellm's own default for a bare model name
+
+
+def records_nothing(settings: TelemetrySettings) -> bool:
+    """True when no tracer provider is configured: the global one is OpenTelemetry's no-op.
+
+    The call then gets the no-op recorder, instead of building attributes for spans that
+    go nowhere. Checked per call: a provider set globally later is used from then on.
+    """
+    if settings.tracer_provider is not None:
+        return False
+    provider = trace.get_tracer_provider()
+    return isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider))
 
 
 def _error_type(error: BaseException) -> str:
@@ -166,11 +179,13 @@ class OtelRecorder(Recorder):
             name = self._operation
         self._set_runtime(runtime_context)
         attrs.update(self._runtime_attributes())
-        if self._settings.record_inputs:
-            attrs["gen_ai.input.messages"] = self._content(input_messages(messages))
         # No explicit parent: the span current where the run is iterated (a request span).
-        self._call = self._tracer.start_span(name, kind=SpanKind.INTERNAL, attributes=attrs)
-        self._parent = trace.set_span_in_context(self._call)
+        span = self._tracer.start_span(name, kind=SpanKind.INTERNAL, attributes=attrs)
+        # Content is built only for a span that records (not for one sampled out).
+        if self._settings.record_inputs and span.is_recording():
+            span.set_attribute("gen_ai.input.messages", self._content(input_messages(messages)))
+        self._call = span
+        self._parent = trace.set_span_in_context(span)
 
     def call_finished(
         self, *, steps: Sequence[Any], finish_reason: str, usage: Any, text: str
@@ -192,7 +207,7 @@ class OtelRecorder(Recorder):
         last_model = getattr(steps[-1], "response_model", None) if steps else None
         if last_model:
             attrs["gen_ai.response.model"] = str(last_model)
-        if self._settings.record_outputs:
+        if self._settings.record_outputs and span.is_recording():
             attrs["gen_ai.output.messages"] = self._content(output_messages(text, [], reason))
         span.set_attributes(attrs)
         span.end()
@@ -234,18 +249,19 @@ class OtelRecorder(Recorder):
         }
         attrs.update(request_attributes(params))
         attrs.update(self._runtime_attributes())
-        attrs.update(row_attributes(context_rows, record_inputs))
-        if record_inputs:
-            if "helix.context.contents" in attrs:
-                attrs["helix.context.contents"] = self._scrub(str(attrs["helix.context.contents"]))
-            attrs["gen_ai.input.messages"] = self._content(
-                input_messages(params.get("messages") or [])
-            )
+        attrs.update(row_attributes(context_rows))
         # semconv: CLIENT for a model behind a network hop; MAY be INTERNAL in-process.
         kind = SpanKind.INTERNAL if provider == "helix" else SpanKind.CLIENT
         span = self._tracer.start_span(
             f"chat {request_model}", context=self._parent, kind=kind, attributes=attrs
         )
+        if record_inputs and span.is_recording():
+            content = {
+                "gen_ai.input.messages": self._content(input_messages(params.get("messages") or []))
+            }
+            if context_rows:
+                content["helix.context.contents"] = self._content(row_contents(context_rows))
+            span.set_attributes(content)
         for chunk in skipped:
             # A skipped context source is a moment of the step, not a property of it.
             event = {
@@ -278,7 +294,7 @@ class OtelRecorder(Recorder):
         response_model = getattr(step, "response_model", None)
         if response_model:
             attrs["gen_ai.response.model"] = str(response_model)
-        if self._settings.record_outputs:
+        if self._settings.record_outputs and span.is_recording():
             text = str(getattr(step, "text", ""))
             attrs["gen_ai.output.messages"] = self._content(output_messages(text, calls, reason))
         span.set_attributes(attrs)
@@ -305,11 +321,11 @@ class OtelRecorder(Recorder):
         attrs.update(context_attributes("helix.tool_context.", tool_context, include))
         # What this tool's context keeps out, besides what the call's contexts keep out.
         secrets = self._secret_set() | secret_strings(tool_context, include)
-        if self._settings.record_inputs:
-            attrs["gen_ai.tool.call.arguments"] = redact(tool_arguments(call), secrets)
         span = self._tracer.start_span(
             f"execute_tool {name}", context=self._parent, kind=SpanKind.INTERNAL, attributes=attrs
         )
+        if self._settings.record_inputs and span.is_recording():
+            span.set_attribute("gen_ai.tool.call.arguments", redact(tool_arguments(call), secrets))
         handle = _ToolSpan(span, secrets)
         # Current inside the tool's own task only (entered and left in that task).
         token = otel_context.attach(trace.set_span_in_context(span))
@@ -331,7 +347,7 @@ class OtelRecorder(Recorder):
         status = getattr(result, "status", None)
         span.set_attribute("helix.tool.status", str(status))
         if status == "output":
-            if self._settings.record_outputs:
+            if self._settings.record_outputs and span.is_recording():
                 value = attribute_value(getattr(result, "output", None))
                 if isinstance(value, str):
                     value = redact(value, handle.secrets)

@@ -39,6 +39,7 @@ from helix_stream.chunks import (
     ToolOutputAvailable,
     ToolOutputDenied,
     ToolOutputError,
+    not_executed_output,
 )
 from helix_stream.transformers._fold import UIMessageFold
 
@@ -72,10 +73,6 @@ def allowed_types(client_version: int) -> frozenset[str]:
     return _ALLOWED[client_version]
 
 
-_NOT_EXECUTED_TEXT = {
-    "tool_inactive": 'The tool "{name}" is switched off in this conversation, so it was not run.',
-    "tool_unavailable": 'There is no tool named "{name}", so nothing was run.',
-}
 
 
 class UIChunkMapper:
@@ -397,12 +394,7 @@ class UIChunkMapper:
                     tool_call_id=chunk.tool_call_id, tool_name=chunk.tool_name, input={}
                 )
             )
-        text = _NOT_EXECUTED_TEXT.get(chunk.reason, "The tool {name} was not run.")
-        output = {
-            "notExecuted": True,
-            "reason": chunk.reason,
-            "message": text.format(name=chunk.tool_name),
-        }
+        output = not_executed_output(chunk.tool_name, chunk.reason)
         self._emit(
             {"type": "tool-output-available", "toolCallId": chunk.tool_call_id, "output": output}
         )

@@ -26,6 +26,7 @@ from pydantic import BaseModel
 
 import helix_stream as hs
 from helix_stream.chunks import ContextRowChunk, ContextSkipped, TextDelta
+from helix_stream.context import ContextRow
 from helix_stream.errors import InvalidRequestError
 from helix_stream.loop import generate_text, stream_text
 from helix_stream.middleware import StepInput
@@ -525,6 +526,16 @@ async def test_disabled_telemetry_creates_no_spans(
     assert loopback.requests and traces.spans() == []
 
 
+def test_telemetry_on_without_any_tracer_provider_records_nothing() -> None:
+    if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        pytest.skip("a global tracer provider was configured by something else")
+    # OpenTelemetry's global default is a no-op: building attributes for it would be waste.
+    assert recorder_for(TelemetrySettings(), operation="stream_text") is NOOP_RECORDER
+    # The filter is still checked.
+    with pytest.raises(InvalidRequestError):
+        recorder_for(TelemetrySettings(include_tools_context={"nope": {}}), operation="stream_text")
+
+
 def test_importing_helix_stream_does_not_import_opentelemetry() -> None:
     code = "import sys, helix_stream, helix_stream.telemetry; print('opentelemetry' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -664,14 +675,8 @@ async def test_record_inputs_and_outputs_false_keep_messages_and_results_out(
     assert attrs(traces.one("stream_text"))["gen_ai.usage.output_tokens"] == 10
 
 
-class _Row:
-    """A row object as the context module will make it (payload dict on an attribute)."""
-
-    def __init__(self, **payload: Any) -> None:
-        self.payload = payload
-
-
 def emit_rows(step: StepInput) -> None:
+    """Rows as the context pass emits them (ContextRow) and as plain dicts; one skip."""
     if step.step_number == 0:
         step.emit(
             ContextRowChunk(
@@ -679,7 +684,15 @@ def emit_rows(step: StepInput) -> None:
             )
         )
         step.emit(
-            ContextRowChunk(row=_Row(kind="notice", source="hook", content="SECRET-NOTICE-TEXT"))
+            ContextRowChunk(
+                row=ContextRow(seq=3, kind="notice", source="hook", content="SECRET-NOTICE-TEXT")
+            )
+        )
+        memories = [{"id": "m1", "content": "SECRET-MEMORY-TEXT"}]
+        step.emit(
+            ContextRowChunk(
+                row=ContextRow(seq=4, kind="memory", source="memory", memories=memories)
+            )
         )
         step.emit(ContextSkipped(reason="timeout", source="hook"))
 
@@ -694,18 +707,24 @@ async def test_context_rows_appear_as_kinds_sources_and_counts(
         **loopback.llm(), prompt="x", prepare_step=emit_rows, telemetry=settings
     ).text()
     step = attrs(traces.one("chat "))
-    assert step["helix.context.rows"] == 2
-    assert step["helix.context.kinds"] == ("instruction", "notice")
-    assert step["helix.context.sources"] == ("app", "hook")
+    assert step["helix.context.rows"] == 3
+    assert step["helix.context.kinds"] == ("instruction", "notice", "memory")
+    assert step["helix.context.sources"] == ("app", "hook", "memory")
     dump = "\n".join(everything(s) for s in traces.spans())
+    texts = ("SECRET-ROW-TEXT", "SECRET-NOTICE-TEXT", "SECRET-MEMORY-TEXT")
     if record_inputs:
         assert json.loads(step["helix.context.contents"]) == [
             {"kind": "instruction", "source": "app", "content": "SECRET-ROW-TEXT"},
             {"kind": "notice", "source": "hook", "content": "SECRET-NOTICE-TEXT"},
+            {
+                "kind": "memory",
+                "source": "memory",
+                "memories": [{"id": "m1", "content": "SECRET-MEMORY-TEXT"}],
+            },
         ]
     else:
         assert "helix.context.contents" not in step
-        assert "SECRET-ROW-TEXT" not in dump and "SECRET-NOTICE-TEXT" not in dump
+        assert not [t for t in texts if t in dump]
 
 
 async def test_context_skipped_becomes_a_span_event(
@@ -720,3 +739,39 @@ async def test_context_skipped_becomes_a_span_event(
         "helix.context.reason": "timeout",
         "helix.context.source": "hook",
     }
+
+
+# -- agent turns --------------------------------------------------------------------------
+
+
+async def test_an_agent_turn_is_an_invoke_agent_span_with_committed_rows(traces: Traces) -> None:
+    agent = hs.Agent(name="helper", model="helix/demo")
+    executor = hs.Executor(store=hs.MemoryStore())
+    settings = traces.settings(record_inputs=False, record_outputs=False)
+    await executor.run(agent, "s1", "hi", telemetry=settings).text()  # creates the session
+    traces.exporter.clear()
+    await executor.add_context("s1", [hs.instruction("Answer in French, SECRET-INSTRUCTION")])
+    text_out = await executor.run(agent, "s1", "hello", telemetry=settings).text()
+    assert "SECRET-INSTRUCTION" in text_out  # the demo model did get the row
+    call = traces.call()
+    assert call.name.startswith("invoke_agent ")
+    assert attrs(call)["gen_ai.operation.name"] == "invoke_agent"
+    step = attrs(traces.one("chat demo"))
+    assert step["helix.context.rows"] == 1
+    assert (step["helix.context.kinds"], step["helix.context.sources"]) == (
+        ("instruction",),
+        ("app",),
+    )
+    assert "SECRET-INSTRUCTION" not in "\n".join(everything(s) for s in traces.spans())
+
+
+@pytest.mark.xfail(
+    strict=True, reason="the executor does not pass agent_name/conversation_id to recorder_for yet"
+)
+async def test_an_agent_turn_span_names_the_agent_and_the_session(traces: Traces) -> None:
+    agent = hs.Agent(name="helper", model="helix/demo")
+    executor = hs.Executor(store=hs.MemoryStore())
+    await executor.run(agent, "s1", "hello", telemetry=traces.settings()).text()
+    assert traces.call().name == "invoke_agent helper"
+    assert attrs(traces.call())["gen_ai.agent.name"] == "helper"
+    assert attrs(traces.call())["gen_ai.conversation.id"] == "s1"

@@ -1,0 +1,331 @@
+// helix-stream demo page: a tiny useChat, written against the wire protocol itself.
+//
+// POST /api/chat with {id, messages, trigger} (the body useChat sends), read the Server-Sent
+// Events (`data: <json>` per chunk, `data: [DONE]` last) and fold the UI chunks into the last
+// assistant UIMessage, the way the AI SDK's readUIMessageStream does. The Context panel posts
+// {sessionId, items, key?} to /context and shows the answer ({recorded} or {error}).
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const els = {
+  messages: $("messages"), empty: $("empty"), form: $("composer"), input: $("input"),
+  send: $("send"), stop: $("stop"), status: $("status"), session: $("session-id"),
+  meta: $("meta"), ctxForm: $("context-form"), ctxKind: $("ctx-kind"), ctxText: $("ctx-text"),
+  ctxKey: $("ctx-key"), ctxLabel: $("ctx-label"), ctxLog: $("ctx-log"), toolsHint: $("tools-hint"),
+};
+
+const state = { sessionId: "", messages: [], controller: null, scheduled: false };
+
+const newId = (prefix) => `${prefix}-${Math.random().toString(36).slice(2, 10)}${Date.now().toString(36)}`;
+
+// ---- session -------------------------------------------------------------------------------
+
+function startSession(id) {
+  state.sessionId = id || newId("demo");
+  state.messages = [];
+  history.replaceState(null, "", `#session=${encodeURIComponent(state.sessionId)}`);
+  els.session.textContent = state.sessionId;
+  els.ctxLog.replaceChildren();
+  setStatus("");
+  render();
+}
+
+async function restore() {
+  const match = location.hash.match(/session=([^&]+)/);
+  startSession(match ? decodeURIComponent(match[1]) : "");
+  if (!match) return;
+  const res = await fetch(`/api/chat/${encodeURIComponent(state.sessionId)}/messages`);
+  if (res.ok) {
+    state.messages = await res.json();
+    render();
+  }
+}
+
+async function loadInfo() {
+  try {
+    const info = await (await fetch("/api/demo")).json();
+    els.meta.textContent = `agent ${info.agent} · model ${info.model}`;
+    els.toolsHint.textContent = `Tools: ${info.tools.join(", ")}`;
+  } catch (error) {
+    els.meta.textContent = "";
+  }
+}
+
+// ---- chat ----------------------------------------------------------------------------------
+
+function setStatus(text, isError = false) {
+  els.status.textContent = text;
+  els.status.style.color = isError ? "var(--bad)" : "";
+}
+
+function setBusy(busy) {
+  els.send.disabled = busy;
+  els.input.disabled = busy;
+  els.stop.hidden = !busy;
+}
+
+// What useChat sends: the messages without this page's bookkeeping keys (those starting "_").
+function wireMessages() {
+  const clean = (value) => {
+    if (Array.isArray(value)) return value.map(clean);
+    if (value && typeof value === "object") {
+      return Object.fromEntries(
+        Object.entries(value).filter(([k]) => !k.startsWith("_")).map(([k, v]) => [k, clean(v)]),
+      );
+    }
+    return value;
+  };
+  return clean(state.messages);
+}
+
+async function sendText(text) {
+  state.messages.push({ id: newId("user"), role: "user", parts: [{ type: "text", text }] });
+  render();
+  await post();
+}
+
+async function post() {
+  setBusy(true);
+  setStatus("Thinking…");
+  state.controller = new AbortController();
+  const body = { id: state.sessionId, messages: wireMessages(), trigger: "submit-message" };
+  try {
+    const res = await fetch("/api/chat", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+      signal: state.controller.signal,
+    });
+    if (!res.ok) {
+      const answer = await res.json().catch(() => ({}));
+      throw new Error(answer.error ? `${answer.error.code}: ${answer.error.message}` : `HTTP ${res.status}`);
+    }
+    let message = state.messages.at(-1);
+    if (!message || message.role !== "assistant") {
+      message = { id: "", role: "assistant", parts: [] };
+      state.messages.push(message);
+    }
+    setStatus("Streaming…");
+    await readStream(res.body, (chunk) => applyChunk(message, chunk));
+    setStatus(message._error ? "The turn ended with an error." : "", Boolean(message._error));
+  } catch (error) {
+    if (error.name === "AbortError") setStatus("Stopped: the server cancelled the generation.");
+    else setStatus(String(error.message || error), true);
+  } finally {
+    for (const part of state.messages.at(-1)?.parts ?? []) if (part.state === "streaming") part.state = "done";
+    state.controller = null;
+    setBusy(false);
+    render();
+    els.input.focus();
+  }
+}
+
+// SSE: events are separated by a blank line; each `data:` line carries one UI chunk.
+async function readStream(stream, onChunk) {
+  const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += value;
+    const events = buffer.split(/\r?\n\r?\n/);
+    buffer = events.pop();
+    for (const event of events) {
+      const data = event.split(/\r?\n/).filter((l) => l.startsWith("data:"))
+        .map((l) => l.slice(5).replace(/^ /, "")).join("\n");
+      if (!data) continue; // a `: ping` comment
+      if (data === "[DONE]") return;
+      onChunk(JSON.parse(data));
+    }
+  }
+}
+
+function toolPart(message, chunk) {
+  let part = message.parts.find((p) => p.toolCallId === chunk.toolCallId);
+  if (!part) {
+    part = chunk.dynamic
+      ? { type: "dynamic-tool", toolName: chunk.toolName, toolCallId: chunk.toolCallId }
+      : { type: `tool-${chunk.toolName}`, toolCallId: chunk.toolCallId };
+    part.state = "input-streaming";
+    message.parts.push(part);
+  }
+  return part;
+}
+
+function applyChunk(message, chunk) {
+  const t = chunk.type;
+  const byId = (type, id) => message.parts.find((p) => p.type === type && p._id === id);
+  if (t === "start") {
+    if (chunk.messageId) message.id = chunk.messageId;
+  } else if (t === "start-step") {
+    message.parts.push({ type: "step-start" });
+  } else if (t === "text-start" || t === "reasoning-start") {
+    message.parts.push({ type: t.split("-")[0], text: "", state: "streaming", _id: chunk.id });
+  } else if (t === "text-delta" || t === "reasoning-delta") {
+    const part = byId(t.split("-")[0], chunk.id);
+    if (part) part.text += chunk.delta;
+  } else if (t === "text-end" || t === "reasoning-end") {
+    const part = byId(t.split("-")[0], chunk.id);
+    if (part) part.state = "done";
+  } else if (t === "tool-input-start") {
+    toolPart(message, chunk)._raw = "";
+  } else if (t === "tool-input-delta") {
+    const part = toolPart(message, chunk);
+    part._raw = (part._raw || "") + chunk.inputTextDelta;
+  } else if (t === "tool-input-available") {
+    Object.assign(toolPart(message, chunk), { state: "input-available", input: chunk.input });
+  } else if (t === "tool-input-error") {
+    Object.assign(toolPart(message, chunk), { state: "output-error", input: chunk.input, errorText: chunk.errorText });
+  } else if (t === "tool-output-available") {
+    Object.assign(toolPart(message, chunk), { state: "output-available", output: chunk.output });
+  } else if (t === "tool-output-error") {
+    Object.assign(toolPart(message, chunk), { state: "output-error", errorText: chunk.errorText });
+  } else if (t === "tool-output-denied") {
+    toolPart(message, chunk).state = "output-denied";
+  } else if (t === "tool-approval-request") {
+    Object.assign(toolPart(message, chunk), { state: "approval-requested", approval: { id: chunk.approvalId } });
+  } else if (t === "error") {
+    message._error = chunk.errorText;
+  }
+  schedule();
+}
+
+// ---- rendering -----------------------------------------------------------------------------
+
+function schedule() {
+  if (state.scheduled) return;
+  state.scheduled = true;
+  requestAnimationFrame(() => { state.scheduled = false; render(); });
+}
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+const pretty = (value) => (typeof value === "string" ? value : JSON.stringify(value, null, 2));
+
+// A not-executed result: {notExecuted, reason, message} on the stream; a restored history may
+// hold the tool message's own form, {status: "not_executed", reason, message}.
+const notExecuted = (part) => part.state === "output-available" && part.output
+  && (part.output.notExecuted === true || part.output.status === "not_executed");
+
+function toolStatus(part) {
+  if (notExecuted(part)) return ["not executed", "skipped"];
+  return {
+    "input-streaming": ["preparing", ""], "input-available": ["running", ""],
+    "approval-requested": ["needs approval", "skipped"], "approval-responded": ["answered", ""],
+    "output-available": ["done", "done"], "output-error": ["error", "failed"],
+    "output-denied": ["denied", "failed"],
+  }[part.state] || [part.state, ""];
+}
+
+function renderTool(part) {
+  const box = el("div", "tool");
+  box.dataset.toolCallId = part.toolCallId;
+  box.dataset.state = part.state;
+  const head = el("div", "tool-head");
+  const name = part.type === "dynamic-tool" ? part.toolName : part.type.slice(5);
+  const [label, kind] = toolStatus(part);
+  head.append(el("span", "tool-name", `${name}()`), el("span", `badge ${kind}`, label));
+  box.append(head);
+  const body = el("div", "tool-body");
+  const input = part.input !== undefined ? pretty(part.input) : part._raw;
+  if (input) body.append(el("span", "label", "input"), el("pre", "tool-input", input));
+  if (part.state === "output-available") {
+    const output = notExecuted(part) ? `${part.output.reason}: ${part.output.message}` : pretty(part.output);
+    body.append(el("span", "label", "output"), el("pre", "tool-output", output));
+  } else if (part.state === "output-error") {
+    body.append(el("span", "label", "error"), el("pre", "tool-output", part.errorText || ""));
+  }
+  if (body.childElementCount) box.append(body);
+  return box;
+}
+
+function renderMessage(message) {
+  const row = el("div", `msg ${message.role}`);
+  row.dataset.messageId = message.id;
+  const bubble = el("div", "bubble");
+  for (const part of message.parts) {
+    if (part.type === "text") {
+      bubble.append(el("div", `text${part.state === "streaming" ? " streaming" : ""}`, part.text));
+    } else if (part.type === "reasoning") {
+      bubble.append(el("div", "reasoning", part.text));
+    } else if (part.type === "dynamic-tool" || part.type.startsWith("tool-")) {
+      bubble.append(renderTool(part));
+    }
+  }
+  if (message._error) bubble.append(el("div", "error", message._error));
+  if (!bubble.childElementCount) bubble.append(el("div", "text streaming muted", ""));
+  row.append(bubble);
+  return row;
+}
+
+function render() {
+  els.empty.hidden = state.messages.length > 0;
+  const nodes = state.messages.map(renderMessage);
+  els.messages.replaceChildren(els.empty, ...nodes);
+  els.messages.scrollTop = els.messages.scrollHeight;
+}
+
+// ---- context panel -------------------------------------------------------------------------
+
+function contextItem(kind, text) {
+  if (kind === "instruction" || kind === "notice") return { kind, content: text };
+  const names = text.split(",").map((s) => s.trim()).filter(Boolean);
+  return kind === "disable" ? { kind: "tools", disable: names } : { kind: "tools", enable: names };
+}
+
+async function addContext(event) {
+  event.preventDefault();
+  const item = contextItem(els.ctxKind.value, els.ctxText.value.trim());
+  const body = { sessionId: state.sessionId, items: [item] };
+  if (els.ctxKey.value.trim()) body.key = els.ctxKey.value.trim();
+  const entry = el("li");
+  entry.append(el("div", "what", `${els.ctxKind.selectedOptions[0].textContent}: ${els.ctxText.value.trim() || "—"}`));
+  els.ctxLog.prepend(entry);
+  try {
+    const res = await fetch("/context", {
+      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
+    });
+    const answer = await res.json();
+    entry.append(el("div", `answer ${res.ok ? "ok" : "bad"}`, `${res.status} ${JSON.stringify(answer)}`));
+    if (res.ok) els.ctxText.value = "";
+  } catch (error) {
+    entry.append(el("div", "answer bad", String(error)));
+  }
+}
+
+function updateContextLabel() {
+  const tools = els.ctxKind.value === "disable" || els.ctxKind.value === "enable";
+  els.ctxLabel.textContent = tools ? "Tools (comma-separated)" : "Text";
+  els.ctxText.placeholder = tools ? "get_weather" : (els.ctxKind.value === "notice" ? "The user is on mobile." : "Answer in French.");
+}
+
+// ---- wiring --------------------------------------------------------------------------------
+
+els.form.addEventListener("submit", (event) => {
+  event.preventDefault();
+  const text = els.input.value.trim();
+  if (!text || state.controller) return;
+  els.input.value = "";
+  sendText(text);
+});
+els.input.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey) {
+    event.preventDefault();
+    els.form.requestSubmit();
+  }
+});
+els.stop.addEventListener("click", () => state.controller?.abort());
+$("new-chat").addEventListener("click", () => { if (!state.controller) startSession(""); });
+$("suggestions").addEventListener("click", (event) => {
+  if (event.target.matches(".chip") && !state.controller) sendText(event.target.textContent);
+});
+els.ctxForm.addEventListener("submit", addContext);
+els.ctxKind.addEventListener("change", updateContextLabel);
+
+loadInfo();
+restore();

@@ -1,0 +1,133 @@
+"""The demo page in a real browser (Playwright + Debian's chromium): chat, tools, context panel.
+
+Needs ``pip install playwright`` and a chromium binary (``apt-get install -y chromium``); it
+does not use ``playwright install`` (that downloads browsers). Skipped only when no chromium
+can be found. A screenshot is saved under the test's tmp dir and copied to /tmp/helix_demo.png.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect, sync_playwright
+
+import helix_stream as hs
+from helix_stream.server._demo import demo_agent, demo_app
+from tests.conformance._client import serve_app
+
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCREENSHOT_COPY = Path("/tmp/helix_demo.png")
+
+
+def _chromium() -> str:
+    candidates = [os.environ.get("HELIX_CHROMIUM", ""), "/usr/bin/chromium"]
+    candidates += [shutil.which(n) or "" for n in ("chromium", "chromium-browser")]
+    for path in candidates:
+        if path and os.access(path, os.X_OK):
+            return path
+    pytest.skip("no chromium binary found (apt-get install -y chromium, or set HELIX_CHROMIUM)")
+
+
+@pytest.fixture
+def page(tmp_path: Path) -> Iterator[Page]:
+    executable = _chromium()
+    store = hs.SQLiteStore(str(tmp_path / "demo.db"))
+    app = demo_app(hs.Executor(store=store), demo_agent("helix/demo-slow"))
+    with serve_app(app) as base_url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 860})
+        page.set_default_timeout(15_000)
+        problems: list[str] = []
+        failed: list[str] = []
+        page.on("pageerror", lambda exc: problems.append(str(exc)))
+        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        page.on("response", lambda r: failed.append(r.url) if r.status >= 400 else None)
+        page.goto(f"{base_url}/")
+        yield page
+        browser.close()
+        # No script error; the only failed request is the refusal the test asks for last.
+        assert failed == [f"{base_url}/context"], failed
+        assert [p for p in problems if not p.startswith("Failed to load resource")] == []
+
+
+def _send(page: Page, text: str) -> None:
+    page.locator("#input").fill(text)
+    page.locator("#input").press("Enter")
+
+
+def test_chat_with_tools_and_steer_it_from_the_context_panel(page: Page, tmp_path: Path) -> None:
+    expect(page).to_have_title("helix-stream demo")
+    expect(page.locator("#meta")).to_have_text("agent helix-demo · model helix/demo-slow")
+    expect(page.locator("#tools-hint")).to_have_text(
+        "Tools: get_weather, convert_currency, get_time"
+    )
+
+    _send(page, "What is the weather in Paris?")
+    answer = page.locator(".msg.assistant").nth(0)
+    tool = answer.locator(".tool")
+    expect(tool.locator(".tool-name")).to_have_text("get_weather()")
+    expect(tool).to_have_attribute("data-state", "output-available")
+    expect(tool.locator(".badge")).to_have_text("done")
+    expect(tool.locator(".tool-input")).to_have_text('{\n  "city": "Paris"\n}')
+    expect(tool.locator(".tool-output")).to_contain_text('"city": "Paris"')
+    expect(answer.locator(".text")).to_contain_text('Done: get_weather returned {"city": "Paris"')
+    expect(page.locator("#send")).to_be_enabled()
+
+    page.locator("#ctx-kind").select_option("instruction")
+    page.locator("#ctx-text").fill("Answer in French.")
+    page.locator("#ctx-add").click()
+    expect(page.locator(".ctx-log li").first.locator(".answer")).to_have_text('200 {"recorded":1}')
+
+    _send(page, "Hello again")
+    second = page.locator(".msg.assistant").nth(1)
+    expect(second.locator(".text.streaming")).to_have_count(1)  # it streams word by word
+    expect(second.locator(".text")).to_have_text(
+        "You said: Hello again (Following the instruction: Answer in French.)"
+    )
+    expect(second.locator(".text.streaming")).to_have_count(0)
+    expect(page.locator(".msg")).to_have_count(4)  # the context row is never shown
+
+    page.locator("#ctx-kind").select_option("disable")
+    page.locator("#ctx-text").fill("get_weather")
+    page.locator("#ctx-add").click()
+    expect(page.locator(".ctx-log li").first.locator(".answer")).to_have_text('200 {"recorded":1}')
+    _send(page, "And the weather in Oslo?")
+    skipped = page.locator(".msg.assistant").nth(2).locator(".tool")
+    expect(skipped.locator(".badge")).to_have_text("not executed")
+    expect(skipped.locator(".tool-output")).to_contain_text("tool_inactive")
+    expect(page.locator("#send")).to_be_enabled()
+
+    shot = tmp_path / "helix_demo.png"
+    page.set_viewport_size({"width": 1280, "height": 1280})  # the whole conversation in view
+    page.screenshot(path=str(shot))
+    shutil.copyfile(shot, SCREENSHOT_COPY)
+
+    # A reload restores the conversation from GET /api/chat/{id}/messages.
+    page.reload()
+    expect(page.locator(".msg")).to_have_count(6)
+    expect(page.locator(".msg.assistant").nth(1).locator(".text")).to_have_text(
+        "You said: Hello again (Following the instruction: Answer in French.)"
+    )
+    expect(page.locator(".msg.assistant").nth(2).locator(".badge")).to_have_text("not executed")
+
+    # A new chat has no session yet: the panel shows the server's refusal as it came.
+    page.locator("#new-chat").click()
+    page.locator("#ctx-kind").select_option("notice")
+    page.locator("#ctx-text").fill("Too early.")
+    page.locator("#ctx-add").click()
+    expect(page.locator(".ctx-log li").first.locator(".answer")).to_contain_text(
+        '404 {"error":{"code":"state_session_not_found"'
+    )

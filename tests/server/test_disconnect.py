@@ -1,0 +1,57 @@
+"""A client that goes away mid-stream cancels the generation: through a real uvicorn socket."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import httpx
+
+import helix_stream as hs
+from helix_stream.server import StreamRegistry, create_app
+from tests.conformance._client import serve_app
+from tests.loopback import LoopbackServer, text
+from tests.server.conftest import chat, user
+
+
+async def test_a_disconnect_closes_the_model_stream_and_leaves_the_session_idle(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    executor = hs.Executor(store=hs.SQLiteStore(str(tmp_path / "sessions.db")))
+    agent = hs.Agent(
+        name="hang",
+        model="openai/loopback",
+        settings={"api_base": loopback.api_base, "api_key": "sk-loopback"},
+    )
+    registry = StreamRegistry()
+    # The model sends some text, then keeps its stream open until its client leaves.
+    loopback.script(text("Once upon a time", hang=True))
+    try:
+        with serve_app(create_app(executor, agent, streams=registry)) as base_url:
+            seen: list[dict[str, object]] = []
+            async with (
+                httpx.AsyncClient(timeout=10) as client,
+                client.stream(
+                    "POST", f"{base_url}/api/chat", json=chat("s1", user("Tell a story"))
+                ) as response,
+            ):
+                assert response.status_code == 200
+                async for line in response.aiter_lines():
+                    if line.startswith("data: {"):
+                        seen.append(json.loads(line[6:]))
+                    if seen and seen[-1]["type"] == "text-delta":
+                        break  # leave mid-stream: the connection is closed here
+            assert (await executor.session("s1")).status in ("running", "idle")
+            deadline = time.monotonic() + 10
+            while (loopback.disconnects, (await executor.session("s1")).status) != (1, "idle"):
+                assert time.monotonic() < deadline, (loopback.disconnects, loopback.open_streams)
+                await asyncio.sleep(0.05)
+            assert loopback.open_streams == 0
+            assert len(registry) == 0
+        assert len(loopback.requests) == 1  # one model call, cancelled; nothing retried it
+        assert [c["type"] for c in seen][:2] == ["start", "start-step"]
+        assert [m["role"] for m in await executor.ui_messages("s1")] == ["user"]
+    finally:
+        await executor.store.close()
