@@ -244,14 +244,13 @@ class Turn:
             return
         try:
             waiting = waiting_calls(await store.read_log(sid))
+            if not waiting and self.message is not None:
+                await store.append_messages(sid, [self.message])
             session = await self._begin(waiting)
             if existing is None:
                 await self.event("session.started", {"agent": self.agent.name})
             if waiting:
                 self.config.preamble = lambda: self._settle(waiting, session.meta)
-            elif self.message is not None:
-                [record] = await store.append_messages(sid, [self.message])
-                await store.update_session_meta(sid, {"turn_start_seq": record.seq})
             await self.event("turn.started", {"turn": self.scope.info.turn.sequence})
             self._in_loop = True
             async with aclosing(run_loop(self.config, state, self.contexts)) as chunks:
@@ -299,8 +298,8 @@ class Turn:
         session = await self.store.get_session(sid)
         assert session is not None
         turns = int(session.meta.get("turns", 0)) + 1
-        # Where this turn starts in the log: a retry of a turn whose first step failed rewinds
-        # to here (reference 000, "Rewinds and branches").
+        # Where this turn starts in the log (after its user message): a retry of a turn whose
+        # first step failed rewinds to here (reference 000, "Rewinds and branches").
         start = await self.store.last_seq(sid)
         session = await self.store.update_session_meta(
             sid, {"turns": turns, "turn_start_seq": start}
