@@ -143,6 +143,8 @@ class Executor:
             },
             litellm_params={**agent.settings, **litellm_params},
             operation="invoke_agent",
+            agent_name=agent.name,
+            conversation_id=session_id,
         )
         config.session_id = session_id
         config.message_id = message_id

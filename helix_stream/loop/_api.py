@@ -43,6 +43,8 @@ def build_config(
     callbacks: Mapping[str, Any],
     litellm_params: Mapping[str, Any],
     operation: str,
+    agent_name: str | None = None,
+    conversation_id: str | None = None,
 ) -> tuple[LoopConfig, dict[str, Any]]:
     """Validate the arguments and build a run's config (shared with the executor)."""
     from ..telemetry import recorder_for
@@ -61,6 +63,8 @@ def build_config(
         tools=tool_map,
         runtime_context=runtime,
         tools_context=tools_context,
+        agent_name=agent_name,
+        conversation_id=conversation_id,
     )
     config = LoopConfig(
         model=model,
@@ -134,11 +138,12 @@ def stream_text(
     Raises:
         ToolContextError: a tool's context is missing or invalid (nothing was sent).
     """
-    config, contexts = build_config(
+    return _start(
+        "stream_text",
         model=model,
-        system=system,
         messages=messages,
         prompt=prompt,
+        system=system,
         tools=tools,
         tools_context=tools_context,
         runtime_context=runtime_context,
@@ -146,14 +151,39 @@ def stream_text(
         stop_when=stop_when,
         telemetry=telemetry,
         middleware=middleware,
-        callbacks={
-            "on_chunk": on_chunk,
-            "on_step_finish": on_step_finish,
-            "on_finish": on_finish,
-            "on_error": on_error,
-        },
-        litellm_params=litellm_params,
-        operation="stream_text",
+        on_chunk=on_chunk,
+        on_step_finish=on_step_finish,
+        on_finish=on_finish,
+        on_error=on_error,
+        **litellm_params,
+    )
+
+
+_CALLBACKS = ("on_chunk", "on_step_finish", "on_finish", "on_error")
+_OPTIONS = (
+    "model",
+    "messages",
+    "prompt",
+    "system",
+    "tools",
+    "tools_context",
+    "runtime_context",
+    "prepare_step",
+    "stop_when",
+    "telemetry",
+    "middleware",
+)
+
+
+def _start(operation: str, **kwargs: Any) -> StreamTextResult:
+    """The loop behind ``stream_text`` and ``generate_text``; ``operation`` names the call
+    (telemetry's call span). Keywords that are not options go to litellm."""
+    if "model" not in kwargs:
+        raise TypeError(f"{operation}() needs model=")
+    options = {name: kwargs.pop(name, None) for name in _OPTIONS}
+    callbacks = {name: kwargs.pop(name, None) for name in _CALLBACKS}
+    config, contexts = build_config(
+        **options, callbacks=callbacks, litellm_params=kwargs, operation=operation
     )
     state = RunState()
     return StreamTextResult(lambda: run_loop(config, state, contexts), state)
@@ -167,7 +197,7 @@ async def generate_text(**kwargs: Any) -> GenerateTextResult:
     Raises:
         HelixError: the run's error (a ``ModelError`` for a failed model call, ...).
     """
-    result = stream_text(**kwargs)
+    result = _start("generate_text", **kwargs)
     steps = await result.steps()
     return GenerateTextResult(
         text=steps[-1].text if steps else "",

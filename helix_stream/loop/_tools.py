@@ -183,7 +183,7 @@ async def _execute(
             result = ToolResult(
                 tool_call_id=call.id, tool_name=call.name, status="error", error=text
             )
-            recorder.tool_finished(handle, result=result)
+            recorder.tool_finished(handle, result=result, error=exc)
             return result, text
         content = dump_output(output)
         if isinstance(output, BaseModel):

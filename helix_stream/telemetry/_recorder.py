@@ -17,7 +17,9 @@ __all__ = ["NOOP_RECORDER", "Recorder"]
 class Recorder:
     """Receives the loop's lifecycle; every method is a no-op here."""
 
-    def call_started(self, *, model: str, runtime_context: Mapping[str, Any], messages: Sequence[Any]) -> None:
+    def call_started(
+        self, *, model: str, runtime_context: Mapping[str, Any], messages: Sequence[Any]
+    ) -> None:
         """The whole call (``stream_text``/``generate_text``/an agent turn) starts."""
 
     def step_started(
@@ -44,10 +46,14 @@ class Recorder:
         :meth:`tool_finished`."""
         yield None
 
-    def tool_finished(self, handle: Any, *, result: Any) -> None:
-        """The tool call ended with ``result`` (a ToolResult)."""
+    def tool_finished(
+        self, handle: Any, *, result: Any, error: BaseException | None = None
+    ) -> None:
+        """The tool call ended with ``result`` (a ToolResult); ``error`` is what its body raised."""
 
-    def call_finished(self, *, steps: Sequence[Any], finish_reason: str, usage: Any, text: str) -> None:
+    def call_finished(
+        self, *, steps: Sequence[Any], finish_reason: str, usage: Any, text: str
+    ) -> None:
         """The call ended normally."""
 
     def call_failed(self, error: BaseException) -> None:

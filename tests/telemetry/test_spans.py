@@ -275,10 +275,6 @@ async def test_demo_model_spans_name_the_helix_provider_and_run_in_process(trace
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="generate_text calls stream_text, whose build_config passes operation='stream_text'",
-)
 async def test_generate_text_call_span_is_named_generate_text(
     loopback: LoopbackServer, traces: Traces
 ) -> None:
@@ -765,9 +761,6 @@ async def test_an_agent_turn_is_an_invoke_agent_span_with_committed_rows(traces:
     assert "SECRET-INSTRUCTION" not in "\n".join(everything(s) for s in traces.spans())
 
 
-@pytest.mark.xfail(
-    strict=True, reason="the executor does not pass agent_name/conversation_id to recorder_for yet"
-)
 async def test_an_agent_turn_span_names_the_agent_and_the_session(traces: Traces) -> None:
     agent = hs.Agent(name="helper", model="helix/demo")
     executor = hs.Executor(store=hs.MemoryStore())

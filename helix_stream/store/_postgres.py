@@ -1,0 +1,458 @@
+"""PostgresStore: the Store protocol in PostgreSQL, shared by every process that opens it.
+
+The pool, the migrations and the transaction wrapper are in ``_postgres_db`` (whose docstring
+explains the locking); rewind and branch are in ``_postgres_history``. This module is the
+protocol's other methods, each a read or one ``BEGIN … COMMIT``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from helix_stream.store import _postgres_history
+from helix_stream.store._postgres_db import SESSION_COLUMNS, PostgresDatabase, Row, Tx, session_record
+from helix_stream.store._protocol import (
+    JSON,
+    Checkpoint,
+    LogRecord,
+    QueueEntry,
+    RewindResult,
+    SessionRecord,
+    SessionStatus,
+)
+from helix_stream.store._shared import (
+    check_conflict_mode,
+    check_expect,
+    check_status,
+    checkpoint_id,
+    context_row,
+    decode,
+    duplicate_checkpoint,
+    encode,
+    items_digest,
+    key_conflict,
+    merge_meta,
+    message_role,
+    session_not_found,
+)
+
+__all__ = ["PostgresStore"]
+
+# The LEFT JOINs keep one all-NULL row when the session exists but has nothing to list, so a
+# read is one round trip and still tells "no such session" (no row at all) from "empty".
+_SQL_READ_LOG = (
+    "SELECT l.seq, l.role, l.payload, l.created_at FROM {s}.sessions s"
+    " LEFT JOIN {s}.log l ON l.session_id = s.id AND l.seq > %s WHERE s.id = %s ORDER BY l.seq"
+)
+_QUEUE_COLUMNS = "q.id, q.items, q.source, q.key, q.origin, q.created_at, q.delivered_seq"
+_SQL_PENDING = (
+    f"SELECT {_QUEUE_COLUMNS} FROM {{s}}.sessions s LEFT JOIN {{s}}.context_queue q"
+    " ON q.session_id = s.id AND q.delivered_seq IS NULL WHERE s.id = %s ORDER BY q.id"
+)
+_SQL_DELIVERED = (
+    f"SELECT {_QUEUE_COLUMNS} FROM {{s}}.sessions s LEFT JOIN {{s}}.context_queue q"
+    " ON q.session_id = s.id AND q.delivered_seq IS NOT NULL WHERE s.id = %s ORDER BY q.id"
+)
+_SQL_CHECKPOINTS = (
+    "SELECT c.id, c.step_number, c.log_seq, c.state, c.created_at FROM {s}.sessions s"
+    " LEFT JOIN {s}.checkpoints c ON c.session_id = s.id WHERE s.id = %s ORDER BY c.ord"
+)
+# Pending entries of a locked session: plain reads are enough, since every committer of this
+# session's queue holds the same row lock.
+_SQL_TAKE_PENDING = (
+    "SELECT id, items, source, key, origin FROM {s}.context_queue"
+    " WHERE session_id = %s AND delivered_seq IS NULL ORDER BY id"
+)
+_SQL_INSERT_LOG = (
+    "INSERT INTO {s}.log (session_id, seq, role, payload, created_at)"
+    " SELECT %s, t.seq, t.role, t.payload, %s"
+    " FROM unnest(%s::bigint[], %s::text[], %s::json[]) AS t(seq, role, payload)"
+)
+_SQL_MARK_DELIVERED = (
+    "UPDATE {s}.context_queue q SET delivered_seq = t.seq"
+    " FROM unnest(%s::bigint[], %s::bigint[]) AS t(id, seq) WHERE q.id = t.id"
+)
+# One statement claims the key and inserts the entry: the key row's primary key decides a race
+# between processes (ON CONFLICT waits for the other transaction, then skips), and a skipped
+# key inserts no entry. The foreign key from the key row to its entry is checked at the end of
+# the statement, once both exist.
+_SQL_ENQUEUE_KEYED = """WITH claimed AS (
+    INSERT INTO {s}.context_keys (session_id, key, items_sha256, queue_id)
+    VALUES (%(sid)s, %(key)s, %(digest)s, nextval(pg_get_serial_sequence('{s}.context_queue', 'id')))
+    ON CONFLICT (session_id, key) DO NOTHING
+    RETURNING queue_id)
+INSERT INTO {s}.context_queue (id, session_id, items, source, key, origin, created_at)
+SELECT queue_id, %(sid)s, %(items)s::json, %(source)s, %(key)s, %(origin)s::json, %(now)s
+FROM claimed"""
+_SQL_ENQUEUE = (
+    "INSERT INTO {s}.context_queue (session_id, items, source, key, origin, created_at)"
+    " VALUES (%(sid)s, %(items)s::json, %(source)s, %(key)s, %(origin)s::json, %(now)s)"
+)
+
+
+def _found(rows: list[Row], session_id: str) -> list[Row]:
+    """The rows of a LEFT JOIN read, without the all-NULL one; refuse an unknown session."""
+    if not rows:
+        raise session_not_found(session_id)
+    return [row for row in rows if row[0] is not None]
+
+
+def _queue_entries(rows: list[Row]) -> list[QueueEntry]:
+    return [
+        QueueEntry(
+            id=qid,
+            items=decode(items),
+            source=source,
+            key=key,
+            origin=decode(origin),
+            created_at=at,
+            delivered_seq=delivered,
+        )
+        for qid, items, source, key, origin, at, delivered in rows
+    ]
+
+
+async def _append(
+    tx: Tx, session_id: str, start: int, rows: Sequence[tuple[str, JSON]], now: float
+) -> list[LogRecord]:
+    """Insert ``rows`` (role, payload) at seqs ``start + 1 ...`` in one statement.
+
+    The caller holds the session's lock and advances ``sessions.last_seq`` in the same
+    transaction.
+    """
+    texts = [encode(payload) for _, payload in rows]  # a bad payload fails before any write
+    seqs = list(range(start + 1, start + len(rows) + 1))
+    roles = [role for role, _ in rows]
+    await tx.execute(_SQL_INSERT_LOG, (session_id, now, seqs, roles, texts))
+    return [
+        LogRecord(seq=seq, role=role, payload=decode(text), created_at=now)
+        for seq, role, text in zip(seqs, roles, texts, strict=True)
+    ]
+
+
+class PostgresStore(PostgresDatabase):
+    """A :class:`~helix_stream.store.Store` in PostgreSQL, for several processes or machines.
+
+    Every replica that opens the same database and schema sees the same sessions: an
+    ``add_context`` on one reaches a run on another at its next model call. The schema is
+    created (and migrated) on first use; docs/postgres.md describes it. Needs the
+    ``helix-stream[postgres]`` extra (psycopg 3 and psycopg_pool), imported only here.
+
+    Args:
+        dsn: A libpq connection string or URL (``postgresql://user@host:5432/db``).
+        schema: The schema the tables live in (a plain identifier).
+        min_size: Connections the pool keeps open.
+        max_size: Connections the pool opens at most.
+        timeout: Seconds a call waits for a free connection of the pool.
+
+    Attributes:
+        write_transactions: Count of write transactions this object committed. Calls that
+            changed nothing (an existing session, a failed compare-and-set, a key dedupe, an
+            empty commit, a rewind to the last seq) roll back and are not counted; neither is
+            a migration.
+
+    Raises:
+        FrameworkNotSupportedError: psycopg is not installed.
+    """
+
+    async def create_session(
+        self,
+        session_id: str,
+        *,
+        agent_name: str,
+        parent_id: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> SessionRecord:
+        """Create the session if it does not exist; return it either way (never overwrites)."""
+        meta_text = encode(dict(meta or {}))
+
+        async def tx(tx: Tx) -> tuple[SessionRecord, bool]:
+            now = time.time()
+            # A concurrent creator of the same id makes ON CONFLICT wait, then skip; the
+            # SELECT after it (a new snapshot) sees that creator's row.
+            row = await tx.one(
+                "INSERT INTO {s}.sessions (id, agent_name, status, parent_id, created_at,"
+                " updated_at, meta) VALUES (%s, %s, 'idle', %s, %s, %s, %s)"
+                f" ON CONFLICT (id) DO NOTHING RETURNING {SESSION_COLUMNS}",
+                (session_id, agent_name, parent_id, now, now, meta_text),
+            )
+            if row is not None:
+                return session_record(row), True
+            existing = await tx.one(
+                f"SELECT {SESSION_COLUMNS} FROM {{s}}.sessions WHERE id = %s", (session_id,)
+            )
+            assert existing is not None  # sessions are never deleted by the protocol
+            return session_record(existing), False
+
+        return await self._write(tx)
+
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        """The session, or ``None``."""
+
+        async def read(tx: Tx) -> SessionRecord | None:
+            row = await tx.one(
+                f"SELECT {SESSION_COLUMNS} FROM {{s}}.sessions WHERE id = %s", (session_id,)
+            )
+            return None if row is None else session_record(row)
+
+        return await self._read(read)
+
+    async def set_status(
+        self,
+        session_id: str,
+        status: SessionStatus,
+        *,
+        expect: Sequence[SessionStatus] | None = None,
+    ) -> bool:
+        """Set the status; with ``expect``, only if the current one is among them.
+
+        The compare-and-set is one ``UPDATE … WHERE status = ANY(expect)``: a second caller
+        waits for the first's row lock, then re-checks the condition against the row the
+        first committed, so of two runners racing for a session exactly one wins.
+        """
+        check_status(status)
+        expected = check_expect(expect)
+
+        async def tx(tx: Tx) -> tuple[bool, bool]:
+            if expected is None:
+                count = await tx.execute(
+                    "UPDATE {s}.sessions SET status = %s, updated_at = %s WHERE id = %s",
+                    (status, time.time(), session_id),
+                )
+            else:
+                count = await tx.execute(
+                    "UPDATE {s}.sessions SET status = %s, updated_at = %s"
+                    " WHERE id = %s AND status = ANY(%s)",
+                    (status, time.time(), session_id, list(expected)),
+                )
+            if count == 0:
+                await tx.require_session(session_id)
+            return count == 1, count == 1
+
+        return await self._write(tx)
+
+    async def update_session_meta(self, session_id: str, patch: Mapping[str, Any]) -> SessionRecord:
+        """Merge ``patch`` into ``meta`` (``None`` removes a key); return the new record."""
+        patch = dict(patch)
+
+        async def tx(tx: Tx) -> tuple[SessionRecord, bool]:
+            # Locked: two processes merging different keys must not lose one another's.
+            record = session_record(await tx.lock_session(session_id, SESSION_COLUMNS))
+            merged, changed = merge_meta(record.meta, patch)
+            if not changed:
+                return record, False
+            row = await tx.one(
+                "UPDATE {s}.sessions SET meta = %s, updated_at = %s WHERE id = %s"
+                f" RETURNING {SESSION_COLUMNS}",
+                (encode(merged), time.time(), session_id),
+            )
+            assert row is not None  # the row is locked
+            return session_record(row), True
+
+        return await self._write(tx)
+
+    async def append_messages(
+        self,
+        session_id: str,
+        messages: Sequence[JSON],
+        *,
+        checkpoint: Checkpoint | None = None,
+    ) -> list[LogRecord]:
+        """Append messages and, optionally, a checkpoint at the last seq, in one transaction."""
+        rows = [(message_role(m), m) for m in messages]
+
+        async def tx(tx: Tx) -> tuple[list[LogRecord], bool]:
+            (seq,) = await tx.lock_session(session_id)
+            if not rows and checkpoint is None:
+                return [], False
+            now = time.time()
+            records = await _append(tx, session_id, seq, rows, now) if rows else []
+            if checkpoint is not None:
+                cp_id = checkpoint_id(checkpoint.id)
+                inserted = await tx.execute(
+                    "INSERT INTO {s}.checkpoints (session_id, id, step_number, log_seq, state,"
+                    " created_at) VALUES (%s, %s, %s, %s, %s, %s)"
+                    " ON CONFLICT (session_id, id) DO NOTHING",
+                    (
+                        session_id,
+                        cp_id,
+                        checkpoint.step_number,
+                        seq + len(records),
+                        encode(checkpoint.state),
+                        now,
+                    ),
+                )
+                if not inserted:
+                    raise duplicate_checkpoint(session_id, cp_id)
+            if records:
+                await tx.execute(
+                    "UPDATE {s}.sessions SET last_seq = %s WHERE id = %s",
+                    (seq + len(records), session_id),
+                )
+            return records, True
+
+        return await self._write(tx)
+
+    async def read_log(self, session_id: str, *, after_seq: int = 0) -> list[LogRecord]:
+        """Log records with ``seq > after_seq``, in order."""
+
+        async def read(tx: Tx) -> list[LogRecord]:
+            rows = await tx.all(_SQL_READ_LOG, (after_seq, session_id))
+            return [
+                LogRecord(seq=seq, role=role, payload=decode(payload), created_at=at)
+                for seq, role, payload, at in _found(rows, session_id)
+            ]
+
+        return await self._read(read)
+
+    async def last_seq(self, session_id: str) -> int:
+        """The seq of the last log record; 0 when the log is empty."""
+
+        async def read(tx: Tx) -> int:
+            row = await tx.one("SELECT last_seq FROM {s}.sessions WHERE id = %s", (session_id,))
+            if row is None:
+                raise session_not_found(session_id)
+            return int(row[0])
+
+        return await self._read(read)
+
+    async def enqueue_context(
+        self,
+        session_id: str,
+        items: Sequence[JSON],
+        *,
+        source: str,
+        origin: Mapping[str, Any],
+        key: str | None = None,
+        on_key_conflict: Literal["raise", "ignore"] = "raise",
+    ) -> int:
+        """Queue items for the next context pass; return how many were recorded.
+
+        Items with no key are always recorded. An empty ``items`` records nothing and
+        returns 0 (it leaves no key behind either, since there was no request to remember).
+        It never waits for a context pass in progress: it takes no session lock.
+        """
+        check_conflict_mode(on_key_conflict)
+        params = {
+            "sid": session_id,
+            "items": encode(list(items)),
+            "source": source,
+            "key": key,
+            "origin": encode(dict(origin)),
+            "digest": items_digest(items) if key is not None else "",
+        }
+
+        async def tx(tx: Tx) -> tuple[int, bool]:
+            await tx.require_session(session_id)
+            if key is None:
+                if not items:
+                    return 0, False
+                await tx.execute(_SQL_ENQUEUE, {**params, "now": time.time()})
+                return len(items), True
+            row = await tx.one(
+                "SELECT items_sha256 FROM {s}.context_keys WHERE session_id = %s AND key = %s",
+                (session_id, key),
+            )
+            if row is None and items:
+                if await tx.execute(_SQL_ENQUEUE_KEYED, {**params, "now": time.time()}):
+                    return len(items), True
+                # Another process claimed the key since the SELECT: judge its items instead.
+                row = await tx.one(
+                    "SELECT items_sha256 FROM {s}.context_keys WHERE session_id = %s AND key = %s",
+                    (session_id, key),
+                )
+            if row is None:  # no items and an unused key: nothing to remember
+                return 0, False
+            if row[0] == params["digest"] or on_key_conflict == "ignore":
+                return 0, False
+            raise key_conflict(session_id, key)
+
+        return await self._write(tx)
+
+    async def pending_context(self, session_id: str) -> list[QueueEntry]:
+        """The queue entries not yet delivered, in id order."""
+        return await self._queue(session_id, _SQL_PENDING)
+
+    async def delivered_context(self, session_id: str) -> list[QueueEntry]:
+        """The queue entries already delivered, in id order."""
+        return await self._queue(session_id, _SQL_DELIVERED)
+
+    async def _queue(self, session_id: str, sql: str) -> list[QueueEntry]:
+        async def read(tx: Tx) -> list[QueueEntry]:
+            return _queue_entries(_found(await tx.all(sql, (session_id,)), session_id))
+
+        return await self._read(read)
+
+    async def commit_context(
+        self, session_id: str, extra_rows: Sequence[JSON] = ()
+    ) -> list[LogRecord]:
+        """Turn every queued entry, then ``extra_rows``, into context rows in one transaction.
+
+        The session row's lock comes first: the read of the queue after it sees every entry
+        committed so far, and no other pass of this session can take the same entries. An
+        entry committed after that read stays queued for the next pass; none is lost and none
+        is delivered twice.
+        """
+        extra = list(extra_rows)
+
+        async def tx(tx: Tx) -> tuple[list[LogRecord], bool]:
+            (seq,) = await tx.lock_session(session_id)
+            entries = await tx.all(_SQL_TAKE_PENDING, (session_id,))
+            if not entries and not extra:
+                return [], False
+            rows: list[tuple[str, JSON]] = []
+            delivered: list[tuple[int, int]] = []  # (queue id, seq of its first row)
+            for qid, items, source, key, origin in entries:
+                delivered.append((qid, seq + len(rows) + 1))
+                origin_dict = decode(origin)
+                rows.extend(
+                    ("context", context_row(item, source=source, origin=origin_dict, queue_id=qid, key=key))
+                    for item in decode(items)
+                )
+            rows.extend(("context", row) for row in extra)
+            records = await _append(tx, session_id, seq, rows, time.time())
+            if delivered:
+                await tx.execute(
+                    _SQL_MARK_DELIVERED,
+                    ([qid for qid, _ in delivered], [first for _, first in delivered]),
+                )
+            await tx.execute(
+                "UPDATE {s}.sessions SET last_seq = %s WHERE id = %s",
+                (seq + len(records), session_id),
+            )
+            return records, True
+
+        return await self._write(tx)
+
+    async def checkpoints(self, session_id: str) -> list[Checkpoint]:
+        """The session's checkpoints, oldest first."""
+
+        async def read(tx: Tx) -> list[Checkpoint]:
+            rows = await tx.all(_SQL_CHECKPOINTS, (session_id,))
+            return [
+                Checkpoint(
+                    id=cp_id,
+                    session_id=session_id,
+                    step_number=step,
+                    log_seq=log_seq,
+                    state=decode(state),
+                    created_at=at,
+                )
+                for cp_id, step, log_seq, state, at in _found(rows, session_id)
+            ]
+
+        return await self._read(read)
+
+    async def rewind(self, session_id: str, to_seq: int) -> RewindResult:
+        """Truncate the log after ``to_seq`` and fix checkpoints and queue (see ``Store``)."""
+        return await self._write(lambda tx: _postgres_history.rewind(tx, session_id, to_seq))
+
+    async def branch(
+        self, source_id: str, new_id: str, *, upto_seq: int, agent_name: str | None = None
+    ) -> SessionRecord:
+        """Make ``new_id`` from ``source_id``'s log and checkpoints up to ``upto_seq``."""
+        return await self._write(
+            lambda tx: _postgres_history.branch(tx, source_id, new_id, upto_seq, agent_name)
+        )
