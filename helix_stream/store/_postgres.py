@@ -346,24 +346,19 @@ class PostgresStore(PostgresDatabase):
 
         async def tx(tx: Tx) -> tuple[int, bool]:
             await tx.require_session(session_id)
+            if items:
+                sql = _SQL_ENQUEUE if key is None else _SQL_ENQUEUE_KEYED
+                if await tx.execute(sql, {**params, "now": time.time()}):
+                    return len(items), True
             if key is None:
-                if not items:
-                    return 0, False
-                await tx.execute(_SQL_ENQUEUE, {**params, "now": time.time()})
-                return len(items), True
+                return 0, False
+            # The key was claimed before (maybe by another process a moment ago, whose
+            # transaction ON CONFLICT waited for): judge the items it was claimed with.
             row = await tx.one(
                 "SELECT items_sha256 FROM {s}.context_keys WHERE session_id = %s AND key = %s",
                 (session_id, key),
             )
-            if row is None and items:
-                if await tx.execute(_SQL_ENQUEUE_KEYED, {**params, "now": time.time()}):
-                    return len(items), True
-                # Another process claimed the key since the SELECT: judge its items instead.
-                row = await tx.one(
-                    "SELECT items_sha256 FROM {s}.context_keys WHERE session_id = %s AND key = %s",
-                    (session_id, key),
-                )
-            if row is None:  # no items and an unused key: nothing to remember
+            if row is None:  # no items and an unused key: no request to remember
                 return 0, False
             if row[0] == params["digest"] or on_key_conflict == "ignore":
                 return 0, False

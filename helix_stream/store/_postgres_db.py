@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -43,6 +43,7 @@ __all__ = [
 
 _T = TypeVar("_T")
 Row = tuple[Any, ...]
+Params = Sequence[Any] | Mapping[str, Any]
 
 SESSION_COLUMNS = "id, agent_name, status, parent_id, created_at, updated_at, meta"
 # Plain names only: the schema is spliced into every statement and into string literals.
@@ -83,16 +84,16 @@ class Tx:
     conn: AsyncConnection[TupleRow]
     schema: str  # the quoted identifier
 
-    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+    async def execute(self, sql: str, params: Params = ()) -> int:
         """Run one statement; return its row count."""
         cur = await self.conn.execute(sql.replace("{s}", self.schema), params)
         return cur.rowcount
 
-    async def all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+    async def all(self, sql: str, params: Params = ()) -> list[Row]:
         cur = await self.conn.execute(sql.replace("{s}", self.schema), params)
         return await cur.fetchall()
 
-    async def one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+    async def one(self, sql: str, params: Params = ()) -> Row | None:
         cur = await self.conn.execute(sql.replace("{s}", self.schema), params)
         return await cur.fetchone()
 
