@@ -21,73 +21,15 @@ Run it from the repository root::
 from __future__ import annotations
 
 import asyncio
-import os
 import statistics
 import sys
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-# Standalone script: make the checkout importable without installing it.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+from _common import interleaved, register_bench_provider
 
 CHUNKS = 2_000
 ROUNDS = 30
-MODEL = "benchtel/long"
-
-
-def register_long_stream() -> None:
-    """Register ``benchtel/long``: CHUNKS one-word text deltas, then usage, no I/O."""
-    from helix_stream.models._litellm import litellm_module
-
-    litellm = litellm_module()
-
-    class LongStream(litellm.CustomLLM):  # type: ignore[misc,name-defined]
-        async def astreaming(self, *args: Any, **kwargs: Any) -> AsyncIterator[dict[str, Any]]:
-            for i in range(CHUNKS):
-                # Distinct words: litellm refuses a stream that repeats one chunk many times.
-                yield {
-                    "text": f"w{i} ",
-                    "tool_use": None,
-                    "is_finished": False,
-                    "finish_reason": "",
-                    "usage": None,
-                    "index": 0,
-                }
-            yield {
-                "text": "",
-                "tool_use": None,
-                "is_finished": True,
-                "finish_reason": "stop",
-                "usage": {
-                    "prompt_tokens": 1,
-                    "completion_tokens": CHUNKS,
-                    "total_tokens": CHUNKS + 1,
-                },
-                "index": 0,
-            }
-
-    litellm.custom_provider_map = [
-        *[m for m in litellm.custom_provider_map if m.get("provider") != "benchtel"],
-        {"provider": "benchtel", "custom_handler": LongStream()},
-    ]
-
-
-async def interleaved(
-    cases: dict[str, Callable[[], Awaitable[None]]], rounds: int
-) -> dict[str, list[float]]:
-    """Seconds per run of each case; one warm-up run each, then ``rounds`` in turn."""
-    times: dict[str, list[float]] = {name: [] for name in cases}
-    for fn in cases.values():
-        await fn()
-    for _ in range(rounds):
-        for name, fn in cases.items():
-            began = time.perf_counter()
-            await fn()
-            times[name].append(time.perf_counter() - began)
-    return times
 
 
 async def main(rounds: int) -> int:
@@ -99,7 +41,7 @@ async def main(rounds: int) -> int:
     from helix_stream.telemetry import TelemetrySettings
     from helix_stream.tools import tool
 
-    register_long_stream()
+    model = register_bench_provider(CHUNKS)
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -126,7 +68,7 @@ async def main(rounds: int) -> int:
         async def run() -> None:
             n = 0
             result = stream_text(
-                model=MODEL, prompt="go", runtime_context=runtime, telemetry=telemetry
+                model=model, prompt="go", runtime_context=runtime, telemetry=telemetry
             )
             async for chunk in result:
                 if chunk.type == "text-delta":

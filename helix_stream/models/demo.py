@@ -130,7 +130,15 @@ def demo_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | Non
     return DemoReply(text=f"You said: {text}{follow}" if text else "Hello! Ask me anything.")
 
 
-def _events(reply: DemoReply, prompt_words: int) -> Iterator[dict[str, Any]]:
+def _call_id(messages: list[dict[str, Any]], index: int, name: str) -> str:
+    # Unique within a conversation (ids repeat across turns otherwise), and deterministic.
+    turn = sum(1 for m in messages if m.get("role") == "user")
+    return f"call_demo_{turn}_{index}_{name}"
+
+
+def _events(
+    reply: DemoReply, prompt_words: int, messages: list[dict[str, Any]]
+) -> Iterator[dict[str, Any]]:
     words = _WORD.findall(reply.text)
     for word in words:
         yield {
@@ -143,7 +151,7 @@ def _events(reply: DemoReply, prompt_words: int) -> Iterator[dict[str, Any]]:
         }
     for i, (name, args) in enumerate(reply.tool_calls):
         call = {
-            "id": f"call_demo_{i}_{name}",
+            "id": _call_id(messages, i, name),
             "type": "function",
             "function": {"name": name, "arguments": args},
             "index": i,
@@ -189,7 +197,7 @@ def register_demo(litellm: ModuleType) -> None:
             reply, prompt_words, delay = self._plan(
                 model, messages, kwargs.get("optional_params") or {}
             )
-            for event in _events(reply, prompt_words):
+            for event in _events(reply, prompt_words, messages):
                 if delay:
                     await asyncio.sleep(delay)
                 yield event
@@ -200,7 +208,7 @@ def register_demo(litellm: ModuleType) -> None:
             reply, prompt_words, _ = self._plan(
                 model, messages, kwargs.get("optional_params") or {}
             )
-            yield from _events(reply, prompt_words)
+            yield from _events(reply, prompt_words, messages)
 
         def completion(
             self, model: str, messages: list[dict[str, Any]], *args: Any, **kwargs: Any
@@ -210,7 +218,7 @@ def register_demo(litellm: ModuleType) -> None:
             )
             calls = [
                 {
-                    "id": f"call_demo_{i}_{name}",
+                    "id": _call_id(messages, i, name),
                     "type": "function",
                     "function": {"name": name, "arguments": a},
                 }

@@ -1,7 +1,10 @@
-"""Durable sessions: the ``Store`` protocol, its records, and the embedded stores.
+"""Durable sessions: the ``Store`` protocol, its records, and the stores.
 
 ``MemoryStore`` keeps everything in the process (tests, one-shot runs); ``SQLiteStore`` is the
-embedded default (one file, WAL). Both pass the same contract suite, ``tests/store``.
+embedded default (one file, WAL); ``PostgresStore`` lets several processes or machines share
+sessions (install ``helix-stream[postgres]``; psycopg is imported only when one is made).
+All three pass the same contract suite, ``tests/store``. :func:`open_store` picks one from a
+URL or path.
 
 Besides appending, a store can cut a session back (``Store.rewind``, which redelivers or drops
 the queue entries whose rows it removed) and copy a prefix of one into a new session
@@ -10,7 +13,10 @@ the queue entries whose rows it removed) and copy a prefix of one into a new ses
 
 from __future__ import annotations
 
+import os
+
 from helix_stream.store._memory import MemoryStore
+from helix_stream.store._postgres import PostgresStore
 from helix_stream.store._protocol import (
     Checkpoint,
     LogRecord,
@@ -26,10 +32,29 @@ __all__ = [
     "Checkpoint",
     "LogRecord",
     "MemoryStore",
+    "PostgresStore",
     "QueueEntry",
     "RewindResult",
     "SQLiteStore",
     "SessionRecord",
     "SessionStatus",
     "Store",
+    "open_store",
 ]
+
+
+def open_store(url_or_path: str | os.PathLike[str]) -> Store:
+    """The store a URL or path names.
+
+    ``postgres://…`` or ``postgresql://…`` → :class:`PostgresStore` (schema ``helix``);
+    ``":memory:"`` → :class:`MemoryStore`; anything else → :class:`SQLiteStore` on that file.
+
+    Raises:
+        FrameworkNotSupportedError: a PostgreSQL URL without ``helix-stream[postgres]``.
+    """
+    target = os.fspath(url_or_path)
+    if target.startswith(("postgres://", "postgresql://")):
+        return PostgresStore(target)
+    if target == ":memory:":
+        return MemoryStore()
+    return SQLiteStore(target)

@@ -12,7 +12,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from helix_stream.store import _postgres_history
-from helix_stream.store._postgres_db import SESSION_COLUMNS, PostgresDatabase, Row, Tx, session_record
+from helix_stream.store._postgres_db import (
+    SESSION_COLUMNS,
+    PostgresDatabase,
+    Row,
+    Tx,
+    session_record,
+)
 from helix_stream.store._protocol import (
     JSON,
     Checkpoint,
@@ -80,7 +86,8 @@ _SQL_MARK_DELIVERED = (
 # the statement, once both exist.
 _SQL_ENQUEUE_KEYED = """WITH claimed AS (
     INSERT INTO {s}.context_keys (session_id, key, items_sha256, queue_id)
-    VALUES (%(sid)s, %(key)s, %(digest)s, nextval(pg_get_serial_sequence('{s}.context_queue', 'id')))
+    VALUES (%(sid)s, %(key)s, %(digest)s,
+            nextval(pg_get_serial_sequence('{s}.context_queue', 'id')))
     ON CONFLICT (session_id, key) DO NOTHING
     RETURNING queue_id)
 INSERT INTO {s}.context_queue (id, session_id, items, source, key, origin, created_at)
@@ -403,7 +410,10 @@ class PostgresStore(PostgresDatabase):
                 delivered.append((qid, seq + len(rows) + 1))
                 origin_dict = decode(origin)
                 rows.extend(
-                    ("context", context_row(item, source=source, origin=origin_dict, queue_id=qid, key=key))
+                    (
+                        "context",
+                        context_row(item, source=source, origin=origin_dict, queue_id=qid, key=key),
+                    )
                     for item in decode(items)
                 )
             rows.extend(("context", row) for row in extra)

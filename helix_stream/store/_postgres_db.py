@@ -206,11 +206,10 @@ class PostgresDatabase:
         an error rolls everything back.
         """
         await self._ensure_open()
-        async with self._pool.connection() as conn:
-            async with conn.transaction():
-                result, changed = await fn(Tx(conn, self._ident))
-                if not changed:
-                    raise self._psycopg.Rollback()
+        async with self._pool.connection() as conn, conn.transaction():
+            result, changed = await fn(Tx(conn, self._ident))
+            if not changed:
+                raise self._psycopg.Rollback()
         if changed:
             self.write_transactions += 1
         return result

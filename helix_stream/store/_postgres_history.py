@@ -101,18 +101,14 @@ async def branch(
     """Make ``new_id`` from ``source_id`` up to ``upto_seq`` (see ``Store.branch``)."""
     # FOR SHARE: no rewind or append of the source can change the copied prefix meanwhile,
     # while other branches of the same source may proceed.
-    source = await tx.one(
-        "SELECT last_seq FROM {s}.sessions WHERE id = %s FOR SHARE", (source_id,)
-    )
+    source = await tx.one("SELECT last_seq FROM {s}.sessions WHERE id = %s FOR SHARE", (source_id,))
     if source is None:
         raise session_not_found(source_id)
     if await tx.one("SELECT 1 FROM {s}.sessions WHERE id = %s", (new_id,)) is not None:
         raise session_exists(new_id)
     check_seq(source_id, "upto_seq", upto_seq, source[0])
     now = time.time()
-    row = await tx.one(
-        _SQL_BRANCH_SESSION, (new_id, agent_name, now, now, upto_seq, source_id)
-    )
+    row = await tx.one(_SQL_BRANCH_SESSION, (new_id, agent_name, now, now, upto_seq, source_id))
     if row is None:  # created by another process since the check above
         raise session_exists(new_id)
     # Neither context_queue nor context_keys is copied: the source's queue stays the source's.

@@ -72,7 +72,7 @@ async def test_a_resumed_stream_replays_then_follows_live(
             original = so_far + await first.read_all()
             assert so_far + rest == original
     assert original[-2:] == [{"type": "finish", "finishReason": "stop"}, "[DONE]"]
-    assert {"type": "tool-output-available", "toolCallId": "call_demo_0_open_gate",
+    assert {"type": "tool-output-available", "toolCallId": "call_demo_1_0_open_gate",
             "output": "opened"} in rest  # fmt: skip
     assert len(registry) == 0  # removed when the turn ended
     assert (await executor.session(SID)).status == "idle"

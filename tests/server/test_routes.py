@@ -56,7 +56,7 @@ async def test_a_tool_round_trip_and_the_messages_route_agree_on_ids(
     client = make_client(create_app(executor, agent, generate_message_id=message_ids()))
     body = chat("s1", user("What is the weather in Paris?", id="u-client-1"))
     response = await client.post("/api/chat", json=body)
-    call = "call_demo_0_get_weather"
+    call = "call_demo_1_0_get_weather"
     assert sse_data(response.content) == [
         {"type": "start", "messageId": "msg-1"},
         {"type": "start-step"},
@@ -133,7 +133,7 @@ async def test_an_approval_comes_back_in_the_chat_body(
     client = make_client(app)
     question = user("Please deploy to Production")
     first = sse_data((await client.post("/api/chat", json=chat("s1", question))).content)
-    call = "call_demo_0_deploy"
+    call = "call_demo_1_0_deploy"
     assert first[-4:] == [
         {"type": "tool-approval-request", "approvalId": f"approval-{call}", "toolCallId": call},
         {"type": "finish-step"},
@@ -183,7 +183,7 @@ async def test_a_client_tool_output_comes_back_in_the_chat_body(
     client = make_client(create_app(executor, agent, generate_message_id=message_ids()))
     question = user('Please ask the user "Which city?"')
     first = sse_data((await client.post("/api/chat", json=chat("s1", question))).content)
-    call = "call_demo_0_ask_user"
+    call = "call_demo_1_0_ask_user"
     assert {"type": "tool-input-available", "toolCallId": call, "toolName": "ask_user",
             "input": {"question": "Which city?"}} in first  # fmt: skip
     assert (await executor.session("s1")).status == "paused"
@@ -242,7 +242,7 @@ async def test_the_authenticated_identity_and_run_options_reach_the_run(
         "/api/chat", json=chat("s1", user("whoami")), headers={"authorization": "Bearer user-7"}
     )
     outputs = [c for c in sse_data(response.content) if c != "[DONE]"]
-    assert {"type": "tool-output-available", "toolCallId": "call_demo_0_whoami",
+    assert {"type": "tool-output-available", "toolCallId": "call_demo_1_0_whoami",
             "output": {"auth": "user-7", "tenant": "tenant-of-user-7"}} in outputs  # fmt: skip
     assert (await executor.session("s1")).meta["initiator"] == "user-7"
 

@@ -40,11 +40,14 @@ from helix_stream.store._sqlite_history import (
     _SQL_COPY_LOG,
     _SQL_REWIND_QUEUE,
 )
+from tests.store import _pg
 
 # One factory per implementation; a new store joins the whole suite by adding a line here.
 STORES: dict[str, Callable[[Path], Store]] = {
     "memory": lambda _tmp_path: MemoryStore(),
     "sqlite": lambda tmp_path: SQLiteStore(tmp_path / "contract.db"),
+    # A fresh schema per test (dropped after it); skipped, with the reason, with no server.
+    "postgres": lambda _tmp_path: _pg.make_store(),
 }
 
 
@@ -1199,12 +1202,14 @@ def test_the_store_package_exports_exactly_its_public_names() -> None:
             "Checkpoint",
             "LogRecord",
             "MemoryStore",
+            "PostgresStore",
             "QueueEntry",
             "RewindResult",
             "SQLiteStore",
             "SessionRecord",
             "SessionStatus",
             "Store",
+            "open_store",
         ]
     )
     assert all(hasattr(store_pkg, name) for name in store_pkg.__all__)

@@ -1,0 +1,77 @@
+"""The PostgreSQL the tests run against, and a fresh schema per test.
+
+``HELIX_TEST_POSTGRES_DSN`` names the server (default: the local one, database ``test``).
+Every PostgresStore a test makes gets a schema of its own (``helix_t_<pid>_<random>``), so
+runs in parallel — or by several people on one server — never see each other's sessions;
+:func:`drop_schemas` removes them after the test. Where no server answers, every postgres
+test is skipped with the reason "PostgreSQL not reachable at ...", and the run's summary says
+so too: never silently.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import uuid
+
+import psycopg
+import pytest
+
+from helix_stream.store import PostgresStore
+
+DSN = os.environ.get("HELIX_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+
+_made: list[str] = []
+_reported = False
+
+
+@functools.cache
+def unreachable() -> str | None:
+    """Why the server cannot be used, or ``None`` when it answers (asked once per run)."""
+    try:
+        with psycopg.connect(DSN, connect_timeout=3) as conn:
+            conn.execute("SELECT 1")
+    except psycopg.OperationalError as exc:
+        return f"PostgreSQL not reachable at {DSN}: {str(exc).strip()}"
+    return None
+
+
+def require() -> None:
+    """Skip the calling test, with the reason, unless the server answers."""
+    reason = unreachable()
+    if reason is not None:
+        pytest.skip(reason)
+
+
+def new_schema() -> str:
+    """A schema name no other test or run uses; dropped by :func:`drop_schemas`."""
+    require()
+    name = f"helix_t_{os.getpid()}_{uuid.uuid4().hex[:12]}"
+    _made.append(name)
+    return name
+
+
+def make_store(schema: str | None = None, **kwargs: int) -> PostgresStore:
+    """A PostgresStore on a fresh schema (or on ``schema``); skips if there is no server."""
+    return PostgresStore(DSN, schema=schema or new_schema(), **kwargs)
+
+
+def drop_schemas() -> None:
+    """Drop every schema made since the last call (the test's stores are closed by then)."""
+    if not _made:
+        return
+    with psycopg.connect(DSN, autocommit=True) as conn:
+        while _made:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{_made.pop()}" CASCADE')
+
+
+def report(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say in the run's summary that the postgres tests were skipped, and why."""
+    global _reported
+    if _reported or unreachable.cache_info().currsize == 0:
+        return
+    reason = unreachable()
+    if reason is not None:
+        _reported = True
+        terminalreporter.write_sep("-", "postgres tests skipped")
+        terminalreporter.write_line(reason)
