@@ -11,7 +11,7 @@ import asyncio
 import inspect
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, aclosing, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..chunks import (
@@ -165,25 +165,7 @@ async def run_loop(
                 tools_context = step_in.tools_context
                 contexts = resolve_contexts(cfg.tools, tools_context)
             model_str, model_mw = _model_name(step_in.model)
-            system = overrides.get("system", cfg.system)
-            request_messages = (
-                [{"role": "system", "content": system}] if system else []
-            ) + step_in.messages
-            active = overrides.get("active_tools")
-            offered = [t for name, t in cfg.tools.items() if active is None or name in active]
-            params: dict[str, Any] = {**cfg.litellm_params}
-            params.update({k: v for k, v in overrides.items() if k not in STEP_OVERRIDE_KEYS})
-            params["model"] = model_str
-            params["messages"] = request_messages
-            params["stream"] = True
-            params.setdefault("stream_options", {"include_usage": True})
-            if offered:
-                params["tools"] = [t.schema(contexts[t.name]) for t in offered]
-            if "tool_choice" in overrides:
-                params["tool_choice"] = overrides["tool_choice"]
-            if forced:
-                # Forced completion: the model must call the finish tool now.
-                params["tool_choice"] = {"type": "function", "function": {"name": cfg.finish_tool}}
+            params = _request_params(cfg, step_in, overrides, contexts, forced=forced)
 
             start_step = StartStep(step_number=step_number)
             await _call(emit, start_step, bind=cfg.bind)
@@ -261,15 +243,9 @@ async def run_loop(
                         yield chunk
 
             step_messages = [assistant, *run.messages]
-            step = StepResult(
-                step_number=step_number,
-                text=partial.text,
-                reasoning=partial.reasoning,
-                tool_calls=calls,
+            step = replace(
+                partial,
                 tool_results=run.results,
-                finish_reason=finish_reason,
-                usage=parser.usage,
-                response_model=parser.response_model,
                 response_messages=step_messages,
                 runtime_context=state.runtime_context,
             )
@@ -277,14 +253,9 @@ async def run_loop(
             state.response_messages.extend(step_messages)
             state.usage = state.usage + parser.usage
             state.finish_reason = finish_reason
-            messages = (
-                [*step_in.messages, *step_messages]
-                if "messages" not in overrides
-                else [
-                    *messages,
-                    *step_messages,
-                ]
-            )
+            # A `messages` override applies to its step only: the conversation goes on from
+            # the loop's own messages.
+            messages = [*messages, *step_messages]
             for hook in cfg.on_step_finish:
                 await _call(hook, step, bind=cfg.bind)
             finish_step = FinishStep(
@@ -333,6 +304,35 @@ async def run_loop(
         if not state.done:
             # Closed by the consumer or cancelled: end the telemetry call as aborted.
             rec.call_failed(asyncio.CancelledError("the run was cancelled"))
+
+
+def _request_params(
+    cfg: LoopConfig,
+    step: StepInput,
+    overrides: Mapping[str, Any],
+    contexts: Mapping[str, Any],
+    *,
+    forced: bool,
+) -> dict[str, Any]:
+    """The ``litellm.acompletion`` params of one model call."""
+    system = overrides.get("system", cfg.system)
+    active = overrides.get("active_tools")
+    offered = [t for name, t in cfg.tools.items() if active is None or name in active]
+    params: dict[str, Any] = {**cfg.litellm_params}
+    # Litellm params from prepare_step apply to this call only.
+    params.update({k: v for k, v in overrides.items() if k not in STEP_OVERRIDE_KEYS})
+    params["model"] = _model_name(step.model)[0]
+    params["messages"] = ([{"role": "system", "content": system}] if system else []) + step.messages
+    params["stream"] = True
+    params.setdefault("stream_options", {"include_usage": True})
+    if offered:
+        params["tools"] = [t.schema(contexts[t.name]) for t in offered]
+    if "tool_choice" in overrides:
+        params["tool_choice"] = overrides["tool_choice"]
+    if forced:
+        # Forced completion: the model must call the finish tool now.
+        params["tool_choice"] = {"type": "function", "function": {"name": cfg.finish_tool}}
+    return params
 
 
 _NOT_FINISHED = object()

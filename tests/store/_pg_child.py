@@ -59,9 +59,7 @@ async def cas(store: PostgresStore, args: dict[str, Any]) -> Any:
 
 async def produce(store: PostgresStore, args: dict[str, Any]) -> Any:
     for i in range(args["n"]):
-        items = [
-            {"kind": "notice", "content": f"{args['name']}-{i}-{j}"} for j in range(1 + i % 3)
-        ]
+        items = [{"kind": "notice", "content": f"{args['name']}-{i}-{j}"} for j in range(1 + i % 3)]
         await store.enqueue_context(args["sid"], items, source="app", origin={"type": "app"})
     return args["n"]
 

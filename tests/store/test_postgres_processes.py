@@ -108,9 +108,7 @@ async def test_context_added_by_another_process_reaches_the_runs_next_model_call
     record = await store.get_session("shared")
     assert record is not None and record.status == "running"
 
-    adder = children.start(
-        "add_context", sid="shared", texts=["from B", "also from B"], key="b-1"
-    )
+    adder = children.start("add_context", sid="shared", texts=["from B", "also from B"], key="b-1")
     assert await adder.line() == "READY"  # the go file exists already: it runs at once
     assert await adder.result() == [2, 0]  # recorded once; the retry with its key records nothing
     assert [e.items for e in await store.pending_context("shared")] == [
