@@ -253,3 +253,34 @@ async def test_a_branch_copies_rows_but_never_the_queue(
         rendered(loopback)[-1]
         == '<context kind="instruction" source="app">\nOnly for the source.\n</context>'
     )
+
+
+async def test_rewind_and_branch_refusals_write_nothing(executor: hs.Executor, loopback: LoopbackServer) -> None:
+    import pytest
+
+    from tests.executor._util import snapshot
+
+    a = agent(loopback, [hs.tool(name="ask", input_schema=Q)])
+    loopback.script(text("one"))
+    await executor.run(a, SID, "first").consume()
+    await executor.branch(SID, new_session_id="taken")
+    before = await snapshot(executor.store, SID)
+    with pytest.raises(hs.StateError, match="no checkpoint"):
+        await executor.retry(SID, "no-such-checkpoint")
+    with pytest.raises(hs.errors.InvalidRequestError, match="mode"):
+        await executor.resume(SID, mode="sideways")
+    with pytest.raises(hs.errors.InvalidRequestError, match="checkpoint_id"):
+        await executor.resume(SID, mode="from_checkpoint")
+    with pytest.raises(hs.StateError):
+        await executor.branch(SID, new_session_id="taken")
+    with pytest.raises(hs.StateError, match="no tool call"):
+        await executor.submit_tool_result(SID, "call_nope", {"x": 1})
+    with pytest.raises(hs.SessionNotFoundError):
+        await executor.retry("nope")
+    assert await snapshot(executor.store, SID) == before
+    # A running session is refused too (another process may be running it).
+    await executor.store.set_status(SID, "running")
+    before = await snapshot(executor.store, SID)
+    with pytest.raises(hs.SessionBusyError):
+        await executor.retry(SID)
+    assert await snapshot(executor.store, SID) == before
