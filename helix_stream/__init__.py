@@ -16,19 +16,19 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from . import errors
+from . import errors as errors
 from .errors import (
-    ContextKeyConflictError,
-    ContextValidationError,
-    FrameworkNotSupportedError,
-    HelixError,
-    HookError,
-    ModelError,
-    NoActiveContextError,
-    SessionBusyError,
-    SessionNotFoundError,
-    StateError,
-    ToolContextError,
+    ContextKeyConflictError as ContextKeyConflictError,
+    ContextValidationError as ContextValidationError,
+    FrameworkNotSupportedError as FrameworkNotSupportedError,
+    HelixError as HelixError,
+    HookError as HookError,
+    ModelError as ModelError,
+    NoActiveContextError as NoActiveContextError,
+    SessionBusyError as SessionBusyError,
+    SessionNotFoundError as SessionNotFoundError,
+    StateError as StateError,
+    ToolContextError as ToolContextError,
 )
 
 if TYPE_CHECKING:  # "X as X": explicit re-exports, so type checkers see the lazy names
@@ -86,8 +86,10 @@ if TYPE_CHECKING:  # "X as X": explicit re-exports, so type checkers see the laz
     )
     from .store import (
         MemoryStore as MemoryStore,
+        PostgresStore as PostgresStore,
         SQLiteStore as SQLiteStore,
         Store as Store,
+        open_store as open_store,
     )
     from .telemetry import (
         TelemetrySettings as TelemetrySettings,
@@ -145,7 +147,9 @@ _LAZY: dict[str, str] = {
         "middleware",
     ),
     **dict.fromkeys(["SessionInfo", "StateHandle", "current_session", "define_state"], "state"),
-    **dict.fromkeys(["MemoryStore", "SQLiteStore", "Store"], "store"),
+    **dict.fromkeys(
+        ["MemoryStore", "PostgresStore", "SQLiteStore", "Store", "open_store"], "store"
+    ),
     "TelemetrySettings": "telemetry",
     **dict.fromkeys(["Tool", "ToolContext", "tool"], "tools"),
 }

@@ -66,11 +66,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--model", default="helix/demo-slow", help="a litellm model string")
-    serve.add_argument("--store", default="helix-demo.db", help="a SQLite file (or :memory:)")
+    serve.add_argument(
+        "--store", default="helix-demo.db", help="a SQLite file, :memory:, or a postgres:// URL"
+    )
     chat = sub.add_parser("chat", help="stream a demo conversation to the terminal")
     chat.add_argument("--model", default="helix/demo")
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
         argv = ["serve", *argv]  # `serve` is the default command
     args = parser.parse_args(argv)
     if args.command == "chat":

@@ -11,8 +11,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from .store import LogRecord
 from .chunks import not_executed_output
+from .store import LogRecord
 
 __all__ = ["log_to_ui_messages"]
 

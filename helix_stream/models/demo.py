@@ -253,9 +253,6 @@ def register_demo(litellm: ModuleType) -> None:
 
     provider_map: list[dict[str, Any]] = litellm.custom_provider_map
     others = [m for m in provider_map if m.get("provider") != "helix"]
+    handlers = [*others, {"provider": "helix", "custom_handler": DemoLLM()}]
     # setattr: litellm's module attributes are not visible to the type checker.
-    setattr(
-        litellm,
-        "custom_provider_map",
-        [*others, {"provider": "helix", "custom_handler": DemoLLM()}],
-    )  # noqa: B010
+    setattr(litellm, "custom_provider_map", handlers)  # noqa: B010

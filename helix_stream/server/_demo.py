@@ -27,7 +27,7 @@ from starlette.staticfiles import StaticFiles
 
 from ..agent import Agent
 from ..executor import Executor
-from ..store import SQLiteStore
+from ..store import open_store
 from ..tools import Tool, tool
 from ._routes import http_error_handler, routes
 
@@ -135,14 +135,14 @@ def serve_demo(
         host: The interface to listen on (keep 127.0.0.1: the demo has no authentication).
         port: The port.
         model: A litellm model string; the embedded ``helix/demo-slow`` needs no key.
-        store: The SQLite file the sessions live in (``:memory:`` for none).
+        store: Where sessions live: a SQLite file, ``:memory:``, or a ``postgres://`` URL.
 
     Returns:
         The process exit code.
     """
     import uvicorn
 
-    executor = Executor(store=SQLiteStore(store))
+    executor = Executor(store=open_store(store))
     app = demo_app(executor, demo_agent(model))
     shown = f"[{host}]" if ":" in host else host
     print(f"helix-stream demo: http://{shown}:{port}/  (model {model}, store {store})", flush=True)

@@ -1,8 +1,9 @@
 """PostgresStore: the Store protocol in PostgreSQL, shared by every process that opens it.
 
-The pool, the migrations and the transaction wrapper are in ``_postgres_db`` (whose docstring
-explains the locking); rewind and branch are in ``_postgres_history``. This module is the
-protocol's other methods, each a read or one ``BEGIN … COMMIT``.
+The pool, the transaction wrapper, the session lock and the log append are in ``_postgres_db``
+(whose docstring explains the locking); the migrations in ``_postgres_schema``; the context
+queue in ``_postgres_queue``; rewind and branch in ``_postgres_history``. This module is the
+store itself: sessions, the log and checkpoints, each a read or one ``BEGIN … COMMIT``.
 """
 
 from __future__ import annotations
@@ -11,11 +12,10 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from helix_stream.store import _postgres_history
+from helix_stream.store import _postgres_history, _postgres_queue
 from helix_stream.store._postgres_db import (
     SESSION_COLUMNS,
     PostgresDatabase,
-    Row,
     Tx,
     session_record,
 )
@@ -33,12 +33,10 @@ from helix_stream.store._shared import (
     check_expect,
     check_status,
     checkpoint_id,
-    context_row,
     decode,
     duplicate_checkpoint,
     encode,
     items_digest,
-    key_conflict,
     merge_meta,
     message_role,
     session_not_found,
@@ -46,97 +44,15 @@ from helix_stream.store._shared import (
 
 __all__ = ["PostgresStore"]
 
-# The LEFT JOINs keep one all-NULL row when the session exists but has nothing to list, so a
-# read is one round trip and still tells "no such session" (no row at all) from "empty".
 _SQL_READ_LOG = (
     "SELECT l.seq, l.role, l.payload, l.created_at FROM {s}.sessions s"
     " LEFT JOIN {s}.log l ON l.session_id = s.id AND l.seq > %s WHERE s.id = %s ORDER BY l.seq"
-)
-_QUEUE_COLUMNS = "q.id, q.items, q.source, q.key, q.origin, q.created_at, q.delivered_seq"
-_SQL_PENDING = (
-    f"SELECT {_QUEUE_COLUMNS} FROM {{s}}.sessions s LEFT JOIN {{s}}.context_queue q"
-    " ON q.session_id = s.id AND q.delivered_seq IS NULL WHERE s.id = %s ORDER BY q.id"
-)
-_SQL_DELIVERED = (
-    f"SELECT {_QUEUE_COLUMNS} FROM {{s}}.sessions s LEFT JOIN {{s}}.context_queue q"
-    " ON q.session_id = s.id AND q.delivered_seq IS NOT NULL WHERE s.id = %s ORDER BY q.id"
 )
 _SQL_CHECKPOINTS = (
     "SELECT c.id, c.step_number, c.log_seq, c.state, c.created_at FROM {s}.sessions s"
     " LEFT JOIN {s}.checkpoints c ON c.session_id = s.id WHERE s.id = %s ORDER BY c.ord"
 )
-# Pending entries of a locked session: plain reads are enough, since every committer of this
-# session's queue holds the same row lock.
-_SQL_TAKE_PENDING = (
-    "SELECT id, items, source, key, origin FROM {s}.context_queue"
-    " WHERE session_id = %s AND delivered_seq IS NULL ORDER BY id"
-)
-_SQL_INSERT_LOG = (
-    "INSERT INTO {s}.log (session_id, seq, role, payload, created_at)"
-    " SELECT %s, t.seq, t.role, t.payload, %s"
-    " FROM unnest(%s::bigint[], %s::text[], %s::json[]) AS t(seq, role, payload)"
-)
-_SQL_MARK_DELIVERED = (
-    "UPDATE {s}.context_queue q SET delivered_seq = t.seq"
-    " FROM unnest(%s::bigint[], %s::bigint[]) AS t(id, seq) WHERE q.id = t.id"
-)
-# One statement claims the key and inserts the entry: the key row's primary key decides a race
-# between processes (ON CONFLICT waits for the other transaction, then skips), and a skipped
-# key inserts no entry. The foreign key from the key row to its entry is checked at the end of
-# the statement, once both exist.
-_SQL_ENQUEUE_KEYED = """WITH claimed AS (
-    INSERT INTO {s}.context_keys (session_id, key, items_sha256, queue_id)
-    VALUES (%(sid)s, %(key)s, %(digest)s,
-            nextval(pg_get_serial_sequence('{s}.context_queue', 'id')))
-    ON CONFLICT (session_id, key) DO NOTHING
-    RETURNING queue_id)
-INSERT INTO {s}.context_queue (id, session_id, items, source, key, origin, created_at)
-SELECT queue_id, %(sid)s, %(items)s::json, %(source)s, %(key)s, %(origin)s::json, %(now)s
-FROM claimed"""
-_SQL_ENQUEUE = (
-    "INSERT INTO {s}.context_queue (session_id, items, source, key, origin, created_at)"
-    " VALUES (%(sid)s, %(items)s::json, %(source)s, %(key)s, %(origin)s::json, %(now)s)"
-)
-
-
-def _found(rows: list[Row], session_id: str) -> list[Row]:
-    """The rows of a LEFT JOIN read, without the all-NULL one; refuse an unknown session."""
-    if not rows:
-        raise session_not_found(session_id)
-    return [row for row in rows if row[0] is not None]
-
-
-def _queue_entries(rows: list[Row]) -> list[QueueEntry]:
-    return [
-        QueueEntry(
-            id=qid,
-            items=decode(items),
-            source=source,
-            key=key,
-            origin=decode(origin),
-            created_at=at,
-            delivered_seq=delivered,
-        )
-        for qid, items, source, key, origin, at, delivered in rows
-    ]
-
-
-async def _append(
-    tx: Tx, session_id: str, start: int, rows: Sequence[tuple[str, JSON]], now: float
-) -> list[LogRecord]:
-    """Insert ``rows`` (role, payload) at seqs ``start + 1 ...`` in one statement.
-
-    The caller holds the session's lock and advances ``sessions.last_seq`` in the same
-    transaction.
-    """
-    texts = [encode(payload) for _, payload in rows]  # a bad payload fails before any write
-    seqs = list(range(start + 1, start + len(rows) + 1))
-    roles = [role for role, _ in rows]
-    await tx.execute(_SQL_INSERT_LOG, (session_id, now, seqs, roles, texts))
-    return [
-        LogRecord(seq=seq, role=role, payload=decode(text), created_at=now)
-        for seq, role, text in zip(seqs, roles, texts, strict=True)
-    ]
+_SQL_SESSION = f"SELECT {SESSION_COLUMNS} FROM {{s}}.sessions WHERE id = %s"
 
 
 class PostgresStore(PostgresDatabase):
@@ -187,9 +103,7 @@ class PostgresStore(PostgresDatabase):
             )
             if row is not None:
                 return session_record(row), True
-            existing = await tx.one(
-                f"SELECT {SESSION_COLUMNS} FROM {{s}}.sessions WHERE id = %s", (session_id,)
-            )
+            existing = await tx.one(_SQL_SESSION, (session_id,))
             assert existing is not None  # sessions are never deleted by the protocol
             return session_record(existing), False
 
@@ -199,9 +113,7 @@ class PostgresStore(PostgresDatabase):
         """The session, or ``None``."""
 
         async def read(tx: Tx) -> SessionRecord | None:
-            row = await tx.one(
-                f"SELECT {SESSION_COLUMNS} FROM {{s}}.sessions WHERE id = %s", (session_id,)
-            )
+            row = await tx.one(_SQL_SESSION, (session_id,))
             return None if row is None else session_record(row)
 
         return await self._read(read)
@@ -275,7 +187,7 @@ class PostgresStore(PostgresDatabase):
             if not rows and checkpoint is None:
                 return [], False
             now = time.time()
-            records = await _append(tx, session_id, seq, rows, now) if rows else []
+            records = await tx.append(session_id, seq, rows, now) if rows else []
             if checkpoint is not None:
                 cp_id = checkpoint_id(checkpoint.id)
                 inserted = await tx.execute(
@@ -293,11 +205,6 @@ class PostgresStore(PostgresDatabase):
                 )
                 if not inserted:
                     raise duplicate_checkpoint(session_id, cp_id)
-            if records:
-                await tx.execute(
-                    "UPDATE {s}.sessions SET last_seq = %s WHERE id = %s",
-                    (seq + len(records), session_id),
-                )
             return records, True
 
         return await self._write(tx)
@@ -306,10 +213,10 @@ class PostgresStore(PostgresDatabase):
         """Log records with ``seq > after_seq``, in order."""
 
         async def read(tx: Tx) -> list[LogRecord]:
-            rows = await tx.all(_SQL_READ_LOG, (after_seq, session_id))
+            rows = await tx.all_of_session(_SQL_READ_LOG, session_id, (after_seq, session_id))
             return [
                 LogRecord(seq=seq, role=role, payload=decode(payload), created_at=at)
-                for seq, role, payload, at in _found(rows, session_id)
+                for seq, role, payload, at in rows
             ]
 
         return await self._read(read)
@@ -343,47 +250,29 @@ class PostgresStore(PostgresDatabase):
         """
         check_conflict_mode(on_key_conflict)
         params = {
-            "sid": session_id,
             "items": encode(list(items)),
             "source": source,
             "key": key,
             "origin": encode(dict(origin)),
             "digest": items_digest(items) if key is not None else "",
         }
-
-        async def tx(tx: Tx) -> tuple[int, bool]:
-            await tx.require_session(session_id)
-            if items:
-                sql = _SQL_ENQUEUE if key is None else _SQL_ENQUEUE_KEYED
-                if await tx.execute(sql, {**params, "now": time.time()}):
-                    return len(items), True
-            if key is None:
-                return 0, False
-            # The key was claimed before (maybe by another process a moment ago, whose
-            # transaction ON CONFLICT waited for): judge the items it was claimed with.
-            row = await tx.one(
-                "SELECT items_sha256 FROM {s}.context_keys WHERE session_id = %s AND key = %s",
-                (session_id, key),
-            )
-            if row is None:  # no items and an unused key: no request to remember
-                return 0, False
-            if row[0] == params["digest"] or on_key_conflict == "ignore":
-                return 0, False
-            raise key_conflict(session_id, key)
-
-        return await self._write(tx)
+        return await self._write(
+            lambda tx: _postgres_queue.enqueue(tx, session_id, len(items), params, on_key_conflict)
+        )
 
     async def pending_context(self, session_id: str) -> list[QueueEntry]:
         """The queue entries not yet delivered, in id order."""
-        return await self._queue(session_id, _SQL_PENDING)
+        return await self._queue(session_id, _postgres_queue.SQL_PENDING)
 
     async def delivered_context(self, session_id: str) -> list[QueueEntry]:
         """The queue entries already delivered, in id order."""
-        return await self._queue(session_id, _SQL_DELIVERED)
+        return await self._queue(session_id, _postgres_queue.SQL_DELIVERED)
 
     async def _queue(self, session_id: str, sql: str) -> list[QueueEntry]:
         async def read(tx: Tx) -> list[QueueEntry]:
-            return _queue_entries(_found(await tx.all(sql, (session_id,)), session_id))
+            return _postgres_queue.queue_entries(
+                await tx.all_of_session(sql, session_id, (session_id,))
+            )
 
         return await self._read(read)
 
@@ -398,44 +287,15 @@ class PostgresStore(PostgresDatabase):
         is delivered twice.
         """
         extra = list(extra_rows)
-
-        async def tx(tx: Tx) -> tuple[list[LogRecord], bool]:
-            (seq,) = await tx.lock_session(session_id)
-            entries = await tx.all(_SQL_TAKE_PENDING, (session_id,))
-            if not entries and not extra:
-                return [], False
-            rows: list[tuple[str, JSON]] = []
-            delivered: list[tuple[int, int]] = []  # (queue id, seq of its first row)
-            for qid, items, source, key, origin in entries:
-                delivered.append((qid, seq + len(rows) + 1))
-                origin_dict = decode(origin)
-                rows.extend(
-                    (
-                        "context",
-                        context_row(item, source=source, origin=origin_dict, queue_id=qid, key=key),
-                    )
-                    for item in decode(items)
-                )
-            rows.extend(("context", row) for row in extra)
-            records = await _append(tx, session_id, seq, rows, time.time())
-            if delivered:
-                await tx.execute(
-                    _SQL_MARK_DELIVERED,
-                    ([qid for qid, _ in delivered], [first for _, first in delivered]),
-                )
-            await tx.execute(
-                "UPDATE {s}.sessions SET last_seq = %s WHERE id = %s",
-                (seq + len(records), session_id),
-            )
-            return records, True
-
-        return await self._write(tx)
+        return await self._write(
+            lambda tx: _postgres_queue.commit(tx, session_id, extra), pipeline=True
+        )
 
     async def checkpoints(self, session_id: str) -> list[Checkpoint]:
         """The session's checkpoints, oldest first."""
 
         async def read(tx: Tx) -> list[Checkpoint]:
-            rows = await tx.all(_SQL_CHECKPOINTS, (session_id,))
+            rows = await tx.all_of_session(_SQL_CHECKPOINTS, session_id, (session_id,))
             return [
                 Checkpoint(
                     id=cp_id,
@@ -445,7 +305,7 @@ class PostgresStore(PostgresDatabase):
                     state=decode(state),
                     created_at=at,
                 )
-                for cp_id, step, log_seq, state, at in _found(rows, session_id)
+                for cp_id, step, log_seq, state, at in rows
             ]
 
         return await self._read(read)

@@ -19,17 +19,18 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from helix_stream.errors import FrameworkNotSupportedError
 from helix_stream.store._postgres_schema import migrate
-from helix_stream.store._protocol import SessionRecord
-from helix_stream.store._shared import decode, session_not_found
+from helix_stream.store._protocol import JSON, LogRecord, SessionRecord
+from helix_stream.store._shared import decode, encode, session_not_found
 
 if TYPE_CHECKING:
-    from psycopg import AsyncConnection
+    from psycopg import AsyncConnection, AsyncCursor
     from psycopg.rows import TupleRow
     from psycopg_pool import AsyncConnectionPool
 
@@ -48,6 +49,23 @@ Params = Sequence[Any] | Mapping[str, Any]
 SESSION_COLUMNS = "id, agent_name, status, parent_id, created_at, updated_at, meta"
 # Plain names only: the schema is spliced into every statement and into string literals.
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+# One statement appends the rows, marks the queue entries they came from delivered, and
+# advances the session's counter: one round trip for every write of a context pass. (The CTEs
+# touch different tables, so sharing one snapshot is harmless; the caller holds the session
+# lock.) The session and IS NULL conditions let the update find its entries through the small
+# context_queue_pending index instead of scanning the whole queue. Arrays go as binary (%b):
+# no per-element quoting of JSON text on the way out.
+_SQL_APPEND = """WITH appended AS (
+    INSERT INTO {s}.log (session_id, seq, role, payload, created_at)
+    SELECT %(sid)s, t.seq, t.role, t.payload, %(now)s
+    FROM unnest(%(seqs)b::bigint[], %(roles)b::text[], %(payloads)b::json[])
+        AS t(seq, role, payload)
+), delivered AS (
+    UPDATE {s}.context_queue q SET delivered_seq = d.seq
+    FROM unnest(%(queue_ids)b::bigint[], %(firsts)b::bigint[]) AS d(id, seq)
+    WHERE q.id = d.id AND q.session_id = %(sid)s AND q.delivered_seq IS NULL
+)
+UPDATE {s}.sessions SET last_seq = %(last)s WHERE id = %(sid)s"""
 
 
 def load_psycopg() -> tuple[ModuleType, ModuleType]:
@@ -84,8 +102,13 @@ class Tx:
     conn: AsyncConnection[TupleRow]
     schema: str  # the quoted identifier
 
+    async def send(self, sql: str, params: Params = ()) -> AsyncCursor[TupleRow]:
+        """Send one statement; in pipeline mode, without waiting for its result."""
+        return await self.conn.execute(sql.replace("{s}", self.schema), params)
+
     async def execute(self, sql: str, params: Params = ()) -> int:
-        """Run one statement; return its row count."""
+        """Run one statement; return its row count (use ``send`` in a pipelined transaction,
+        where the count is not known yet)."""
         cur = await self.conn.execute(sql.replace("{s}", self.schema), params)
         return cur.rowcount
 
@@ -96,6 +119,49 @@ class Tx:
     async def one(self, sql: str, params: Params = ()) -> Row | None:
         cur = await self.conn.execute(sql.replace("{s}", self.schema), params)
         return await cur.fetchone()
+
+    async def all_of_session(self, sql: str, session_id: str, params: Params = ()) -> list[Row]:
+        """The rows of a read that LEFT JOINs from the session's row, without the all-NULL one.
+
+        The join keeps one all-NULL row when the session exists but has nothing to list, so
+        a read is one round trip and still tells "no such session" (no row) from "empty".
+        """
+        rows = await self.all(sql, params)
+        if not rows:
+            raise session_not_found(session_id)
+        return [row for row in rows if row[0] is not None]
+
+    async def append(
+        self,
+        session_id: str,
+        start: int,
+        rows: Sequence[tuple[str, JSON]],
+        now: float,
+        delivered: Sequence[tuple[int, int]] = (),
+    ) -> list[LogRecord]:
+        """Append ``rows`` (role, payload) at seqs ``start + 1 …``, mark the ``delivered``
+        queue entries ``(id, seq of its first row)``, and advance ``sessions.last_seq``.
+
+        The caller holds the session's lock, so ``start`` is the session's last seq.
+        """
+        texts = [encode(payload) for _, payload in rows]  # a bad payload fails before any write
+        seqs = list(range(start + 1, start + len(rows) + 1))
+        roles = [role for role, _ in rows]
+        params = {
+            "sid": session_id,
+            "now": now,
+            "seqs": seqs,
+            "roles": roles,
+            "payloads": texts,
+            "queue_ids": [qid for qid, _ in delivered],
+            "firsts": [first for _, first in delivered],
+            "last": start + len(rows),
+        }
+        await self.send(_SQL_APPEND, params)
+        return [
+            LogRecord(seq=seq, role=role, payload=decode(text), created_at=now)
+            for seq, role, text in zip(seqs, roles, texts, strict=True)
+        ]
 
     async def lock_session(self, session_id: str, columns: str = "last_seq") -> Row:
         """Lock the session row until commit and return ``columns`` of its newest version.
@@ -199,17 +265,24 @@ class PostgresDatabase:
         async with self._pool.connection() as conn:
             return await fn(Tx(conn, self._ident))
 
-    async def _write(self, fn: Callable[[Tx], Awaitable[tuple[_T, bool]]]) -> _T:
+    async def _write(
+        self, fn: Callable[[Tx], Awaitable[tuple[_T, bool]]], *, pipeline: bool = False
+    ) -> _T:
         """Run ``fn`` in one transaction; it returns ``(result, wrote_anything)``.
 
         Nothing to keep rolls back rather than commits, so the counter sees only real writes;
-        an error rolls everything back.
+        an error rolls everything back. With ``pipeline``, statements go out without waiting
+        for the previous one's result until ``fn`` reads one (``BEGIN`` and ``COMMIT``
+        included), which saves round trips on the hot path.
         """
         await self._ensure_open()
-        async with self._pool.connection() as conn, conn.transaction():
-            result, changed = await fn(Tx(conn, self._ident))
-            if not changed:
-                raise self._psycopg.Rollback()
+        async with self._pool.connection() as conn, AsyncExitStack() as stack:
+            if pipeline:
+                await stack.enter_async_context(conn.pipeline())
+            async with conn.transaction():
+                result, changed = await fn(Tx(conn, self._ident))
+                if not changed:
+                    raise self._psycopg.Rollback()
         if changed:
             self.write_transactions += 1
         return result

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -185,7 +186,7 @@ class SQLiteDatabase:
         # write method issues its own BEGIN IMMEDIATE.
         conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
+            _enable_wal(conn, self.busy_timeout)
             # WAL + NORMAL: no fsync per commit. A crashed process loses nothing; a power cut
             # may lose the last commits but never leaves one half-applied.
             conn.execute("PRAGMA synchronous=NORMAL")
@@ -225,3 +226,21 @@ class SQLiteDatabase:
             await asyncio.get_running_loop().run_in_executor(self._executor, self._close_connection)
         finally:
             self._executor.shutdown(wait=False)
+
+
+def _enable_wal(conn: sqlite3.Connection, busy_timeout: float) -> None:
+    """Switch the file to WAL, waiting out another connection doing the same.
+
+    Changing the journal mode needs an exclusive lock, and SQLite may answer "database is
+    locked" at once instead of calling the busy handler (two stores opening one new file
+    together): retry, up to ``busy_timeout``.
+    """
+    deadline = time.monotonic() + busy_timeout
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)

@@ -73,8 +73,6 @@ def allowed_types(client_version: int) -> frozenset[str]:
     return _ALLOWED[client_version]
 
 
-
-
 class UIChunkMapper:
     """Maps one stream's internal chunks to UI chunk dicts (see the module docstring)."""
 

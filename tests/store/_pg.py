@@ -14,7 +14,6 @@ import functools
 import os
 import uuid
 
-import psycopg
 import pytest
 
 from helix_stream.store import PostgresStore
@@ -28,6 +27,8 @@ _reported = False
 @functools.cache
 def unreachable() -> str | None:
     """Why the server cannot be used, or ``None`` when it answers (asked once per run)."""
+    import psycopg  # here, so that memory and sqlite tests never need it
+
     try:
         with psycopg.connect(DSN, connect_timeout=3) as conn:
             conn.execute("SELECT 1")
@@ -60,6 +61,8 @@ def drop_schemas() -> None:
     """Drop every schema made since the last call (the test's stores are closed by then)."""
     if not _made:
         return
+    import psycopg
+
     with psycopg.connect(DSN, autocommit=True) as conn:
         while _made:
             conn.execute(f'DROP SCHEMA IF EXISTS "{_made.pop()}" CASCADE')

@@ -20,8 +20,9 @@ import pytest
 
 from helix_stream.errors import FrameworkNotSupportedError
 from helix_stream.store import MemoryStore, PostgresStore, SQLiteStore, open_store
-from helix_stream.store._postgres import _SQL_DELIVERED, _SQL_PENDING, _SQL_READ_LOG
+from helix_stream.store._postgres import _SQL_READ_LOG
 from helix_stream.store._postgres_history import _SQL_CALLS, _SQL_REWIND_QUEUE
+from helix_stream.store._postgres_queue import SQL_DELIVERED, SQL_PENDING
 from helix_stream.store._postgres_schema import LATEST_VERSION
 from helix_stream.store._shared import items_digest
 from tests.store import _pg
@@ -196,8 +197,8 @@ async def test_lookups_use_indexes_in_a_database_of_many_long_sessions(
         conn.execute("ANALYZE")
         for sql, args in (
             (_SQL_READ_LOG, (2_040, SID)),
-            (_SQL_PENDING, (SID,)),
-            (_SQL_DELIVERED, (SID,)),
+            (SQL_PENDING, (SID,)),
+            (SQL_DELIVERED, (SID,)),
             (_SQL_REWIND_QUEUE, (SID, 2_040)),
             (_SQL_CALLS, (SID, 2_040)),
         ):
@@ -206,7 +207,7 @@ async def test_lookups_use_indexes_in_a_database_of_many_long_sessions(
             assert "Seq Scan on log" not in plan, plan
             assert "Seq Scan on context_queue" not in plan, plan
             assert "Index" in plan, plan
-            if sql is _SQL_PENDING:
+            if sql is SQL_PENDING:
                 assert "context_queue_pending" in plan, plan
 
 
