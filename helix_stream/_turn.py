@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import anyio
 
-from ._pending import settle_waiting_calls, waiting_calls
+from ._pending import check_answerable, settle_waiting_calls, waiting_calls
 from .agent import Agent
 from .chunks import Chunk, ContextRowChunk, ContextSkipped, ErrorChunk
 from .context import ContextItemLike, ContextPass, validate_items
@@ -201,7 +201,8 @@ class Turn:
                     clean,
                     source="app",
                     origin={"type": "hook", "event": type},
-                    key=f"hook:{self.scope.info.turn.id}:{seq}:{index}:{position}",
+                    # turn.sequence, not turn.id: a turn that resumes a paused one shares its id.
+                    key=f"hook:{self.scope.info.turn.sequence}:{seq}:{index}:{position}",
                     on_key_conflict="ignore",
                 )
 
@@ -227,6 +228,15 @@ class Turn:
         state, store, sid = self.state, self.store, self.session_id
         try:
             existing = await store.get_session(sid)
+            waiting = waiting_calls(await store.read_log(sid)) if existing else []
+            # Refuse before anything is written: a paused turn that cannot be settled yet.
+            check_answerable(
+                waiting,
+                existing.meta if existing else {},
+                self.config.tools,
+                has_new_input=self.message is not None,
+                client_tool_timeout=self.agent.client_tool_timeout,
+            )
             parent_meta = {"parent": _parent_meta(self.parent)} if self.parent else {}
             await store.create_session(
                 sid,
@@ -243,7 +253,6 @@ class Turn:
             yield ErrorChunk(error=exc)
             return
         try:
-            waiting = waiting_calls(await store.read_log(sid))
             if not waiting and self.message is not None:
                 await store.append_messages(sid, [self.message])
             session = await self._begin(waiting)
@@ -277,7 +286,6 @@ class Turn:
             contexts=self.contexts,
             make_context=self.tool_context,
             recorder=self.config.recorder,
-            has_new_input=self.message is not None,
             client_tool_timeout=self.agent.client_tool_timeout,
             bind=self.bind,
         )
@@ -287,6 +295,9 @@ class Turn:
         if self.message is not None:
             # After the waiting calls have their results, so the log stays a valid conversation.
             await self.store.append_messages(self.session_id, [self.message])
+        # The turn's model calls start here: a retry of its first step keeps the settled calls.
+        start = await self.store.last_seq(self.session_id)
+        await self.store.update_session_meta(self.session_id, {"turn_start_seq": start})
 
     async def _begin(self, waiting: Sequence[Any]) -> SessionRecord:
         """Count the turn, fix its message id, build the session info, restore the state."""

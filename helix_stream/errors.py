@@ -14,6 +14,7 @@ The tree::
     ├── SessionBusyError              state_session_busy          409
     ├── StateError                    state_invalid               409
     ├── NoActiveContextError          no_active_context           500
+    ├── ToolFailedError               tool_failed                 500 (on the UI stream only)
     ├── HookError                     hook_failed                 500
     ├── FrameworkNotSupportedError    framework_not_supported     501
     └── ModelError                    model_error                 502 (translated litellm errors)
@@ -52,6 +53,7 @@ __all__ = [
     "SessionNotFoundError",
     "StateError",
     "ToolContextError",
+    "ToolFailedError",
 ]
 
 
@@ -153,6 +155,18 @@ class NoActiveContextError(HelixError):
     """A session-scoped API (``define_state``, ``current_session``) was used outside a run."""
 
     code = "no_active_context"
+    http_status = 500
+
+
+class ToolFailedError(HelixError):
+    """A tool call ended in an error (invalid input, or its body raised).
+
+    The loop does not raise it — the model sees the error text and carries on. The UI
+    transformer hands it to ``on_error`` so that the text a chat UI shows is chosen there
+    (masked by default, like every error).
+    """
+
+    code = "tool_failed"
     http_status = 500
 
 

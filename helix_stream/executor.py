@@ -14,7 +14,13 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._pending import approval_id_for, late_answer_item, waiting_calls
+from ._pending import (
+    answer_key,
+    approval_id_for,
+    approval_key,
+    late_answer_item,
+    waiting_calls,
+)
 from ._turn import Turn
 from ._ui_log import log_to_ui_messages
 from .agent import Agent
@@ -177,15 +183,12 @@ class Executor:
 
         Raises:
             SessionNotFoundError: no such session.
+            SessionBusyError: the session is running.
             StateError: no call of the session is waiting for this approval.
         """
         call = await self._waiting_call(session_id, approval_id=approval_id)
-        session = await self.session(session_id)
-        approvals = {
-            **session.meta.get("approvals", {}),
-            call.id: {"approved": bool(approved), "reason": reason},
-        }
-        await self.store.update_session_meta(session_id, {"approvals": approvals})
+        answer = {"approved": bool(approved), "reason": reason}
+        await self.store.update_session_meta(session_id, {approval_key(call.id): answer})
 
     async def submit_tool_result(self, session_id: str, tool_call_id: str, output: Any) -> None:
         """Give a client tool's answer; the next ``run()`` of the session continues with it.
@@ -195,31 +198,32 @@ class Executor:
 
         Raises:
             SessionNotFoundError: no such session.
+            SessionBusyError: the session is running.
             StateError: the session has no client tool call with this id.
         """
-        session = await self.session(session_id)
+        await self._idle_session(session_id)
         log_records = await self.store.read_log(session_id)
-        waiting = {w.call.id: w.call for w in waiting_calls(log_records)}
-        if tool_call_id in waiting:
-            answers = {
-                **session.meta.get("tool_results", {}),
-                tool_call_id: {"output": output, "at": time.time()},
-            }
-            await self.store.update_session_meta(session_id, {"tool_results": answers})
+        if tool_call_id in {w.call.id for w in waiting_calls(log_records)}:
+            answer = {"output": output, "at": time.time()}
+            await self.store.update_session_meta(session_id, {answer_key(tool_call_id): answer})
             return
         for record in log_records:
-            if record.role == "assistant":
-                for call in record.payload.get("tool_calls") or []:
-                    if call["id"] == tool_call_id:
-                        item = late_answer_item(call["function"]["name"], tool_call_id, output)
-                        await self.store.enqueue_context(
-                            session_id, [item], source="late-answer", origin={"type": "late-answer"}
-                        )
-                        return
+            for call in (
+                record.payload.get("tool_calls") or [] if record.role == "assistant" else []
+            ):
+                if call["id"] == tool_call_id:
+                    item = late_answer_item(call["function"]["name"], tool_call_id, output)
+                    await self.store.enqueue_context(
+                        session_id,
+                        validate_items([item], forced_source="late-answer"),
+                        source="late-answer",
+                        origin={"type": "late-answer"},
+                    )
+                    return
         raise StateError(f"session {session_id!r} has no tool call {tool_call_id!r}")
 
     async def _waiting_call(self, session_id: str, *, approval_id: str) -> ToolCall:
-        await self.session(session_id)
+        await self._idle_session(session_id)
         for waiting in waiting_calls(await self.store.read_log(session_id)):
             if approval_id_for(waiting.call.id) == approval_id:
                 return waiting.call
@@ -326,6 +330,7 @@ class Executor:
         elif mode == "from_checkpoint":
             if checkpoint_id is None:
                 raise InvalidRequestError("resume(mode='from_checkpoint') needs checkpoint_id=")
+            await self._checkpoint(session_id, checkpoint_id)  # refuse before writing anything
             await self.store.set_status(session_id, "idle", expect=("running", "failed", "paused"))
             await self.retry(session_id, checkpoint_id)
         else:
@@ -350,7 +355,13 @@ class Executor:
         else:
             upto = await self.store.last_seq(session_id)
         new_id = new_session_id or f"{session_id}-branch-{uuid.uuid4().hex[:8]}"
-        await self.store.branch(session_id, new_id, upto_seq=upto)
+        branch = await self.store.branch(session_id, new_id, upto_seq=upto)
+        # The copy's own bookkeeping: its log ends at `upto`; the source's answers and pause
+        # are the source's (an answer for a call of the source is not one for the branch).
+        stale = {k: None for k in branch.meta if k.startswith(("approval:", "answer:"))}
+        await self.store.update_session_meta(
+            new_id, {**stale, "paused_at": None, "turn_start_seq": upto}
+        )
         return new_id
 
     # -- reading ---------------------------------------------------------------------------

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from ..steps import StepResult, StopCondition, ToolCall, ToolResult, has_tool_call, step_count_is
 from ._api import DEFAULT_MAX_STEPS, generate_text, stream_text
 from ._result import GenerateTextResult, StreamTextResult
-from ._steps import StepResult, StopCondition, ToolCall, ToolResult, has_tool_call, step_count_is
 
 __all__ = [
     "DEFAULT_MAX_STEPS",

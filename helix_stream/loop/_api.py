@@ -6,10 +6,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..middleware import ModelMiddleware, PrepareStep, WrappedModel
+from ..steps import StopCondition, step_count_is
 from ..tools import Tool, tools_by_name
 from ._result import GenerateTextResult, StreamTextResult
 from ._run import LoopConfig, RunState, resolve_contexts, run_loop
-from ._steps import StopCondition, step_count_is
 
 if TYPE_CHECKING:
     from ..telemetry import TelemetrySettings

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..chunks import Chunk, FinishReason, Usage
+from ..steps import StepResult
 from ._run import RunState
-from ._steps import StepResult
 
 if TYPE_CHECKING:
     from starlette.responses import Response

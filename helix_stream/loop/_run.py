@@ -35,10 +35,10 @@ from ..middleware import (
     call_with_middleware,
     run_step_chain,
 )
+from ..models._parse import StepParser, map_finish_reason
+from ..steps import StepResult, StopCondition, ToolCall
 from ..telemetry import Recorder
 from ..tools import Tool, ToolContext
-from ._model_stream import StepParser, map_finish_reason
-from ._steps import StepResult, StopCondition, ToolCall
 from ._tools import Gate, ToolRun, run_tool_calls
 
 __all__ = ["LoopConfig", "RunState", "resolve_contexts", "run_loop"]
@@ -185,7 +185,12 @@ async def run_loop(
             )
 
             parser = StepParser(step_number)
-            stream = await call_with_middleware(acompletion, (*cfg.middleware, *model_mw), params)
+
+            async def send(**final: Any) -> Any:
+                rec.request_sent(final)  # after middleware: what is really sent
+                return await acompletion(**final)
+
+            stream = await call_with_middleware(send, (*cfg.middleware, *model_mw), params)
             try:
                 first = True
                 async for raw in stream:

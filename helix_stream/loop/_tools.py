@@ -24,9 +24,9 @@ from ..chunks import (
     ToolOutputAvailable,
     ToolOutputError,
 )
+from ..steps import ToolCall, ToolResult
 from ..telemetry import Recorder
 from ..tools import Tool, ToolContext, dump_output
-from ._steps import ToolCall, ToolResult
 
 __all__ = ["Gate", "ToolRun", "not_executed_message", "run_tool_calls"]
 

@@ -375,6 +375,9 @@ class OtelRecorder(Recorder):
         include = self._settings.include_runtime_context
         return context_attributes("helix.runtime_context.", self._runtime, include)
 
+    def request_sent(self, params: Mapping[str, Any]) -> None:
+        self._remember_credentials(params)
+
     def _remember_credentials(self, params: Mapping[str, Any]) -> None:
         for key, value in params.items():
             lowered = key.lower()

@@ -34,6 +34,10 @@ class Recorder:
     ) -> None:
         """A model call is about to be made (``context_rows`` were committed for it)."""
 
+    def request_sent(self, params: Mapping[str, Any]) -> None:
+        """The params the model call was made with, after model middleware (credentials that
+        middleware added must be redacted too)."""
+
     def first_chunk(self) -> None:
         """The model call's first chunk arrived."""
 

@@ -41,6 +41,7 @@ from helix_stream.chunks import (
     ToolOutputError,
     not_executed_output,
 )
+from helix_stream.errors import ToolFailedError
 from helix_stream.transformers._fold import UIMessageFold
 
 __all__ = ["ERROR_MASK", "UIChunk", "UIChunkMapper", "allowed_types"]
@@ -379,7 +380,9 @@ class UIChunkMapper:
                 {
                     "type": "tool-output-error",
                     "toolCallId": chunk.tool_call_id,
-                    "errorText": chunk.error_text,
+                    # Masked like any error (as the AI SDK passes tool errors through onError):
+                    # a tool's exception text may hold what a user must not see.
+                    "errorText": self._error_text(ToolFailedError(chunk.error_text)),
                 }
             )
 

@@ -240,6 +240,7 @@ async def test_a_branch_copies_rows_but_never_the_queue(
         ("tools", None),
         ("notice", "c9"),
     ]
+    assert (await executor.session(branch)).meta["turn_start_seq"] == cp.log_seq
     assert await executor.store.pending_context(branch) == []
     loopback.script(tool_calls(("noop", {"q": "x"})), text("b"))
     chunks = [ch async for ch in executor.run(a, branch, "in the branch")]
@@ -255,7 +256,9 @@ async def test_a_branch_copies_rows_but_never_the_queue(
     )
 
 
-async def test_rewind_and_branch_refusals_write_nothing(executor: hs.Executor, loopback: LoopbackServer) -> None:
+async def test_rewind_and_branch_refusals_write_nothing(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
     import pytest
 
     from tests.executor._util import snapshot

@@ -338,3 +338,22 @@ async def test_a_hook_can_add_context_first_wins(
     await executor.run(agent(loopback, hooks=[hook]), "s", "go").consume()
     [row] = await executor.context_rows("s")
     assert (row.source, row.content) == ("app", "Be brief.")
+
+
+async def test_a_resumed_turns_hooks_can_add_context_again(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
+    recorded: list[int] = []
+
+    async def steer(event: hs.LifecycleEvent, ctx: hs.HookContext) -> None:
+        recorded.append(await ctx.add_context([hs.notice(f"turn {ctx.session.turn.sequence}")]))
+
+    hook = hs.define_hook(events={"turn.started": steer})
+    a = agent(loopback, [hs.tool(name="ask", input_schema=Q)], hooks=[hook])
+    loopback.script(tool_calls(("ask", {"q": "?"})))
+    await executor.run(a, "s", "go").consume()
+    await executor.submit_tool_result("s", "call_0_ask", "yes")
+    loopback.script(text("ok"))
+    await executor.run(a, "s", None).consume()  # continues the paused turn's message id
+    assert recorded == [1, 1]
+    assert [r.content for r in await executor.context_rows("s")] == ["turn 1", "turn 2"]

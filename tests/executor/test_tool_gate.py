@@ -12,7 +12,7 @@ from pydantic import BaseModel
 import helix_stream as hs
 from helix_stream import chunks as c
 from tests.executor._util import snapshot
-from tests.loopback import LoopbackServer, text, tool_calls
+from tests.loopback import LoopbackServer, error, text, tool_calls
 
 SID = "gate-1"
 
@@ -312,9 +312,11 @@ async def test_running_a_paused_session_without_an_answer_is_refused(
     loopback.script(tool_calls(("ask_user", {"q": "?"})))
     await turn(executor, a, "go")
     requests = len(loopback.requests)
+    before = await snapshot(executor.store, SID)
     with pytest.raises(hs.errors.StateError):
         await executor.run(a, SID, None).text()
     assert len(loopback.requests) == requests
+    assert await snapshot(executor.store, SID) == before  # still paused, nothing counted
 
 
 # -- forced completion ----------------------------------------------------------------------
@@ -362,3 +364,73 @@ async def test_forced_completion_calls_finish_even_after_a_switch_off_attempt(
     assert result.output == {"answer": "done"}
     assert "__finish__" in [r.disable[0] for r in await executor.context_rows(SID) if r.disable]
     assert "__finish__" in [t["function"]["name"] for t in bodies[0]["tools"]]
+
+
+async def test_answers_arriving_together_are_all_kept(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
+    import asyncio
+
+    ran = Ran()
+    a = agent(
+        loopback,
+        [ran.tool("deploy", needs_approval=True), hs.tool(name="ask_user", input_schema=Q)],
+    )
+    loopback.script(
+        tool_calls(("deploy", {"q": "a"}), ("deploy", {"q": "b"}), ("ask_user", {"q": "?"}))
+    )
+    await turn(executor, a, "go")
+    await asyncio.gather(
+        executor.respond_to_approval(SID, "approval-call_0_deploy", approved=True),
+        executor.respond_to_approval(SID, "approval-call_1_deploy", approved=False, reason="no"),
+        executor.submit_tool_result(SID, "call_2_ask_user", "yes"),
+    )
+    loopback.script(text("ok"))
+    chunks = await turn(executor, a, None)
+    assert ran.bodies == ["deploy"]
+    assert [ch.tool_call_id for ch in chunks if isinstance(ch, c.ToolOutputDenied)] == [
+        "call_1_deploy"
+    ]
+    assert [
+        m["tool_call_id"] for m in loopback.bodies()[-1]["messages"] if m["role"] == "tool"
+    ] == [
+        "call_0_deploy",
+        "call_1_deploy",
+        "call_2_ask_user",
+    ]
+    meta = (await executor.session(SID)).meta
+    assert not [k for k in meta if k.startswith(("approval:", "answer:"))]  # settled: cleared
+
+
+async def test_answers_are_refused_while_the_session_runs(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
+    ran = Ran()
+    loopback.script(tool_calls(("deploy", {"q": "prod"})))
+    await turn(executor, agent(loopback, [ran.tool("deploy", needs_approval=True)]), "go")
+    await executor.store.set_status(SID, "running")
+    before = await snapshot(executor.store, SID)
+    with pytest.raises(hs.SessionBusyError):
+        await executor.respond_to_approval(SID, "approval-call_0_deploy", approved=True)
+    with pytest.raises(hs.SessionBusyError):
+        await executor.submit_tool_result(SID, "call_0_deploy", "x")
+    assert await snapshot(executor.store, SID) == before
+
+
+async def test_a_retry_after_settling_keeps_the_settled_results(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
+    ran = Ran()
+    a = agent(loopback, [ran.tool("deploy", needs_approval=True)])
+    loopback.script(tool_calls(("deploy", {"q": "prod"})))
+    await turn(executor, a, "deploy it")
+    await executor.respond_to_approval(SID, "approval-call_0_deploy", approved=True)
+    loopback.script(error(400, "the model call fails"))
+    await turn(executor, a, None)
+    assert (await executor.session(SID)).status == "failed" and ran.bodies == ["deploy"]
+    await executor.retry(SID)
+    roles = [r.role for r in await executor.log(SID)]
+    assert roles == ["user", "assistant", "tool"]  # the approved call's result survived
+    loopback.script(text("deployed"))
+    assert await executor.run(a, SID, None).text() == "deployed"
+    assert ran.bodies == ["deploy"]  # never run twice

@@ -768,3 +768,22 @@ async def test_an_agent_turn_span_names_the_agent_and_the_session(traces: Traces
     assert traces.call().name == "invoke_agent helper"
     assert attrs(traces.call())["gen_ai.agent.name"] == "helper"
     assert attrs(traces.call())["gen_ai.conversation.id"] == "s1"
+
+
+async def test_a_credential_added_by_model_middleware_is_redacted_too(
+    loopback: LoopbackServer, traces: Traces
+) -> None:
+    secret = "sk-MIDDLEWARE-SECRET-4411"
+    model = hs.wrap_model("openai/loopback", [hs.default_settings(api_key=secret)])
+    loopback.script(error(400, f"bad key {secret}"))
+    result = stream_text(
+        model=model,
+        api_base=loopback.api_base,
+        prompt="x",
+        telemetry=traces.settings(),
+        num_retries=0,
+        max_retries=0,
+    )
+    await result.consume()
+    assert result.error is not None
+    assert all(secret not in everything(s) for s in traces.spans())

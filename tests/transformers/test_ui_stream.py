@@ -193,6 +193,31 @@ async def test_tool_round_trip() -> None:
     }
 
 
+async def test_tool_error_text_is_chosen_by_on_error() -> None:
+    from helix_stream.errors import ToolFailedError
+
+    seen: list[BaseException] = []
+
+    def on_error(exc: BaseException) -> str:
+        seen.append(exc)
+        return f"tool said: {exc}"
+
+    chunks = [
+        StartStep(step_number=0),
+        ToolInputAvailable(tool_call_id="b", tool_name="clock", input={}),
+        ToolOutputError(tool_call_id="b", error_text="clock is broken"),
+        FinishStep(step_number=0, finish_reason="tool-calls"),
+        Finish(finish_reason="tool-calls"),
+    ]
+    out = [c async for c in to_ui_message_stream(_source(chunks), on_error=on_error)]
+    assert {
+        "type": "tool-output-error",
+        "toolCallId": "b",
+        "errorText": "tool said: clock is broken",
+    } in out
+    assert isinstance(seen[0], ToolFailedError) and seen[0].code == "tool_failed"
+
+
 async def test_parallel_tool_calls_and_errors() -> None:
     chunks = [
         StartStep(step_number=0),
@@ -206,7 +231,8 @@ async def test_parallel_tool_calls_and_errors() -> None:
     out = await ui(chunks)
     assert out[3:7] == [
         {"type": "tool-input-available", "toolCallId": "b", "toolName": "clock", "input": {}},
-        {"type": "tool-output-error", "toolCallId": "b", "errorText": "clock is broken"},
+        # A tool's error text is masked like any error unless on_error chooses it.
+        {"type": "tool-output-error", "toolCallId": "b", "errorText": "An error occurred."},
         # output is never omitted, null included (the protocol's "send null, never omit")
         {"type": "tool-output-available", "toolCallId": "a", "output": None},
         {"type": "finish-step"},
@@ -906,15 +932,15 @@ async def test_raw_litellm_stream_with_reasoning_text_and_parallel_tool_calls() 
         {"type": "reasoning-delta", "id": "reasoning-0", "delta": "Let me "},
         {"type": "reasoning-delta", "id": "reasoning-0", "delta": "check."},
         {"type": "reasoning-end", "id": "reasoning-0"},
-        {"type": "text-start", "id": "text-1"},
-        {"type": "text-delta", "id": "text-1", "delta": "Checking "},
-        {"type": "text-delta", "id": "text-1", "delta": "both."},
+        {"type": "text-start", "id": "text-0"},
+        {"type": "text-delta", "id": "text-0", "delta": "Checking "},
+        {"type": "text-delta", "id": "text-0", "delta": "both."},
         {"type": "tool-input-start", "toolCallId": "call_a", "toolName": "weather"},
         {"type": "tool-input-delta", "toolCallId": "call_a", "inputTextDelta": '{"city": '},
         {"type": "tool-input-start", "toolCallId": "call_b", "toolName": "clock"},
         {"type": "tool-input-delta", "toolCallId": "call_b", "inputTextDelta": '{"tz": "UTC"}'},
         {"type": "tool-input-delta", "toolCallId": "call_a", "inputTextDelta": '"Oslo"}'},
-        {"type": "text-end", "id": "text-1"},
+        {"type": "text-end", "id": "text-0"},
         {
             "type": "tool-input-available",
             "toolCallId": "call_a",

@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..chunks import FinishReason, Usage
+from .chunks import FinishReason, Usage
 
 __all__ = [
     "StepResult",

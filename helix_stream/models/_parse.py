@@ -1,13 +1,19 @@
-"""Turns one litellm stream (one model call) into chunks and an assembled step.
+"""Parses one litellm stream (one model call) into chunks and an assembled step.
+
+The one place that reads litellm's streaming chunks (``ModelResponseStream``), by attribute
+only — litellm is not imported here. The loop and the UI transformer's raw-litellm input both
+use it, so both read a stream the same way.
 
 Streamed tool calls arrive as fragments keyed by ``index``: the id and the name come only on
-a call's first fragment, the arguments in pieces. Several calls may interleave (parallel
-tool calls). This is the hot path: plain attribute access, no validation per chunk.
+a call's first fragment, the arguments in pieces (sometimes before the name). Several calls
+may interleave (parallel tool calls). This is the hot path: plain attribute access, no
+validation per chunk.
 """
 
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,10 +31,12 @@ from ..chunks import (
     ToolInputStart,
     Usage,
 )
-from ._steps import ToolCall
+from ..steps import ToolCall
 
-__all__ = ["StepParser", "map_finish_reason"]
+__all__ = ["StepParser", "map_finish_reason", "parse_arguments"]
 
+# litellm's (OpenAI's) finish reasons, and a few providers' own, as the AI SDK names them
+# (ai-sdk-protocol.md). Anything else, a missing reason included, is "other"; never "unknown".
 _FINISH: dict[str, FinishReason] = {
     "stop": "stop",
     "end_turn": "stop",
@@ -53,12 +61,23 @@ class _PartialCall:
     announced: bool = False
 
 
+def parse_arguments(text: str) -> Any:
+    """A tool call's arguments: the parsed JSON, ``{}`` for none, the raw text if invalid."""
+    if not text.strip():
+        return {}
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
 class StepParser:
     """Feed it the litellm chunks of one model call; it returns the chunks to emit."""
 
     __slots__ = (
         "_calls",
         "_reasoning_id",
+        "_reasoning_parts",
         "_text_id",
         "finish_reason",
         "reasoning",
@@ -72,6 +91,7 @@ class StepParser:
         self.step_number = step_number
         self._text_id: str | None = None
         self._reasoning_id: str | None = None
+        self._reasoning_parts = 0
         self._calls: dict[int, _PartialCall] = {}
         self.text: list[str] = []
         self.reasoning: list[str] = []
@@ -80,27 +100,29 @@ class StepParser:
         self.response_model: str | None = None
 
     def feed(self, raw: Any) -> list[Chunk]:
+        """The chunks one litellm streaming chunk makes."""
         out: list[Chunk] = []
         choices = raw.choices
         if choices:
             choice = choices[0]
             delta = choice.delta
-            reasoning = getattr(delta, "reasoning_content", None)
-            if reasoning:
-                if self._reasoning_id is None:
-                    self._reasoning_id = f"reasoning-{self.step_number}"
-                    out.append(ReasoningStart(id=self._reasoning_id))
-                self.reasoning.append(reasoning)
-                out.append(ReasoningDelta(id=self._reasoning_id, delta=reasoning))
-            content = delta.content
-            if content:
-                if self._text_id is None:
-                    self._text_id = f"text-{self.step_number}"
-                    out.append(TextStart(id=self._text_id))
-                self.text.append(content)
-                out.append(TextDelta(id=self._text_id, delta=content))
-            if delta.tool_calls:
-                self._feed_tool_calls(delta.tool_calls, out)
+            if delta is not None:
+                reasoning = getattr(delta, "reasoning_content", None)
+                if reasoning:
+                    self._feed_reasoning(reasoning, out)
+                content = delta.content
+                if content:
+                    if self._reasoning_id is not None:
+                        # Reasoning comes before the answer; a later burst is a new part.
+                        out.append(ReasoningEnd(id=self._reasoning_id))
+                        self._reasoning_id = None
+                    if self._text_id is None:
+                        self._text_id = f"text-{self.step_number}"
+                        out.append(TextStart(id=self._text_id))
+                    self.text.append(content)
+                    out.append(TextDelta(id=self._text_id, delta=content))
+                if delta.tool_calls:
+                    self._feed_tool_calls(delta.tool_calls, out)
             if choice.finish_reason:
                 self.finish_reason = choice.finish_reason
         usage = getattr(raw, "usage", None)
@@ -114,23 +136,43 @@ class StepParser:
             self.response_model = getattr(raw, "model", None)
         return out
 
+    def _feed_reasoning(self, reasoning: str, out: list[Chunk]) -> None:
+        if self._reasoning_id is None:
+            self._reasoning_parts += 1
+            n = self._reasoning_parts
+            self._reasoning_id = f"reasoning-{self.step_number}" + (f"-{n}" if n > 1 else "")
+            out.append(ReasoningStart(id=self._reasoning_id))
+        self.reasoning.append(reasoning)
+        out.append(ReasoningDelta(id=self._reasoning_id, delta=reasoning))
+
     def _feed_tool_calls(self, fragments: Any, out: list[Chunk]) -> None:
         for position, fragment in enumerate(fragments):
-            index = fragment.index if fragment.index is not None else position
-            fn = fragment.function
+            index = getattr(fragment, "index", None)
+            if not isinstance(index, int):
+                index = position
+            fn = getattr(fragment, "function", None)
+            if fn is not None:
+                name, arguments = getattr(fn, "name", None), getattr(fn, "arguments", None)
+            else:  # a "custom" tool call: name and input instead of a function
+                custom = getattr(fragment, "custom", None)
+                name, arguments = getattr(custom, "name", None), getattr(custom, "input", None)
             call = self._calls.get(index)
             if call is None:
-                call_id = fragment.id or f"call-{self.step_number}-{index}"
+                # Providers that send no id still need a unique one: ids key call sites,
+                # rewinds and sub-agent sessions.
+                call_id = getattr(fragment, "id", None) or f"call_{uuid.uuid4().hex[:24]}"
                 call = self._calls[index] = _PartialCall(id=call_id, name="")
-            if fn is not None and fn.name and not call.name:
-                call.name = fn.name
+            if name and not call.name:
+                call.name = name
+            if arguments:
+                call.arguments.append(arguments)
             if call.name and not call.announced:
                 call.announced = True
                 out.append(ToolInputStart(tool_call_id=call.id, tool_name=call.name))
-            if fn is not None and fn.arguments:
-                call.arguments.append(fn.arguments)
-                if call.announced:
-                    out.append(ToolInputDelta(tool_call_id=call.id, delta=fn.arguments))
+                if call.arguments:  # including fragments that came before the name
+                    out.append(ToolInputDelta(tool_call_id=call.id, delta="".join(call.arguments)))
+            elif arguments and call.announced:
+                out.append(ToolInputDelta(tool_call_id=call.id, delta=arguments))
 
     def finish(self) -> tuple[list[Chunk], list[ToolCall]]:
         """Close open parts; return the closing chunks and the complete tool calls."""
@@ -142,11 +184,10 @@ class StepParser:
         calls: list[ToolCall] = []
         for index in sorted(self._calls):
             partial = self._calls[index]
+            if not partial.name:
+                continue  # a call without a name can be neither shown nor run
             arguments = "".join(partial.arguments)
-            try:
-                parsed: Any = json.loads(arguments) if arguments.strip() else {}
-            except json.JSONDecodeError:
-                parsed = arguments
+            parsed = parse_arguments(arguments)
             if not partial.announced:
                 out.append(ToolInputStart(tool_call_id=partial.id, tool_name=partial.name))
             out.append(
