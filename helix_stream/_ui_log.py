@@ -8,19 +8,15 @@ turn's stream announced in its ``start`` chunk.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from ._messages import message_text
 from .chunks import not_executed_output
+from .errors import ERROR_MASK, ToolFailedError
 from .store import LogRecord
 
 __all__ = ["log_to_ui_messages"]
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return content or ""
 
 
 def _json(text: str) -> Any:
@@ -30,7 +26,20 @@ def _json(text: str) -> Any:
         return text
 
 
-def log_to_ui_messages(records: Sequence[LogRecord]) -> list[dict[str, Any]]:
+def _error_text(text: str, on_error: Callable[[BaseException], str] | None) -> str:
+    # The same rule as the live stream: masked unless on_error chooses the text.
+    if on_error is None:
+        return ERROR_MASK
+    try:
+        chosen = on_error(ToolFailedError(text))
+    except Exception:
+        return ERROR_MASK
+    return chosen if isinstance(chosen, str) else ERROR_MASK
+
+
+def log_to_ui_messages(
+    records: Sequence[LogRecord], on_error: Callable[[BaseException], str] | None = None
+) -> list[dict[str, Any]]:
     """Fold log records into UIMessages, skipping context rows."""
     out: list[dict[str, Any]] = []
     assistant: dict[str, Any] | None = None
@@ -45,7 +54,7 @@ def log_to_ui_messages(records: Sequence[LogRecord]) -> list[dict[str, Any]]:
                 {
                     "id": p.get("_message_id") or f"log-{record.seq}",
                     "role": record.role,
-                    "parts": [{"type": "text", "text": _text(p.get("content"))}],
+                    "parts": [{"type": "text", "text": message_text(p)}],
                 }
             )
         elif record.role == "assistant":
@@ -56,7 +65,7 @@ def log_to_ui_messages(records: Sequence[LogRecord]) -> list[dict[str, Any]]:
             assistant["parts"].append({"type": "step-start"})
             if p.get("content"):
                 assistant["parts"].append(
-                    {"type": "text", "text": _text(p["content"]), "state": "done"}
+                    {"type": "text", "text": message_text(p), "state": "done"}
                 )
             for call in p.get("tool_calls") or []:
                 name = call["function"]["name"]
@@ -75,14 +84,14 @@ def log_to_ui_messages(records: Sequence[LogRecord]) -> list[dict[str, Any]]:
             part = found
             status = p.get("_status", "output")
             if status == "error":
-                part.update(state="output-error", errorText=_text(p.get("content")))
+                part.update(state="output-error", errorText=_error_text(message_text(p), on_error))
             elif status == "denied":
                 part.update(state="output-denied")
             elif status == "not_executed":
                 # The same output the live stream showed (see transformers), not the model's text.
-                reason = _json(_text(p.get("content"))).get("reason", "tool_inactive")
+                reason = _json(message_text(p)).get("reason", "tool_inactive")
                 output = not_executed_output(part["type"].removeprefix("tool-"), reason)
                 part.update(state="output-available", output=output)
             else:
-                part.update(state="output-available", output=_json(_text(p.get("content"))))
+                part.update(state="output-available", output=_json(message_text(p)))
     return out

@@ -30,9 +30,10 @@ Foreign exceptions (litellm's) are translated in exactly one place,
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 __all__ = [
+    "ERROR_MASK",
     "AuthenticationError",
     "ContextKeyConflictError",
     "ContextValidationError",
@@ -54,7 +55,30 @@ __all__ = [
     "StateError",
     "ToolContextError",
     "ToolFailedError",
+    "describe_validation",
 ]
+
+
+# What a user sees of an error unless an ``on_error`` callback chooses other text: server
+# internals (and a tool's exception text) must not leak to a chat UI.
+ERROR_MASK = "An error occurred."
+
+
+def describe_validation(exc: Any, *, root: str = "(root)", skip: int = 0, limit: int = 5) -> str:
+    """``"field.path: message; ..."`` for a pydantic ``ValidationError`` (at most ``limit``).
+
+    Args:
+        exc: The ValidationError.
+        root: What to call a problem with the whole value.
+        skip: Leading location parts to leave out (e.g. a union's tag).
+        limit: Problems listed; the rest are counted.
+    """
+    errors = exc.errors()
+    parts = [
+        f"{'.'.join(str(p) for p in e['loc'][skip:]) or root}: {e['msg']}" for e in errors[:limit]
+    ]
+    more = len(errors) - len(parts)
+    return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
 
 
 class HelixError(Exception):

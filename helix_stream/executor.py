@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._pending import (
@@ -389,6 +389,12 @@ class Executor:
             if r.role == "context"
         ]
 
-    async def ui_messages(self, session_id: str) -> list[dict[str, Any]]:
-        """The session as AI SDK UIMessages, for a chat UI; never contains context rows."""
-        return log_to_ui_messages(await self.store.read_log(session_id))
+    async def ui_messages(
+        self, session_id: str, *, on_error: Callable[[BaseException], str] | None = None
+    ) -> list[dict[str, Any]]:
+        """The session as AI SDK UIMessages, for a chat UI; never contains context rows.
+
+        A tool's error text is masked as on the live stream, unless ``on_error`` (given a
+        :class:`~helix_stream.errors.ToolFailedError`) chooses the text.
+        """
+        return log_to_ui_messages(await self.store.read_log(session_id), on_error)

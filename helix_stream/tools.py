@@ -11,12 +11,12 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from .errors import ToolContextError
+from .errors import ToolContextError, describe_validation
 
 if TYPE_CHECKING:
     from .context import ContextItemLike
@@ -107,6 +107,14 @@ class Tool:
                 self.context_schema.__name__, (self.context_schema,), {"model_config": config}
             )
 
+    def __call__(self, fn: ExecuteFn) -> Tool:
+        """Give a tool without a body one: ``@hs.tool(name="x", input_schema=X)`` on a function."""
+        if self.execute is not None:
+            raise TypeError(f"tool {self.name!r} already has an execute function")
+        return replace(
+            self, execute=_body(fn), description=self.description or inspect.getdoc(fn) or ""
+        )
+
     def resolve_context(self, tools_context: Mapping[str, Any] | None) -> Any:
         """Validate and freeze this tool's entry of ``tools_context``.
 
@@ -128,10 +136,7 @@ class Tool:
         try:
             return self._frozen_context.model_validate(entry)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
-                for err in exc.errors()
-            )
+            problems = describe_validation(exc)
             raise ToolContextError(
                 f"tools_context[{self.name!r}] does not match its context_schema: {problems}"
             ) from None
@@ -261,8 +266,7 @@ def tool(
         if f is not None and schema is None:
             schema, run = _signature_tool(f)
         elif f is not None:
-            wants_ctx = len(inspect.signature(f).parameters) > 1
-            run = f if wants_ctx else (lambda i, c, _f=f: _f(i))
+            run = _body(f)
         if schema is None:
             raise TypeError("tool() needs input_schema= when it has no function to read it from")
         tool_name = name or (f.__name__ if f is not None else None)
@@ -282,9 +286,17 @@ def tool(
 
     if fn is not None:
         return build(fn)
-    if execute is not None or input_schema is not None:
+    if execute is not None or (input_schema is not None and name is not None):
+        # A client tool when there is no execute; still usable as a decorator (Tool.__call__).
         return build(execute)
     return build
+
+
+def _body(f: ExecuteFn) -> ExecuteFn:
+    """``f`` as ``execute(input, ctx)``: a one-argument function does not get the context."""
+    if len(inspect.signature(f).parameters) > 1:
+        return f
+    return lambda input, ctx: f(input)
 
 
 def tools_by_name(tools: Sequence[Tool] | Mapping[str, Tool] | None) -> dict[str, Tool]:
@@ -296,7 +308,7 @@ def tools_by_name(tools: Sequence[Tool] | Mapping[str, Tool] | None) -> dict[str
         for key, t in tools.items():
             if not isinstance(t, Tool):
                 raise TypeError(f"tools[{key!r}] is not a Tool; define it with hs.tool()")
-            out[key] = t if t.name == key else _renamed(t, key)
+            out[key] = t if t.name == key else replace(t, name=key)
         return out
     result: dict[str, Tool] = {}
     for t in tools:
@@ -306,17 +318,6 @@ def tools_by_name(tools: Sequence[Tool] | Mapping[str, Tool] | None) -> dict[str
             raise ValueError(f"two tools are named {t.name!r}")
         result[t.name] = t
     return result
-
-
-def _renamed(t: Tool, name: str) -> Tool:
-    return Tool(
-        name=name,
-        description=t.description,
-        input_schema=t.input_schema,
-        context_schema=t.context_schema,
-        execute=t.execute,
-        needs_approval=t.needs_approval,
-    )
 
 
 def dump_output(output: Any) -> str:

@@ -187,11 +187,29 @@ async def test_signature_tools_run_with_keywords_and_context(loopback: LoopbackS
     assert out.steps[0].tool_results[0].output == "Oslo:2:call_0_forecast"
 
 
-def test_tool_needs_a_schema_and_a_name() -> None:
-    with pytest.raises(TypeError, match="name="):
-        hs.tool(input_schema=CityInput)
-    with pytest.raises(ValueError):
-        from helix_stream.tools import tools_by_name
+def test_two_tools_with_one_name_are_refused() -> None:
+    from helix_stream.tools import tools_by_name
 
-        t = hs.tool(name="a", input_schema=CityInput, execute=lambda i: 1)
+    t = hs.tool(name="a", input_schema=CityInput, execute=lambda i: 1)
+    with pytest.raises(ValueError, match="two tools are named 'a'"):
         tools_by_name([t, t])
+
+
+async def test_decorator_forms_with_an_input_schema(loopback: LoopbackServer) -> None:
+    @hs.tool(input_schema=CityInput)
+    def forecast(input: CityInput) -> str:
+        """Forecast."""
+        return f"sunny in {input.city}"
+
+    @hs.tool(name="ask", input_schema=CityInput)
+    async def ask(input: CityInput, ctx: hs.ToolContext) -> str:
+        return f"asked {input.city} ({ctx.tool_name})"
+
+    client_only = hs.tool(name="client_only", input_schema=CityInput)
+    assert (forecast.name, forecast.description, forecast.execute is not None) == ("forecast", "Forecast.", True)
+    assert ask.name == "ask" and ask.execute is not None and client_only.execute is None
+    loopback.script(tool_calls(("forecast", {"city": "Oslo"}), ("ask", {"city": "Rome"})), text("ok"))
+    out = await hs.generate_text(**loopback.llm(), prompt="x", tools=[forecast, ask])
+    assert [r.output for r in out.steps[0].tool_results] == ["sunny in Oslo", "asked Rome (ask)"]
+    with pytest.raises(TypeError, match="already has"):
+        forecast(lambda i: "again")

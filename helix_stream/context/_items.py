@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, model_validator
 
-from ..errors import ContextValidationError
+from ..errors import ContextValidationError, describe_validation
 from ..tools import FINISH_TOOL_NAME
 
 __all__ = [
@@ -128,13 +128,6 @@ def item_size(item: Mapping[str, Any]) -> int:
     return len(json.dumps(item, ensure_ascii=False, separators=(",", ":")).encode())
 
 
-def _problem(exc: ValidationError) -> str:
-    return "; ".join(
-        f"{'.'.join(str(p) for p in err['loc'][1:]) or 'item'}: {err['msg']}"
-        for err in exc.errors()
-    )
-
-
 def validate_items(
     items: Sequence[ContextItemLike],
     *,
@@ -160,7 +153,9 @@ def validate_items(
         try:
             item = ContextItem.model_validate(dict(data)).root
         except ValidationError as exc:
-            raise ContextValidationError(f"item {index} is invalid: {_problem(exc)}") from None
+            raise ContextValidationError(
+                f"item {index} is invalid: {describe_validation(exc, root='item', skip=1)}"
+            ) from None
         source = forced_source or item.source or default_source
         if source == "hook" and not allow_hook and forced_source is None:
             raise ContextValidationError(

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from .._messages import message_text
 from ..agent import StepContextLimits
 from ..chunks import ContextRowChunk
 from ..middleware import StepInput
@@ -30,13 +31,6 @@ __all__ = ["ContextPass", "strip_private"]
 def strip_private(message: Mapping[str, Any]) -> dict[str, Any]:
     """A stored message without the executor's bookkeeping keys (those starting with ``_``)."""
     return {k: v for k, v in message.items() if not k.startswith("_")}
-
-
-def _text(message: Mapping[str, Any]) -> str:
-    content = message.get("content") or ""
-    if isinstance(content, list):
-        return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return str(content)
 
 
 class ContextPass:
@@ -108,5 +102,5 @@ class ContextPass:
             else:
                 self._rendered.append(strip_private(record.payload))
                 if record.role == "user":
-                    self._last_user = _text(record.payload)
+                    self._last_user = message_text(record.payload)
             self._last_seq = record.seq

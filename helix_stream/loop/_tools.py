@@ -24,6 +24,7 @@ from ..chunks import (
     ToolOutputAvailable,
     ToolOutputError,
 )
+from ..errors import describe_validation
 from ..steps import ToolCall, ToolResult
 from ..telemetry import Recorder
 from ..tools import Tool, ToolContext, dump_output
@@ -59,10 +60,7 @@ def _tool_message(call: ToolCall, content: str) -> dict[str, Any]:
 def _validation_text(call: ToolCall, exc: ValidationError | None) -> str:
     if exc is None:
         return f"Invalid input for tool {call.name!r}: the arguments are not a JSON object."
-    problems = "; ".join(
-        f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors()
-    )
-    return f"Invalid input for tool {call.name!r}: {problems}"
+    return f"Invalid input for tool {call.name!r}: {describe_validation(exc)}"
 
 
 async def run_tool_calls(

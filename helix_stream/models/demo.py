@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from .._messages import message_text
+
 __all__ = ["DemoReply", "demo_reply", "register_demo"]
 
 _WORD = re.compile(r"\S+\s*")
@@ -40,17 +42,10 @@ class DemoReply:
     tool_calls: list[tuple[str, str]] = field(default_factory=list)
 
 
-def _text_of(message: dict[str, Any]) -> str:
-    content = message.get("content") or ""
-    if isinstance(content, list):
-        return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return str(content)
-
-
 def _instructions(messages: list[dict[str, Any]]) -> list[str]:
     found: list[str] = []
     for m in messages:
-        for match in _CONTEXT.finditer(_text_of(m)):
+        for match in _CONTEXT.finditer(message_text(m)):
             if match["kind"] == "instruction":
                 found.append(match["body"].strip())
     return found
@@ -109,17 +104,19 @@ def demo_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | Non
         for m in reversed(messages):
             if m.get("role") != "tool":
                 break
-            results.append(f"{names.get(m.get('tool_call_id'), 'the tool')} returned {_text_of(m)}")
+            results.append(
+                f"{names.get(m.get('tool_call_id'), 'the tool')} returned {message_text(m)}"
+            )
         return DemoReply(text="Done: " + "; ".join(reversed(results)) + "." + follow)
     user = next(
         (
             m
             for m in reversed(messages)
-            if m.get("role") == "user" and not _CONTEXT.search(_text_of(m))
+            if m.get("role") == "user" and not _CONTEXT.search(message_text(m))
         ),
         None,
     )
-    text = _text_of(user).strip() if user else ""
+    text = message_text(user).strip() if user else ""
     if tools and (call := _pick_tool(tools, text)) is not None:
         return DemoReply(tool_calls=[call])
     if "instruction" in text.lower():
@@ -187,7 +184,7 @@ def register_demo(litellm: ModuleType) -> None:
             self, model: str, messages: list[dict[str, Any]], optional_params: dict[str, Any]
         ) -> tuple[DemoReply, int, float]:
             reply = demo_reply(messages, optional_params.get("tools"))
-            prompt_words = sum(len(_text_of(m).split()) for m in messages)
+            prompt_words = sum(len(message_text(m).split()) for m in messages)
             delay = 0.03 if model.endswith("slow") else 0.0
             return reply, prompt_words, delay
 

@@ -23,7 +23,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.requests import ClientDisconnect, Request
 
-from ..errors import InvalidRequestError, PayloadTooLargeError
+from ..errors import InvalidRequestError, PayloadTooLargeError, describe_validation
 
 __all__ = [
     "ApprovalAnswer",
@@ -130,13 +130,8 @@ def parse_body(raw: bytes, model: type[_Model]) -> _Model:
 
 
 def _problems(exc: ValidationError, model: type[BaseModel]) -> str:
-    problems = []
-    for error in exc.errors()[:5]:
-        where = ".".join(str(p) for p in error["loc"]) or "(body)"
-        problems.append(f"{where}: {error['msg']}")
-    more = exc.error_count() - len(problems)
-    tail = f" (and {more} more)" if more > 0 else ""
-    return f"the request body is not a valid {model.__name__}: {'; '.join(problems)}{tail}"
+    problems = describe_validation(exc, root="(body)")
+    return f"the request body is not a valid {model.__name__}: {problems}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -147,5 +147,9 @@ def serve_demo(
     shown = f"[{host}]" if ":" in host else host
     print(f"helix-stream demo: http://{shown}:{port}/  (model {model}, store {store})", flush=True)
     print("No authentication: keep it on 127.0.0.1. Ctrl+C stops it.", flush=True)
+    # Import litellm now (it takes seconds), not while the first visitor waits for an answer.
+    from ..models._litellm import litellm_module
+
+    litellm_module()
     uvicorn.run(app, host=host, port=port, log_level="warning")
     return 0

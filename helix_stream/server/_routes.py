@@ -241,7 +241,7 @@ def routes(
         session_id = request.path_params["id"]
         await authorized(await authenticated(request), session_id)
         await executor.session(session_id)  # 404 for an unknown session
-        return JSONResponse(await executor.ui_messages(session_id))
+        return JSONResponse(await executor.ui_messages(session_id, on_error=on_error))
 
     @_json_errors
     async def resume(request: Request) -> Response:

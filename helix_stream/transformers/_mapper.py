@@ -41,7 +41,7 @@ from helix_stream.chunks import (
     ToolOutputError,
     not_executed_output,
 )
-from helix_stream.errors import ToolFailedError
+from helix_stream.errors import ERROR_MASK, ToolFailedError
 from helix_stream.transformers._fold import UIMessageFold
 
 __all__ = ["ERROR_MASK", "UIChunk", "UIChunkMapper", "allowed_types"]
@@ -50,7 +50,6 @@ logger = logging.getLogger("helix_stream.transformers")
 
 UIChunk = dict[str, Any]
 
-ERROR_MASK = "An error occurred."
 
 # The chunk types each client major version accepts (the ``ai`` package's uiMessageChunkSchema;
 # ai-sdk-protocol.md, "Chunk types"), ``data-*`` aside.

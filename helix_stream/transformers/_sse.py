@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from helix_stream.transformers._mapper import ERROR_MASK
+from helix_stream.errors import ERROR_MASK
 
 __all__ = ["UI_MESSAGE_STREAM_HEADERS", "UIMessageStreamResponse", "encode_sse"]
 

@@ -16,6 +16,7 @@ import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
 import helix_stream as hs
+from helix_stream.models._litellm import litellm_module
 from helix_stream.server._demo import demo_agent, demo_app
 from tests.conformance._client import serve_app
 
@@ -30,6 +31,8 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 SCREENSHOT_COPY = Path("/tmp/helix_demo.png")
+# The first chat in a process imports litellm (seconds on a loaded machine): wait for it.
+expect.set_options(timeout=20_000)
 
 
 def _chromium() -> str:
@@ -44,6 +47,7 @@ def _chromium() -> str:
 @pytest.fixture
 def page(tmp_path: Path) -> Iterator[Page]:
     executable = _chromium()
+    litellm_module()  # import it now, not during the first streamed answer
     store = hs.SQLiteStore(str(tmp_path / "demo.db"))
     app = demo_app(hs.Executor(store=store), demo_agent("helix/demo-slow"))
     with serve_app(app) as base_url, sync_playwright() as p:
