@@ -50,7 +50,6 @@ class Turn:
         config: LoopConfig,
         state: RunState,
         contexts: dict[str, Any],
-        context_pass: ContextPass,
         auth: Any = None,
         parent: ParentInfo | None = None,
         executor: Any = None,
@@ -62,7 +61,13 @@ class Turn:
         self.config = config
         self.state = state
         self.contexts = contexts
-        self.context_pass = context_pass
+        self.context_pass = ContextPass(
+            store,
+            session_id,
+            step_context=agent.step_context,
+            limits=agent.step_context_limits,
+            memory=agent.memory,
+        )
         self.auth = auth
         self.parent = parent
         # Filled in once the session is read (turn sequence, initiator); see _begin().
@@ -74,7 +79,9 @@ class Turn:
         config.bind = self.bind
         config.make_tool_context = self.tool_context
         config.gate = self.gate
-        config.prepare_step = [context_pass, self._step_events, *config.prepare_step[1:]]
+        # The context pass runs first, before every model call; then the step events; then
+        # the agent's own prepare_step chain.
+        config.prepare_step = [self.context_pass, self._step_events, *config.prepare_step]
         config.on_step_finish = [self.persist, *config.on_step_finish]
 
     # -- bindings the loop uses -------------------------------------------------------------

@@ -24,10 +24,10 @@ from ._pending import (
 from ._turn import Turn
 from ._ui_log import log_to_ui_messages
 from .agent import Agent
-from .context import ContextItemLike, ContextPass, ContextRow, validate_items
+from .context import ContextItemLike, ContextRow, validate_items
 from .errors import InvalidRequestError, SessionBusyError, SessionNotFoundError, StateError
 from .loop import StreamTextResult, ToolCall, has_tool_call, step_count_is
-from .loop._api import _as_list, build_config
+from .loop._api import build_config
 from .loop._run import RunState
 from .state import ParentInfo
 from .store import Checkpoint, LogRecord, MemoryStore, SessionRecord, Store
@@ -119,13 +119,6 @@ class Executor:
             InvalidRequestError: ``input`` has the wrong shape.
         """
         message = _input_message(input)
-        context_pass = ContextPass(
-            self.store,
-            session_id,
-            step_context=agent.step_context,
-            limits=agent.step_context_limits,
-            memory=agent.memory,
-        )
         stop_when = [step_count_is(agent.max_steps)]
         if agent.output_schema is not None:
             stop_when.append(has_tool_call(FINISH_TOOL_NAME))
@@ -137,7 +130,7 @@ class Executor:
             tools=agent.tool_map,
             tools_context=tools_context,
             runtime_context=runtime_context,
-            prepare_step=[context_pass, *_as_list(agent.prepare_step)],
+            prepare_step=agent.prepare_step,
             stop_when=stop_when,
             telemetry=telemetry or agent.telemetry or self.telemetry,
             middleware=agent.middleware,
@@ -164,7 +157,6 @@ class Executor:
             config=config,
             state=state,
             contexts=contexts,
-            context_pass=context_pass,
             auth=auth,
             parent=_parent,
             executor=self,

@@ -60,7 +60,8 @@ class StepInput:
     Attributes:
         step_number: 0 for the first model call of the run.
         steps: The finished steps so far (``StepResult`` objects).
-        messages: The messages about to be sent (system prompt first), as OpenAI dicts.
+        messages: The conversation about to be sent, as OpenAI dicts (the system prompt is
+            not among them: it is added when the request is built, see ``system``).
         model: The model string (or wrapped model) about to be called.
         runtime_context: The shared runtime context (never sent to the model).
         tools_context: The per-tool contexts, keyed by tool name.

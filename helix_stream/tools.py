@@ -70,10 +70,17 @@ class ToolContext:
         return await self._add_context(items, position)
 
     @property
-    def abort(self) -> None:
-        """Cancellation is asyncio's: a cancelled run cancels the tool's task
-        (``asyncio.CancelledError`` is raised at the tool's next ``await``)."""
-        return None
+    def abort(self) -> bool:
+        """Whether the run is being cancelled (the AI SDK's ``abortSignal.aborted``).
+
+        Cancellation is asyncio's: a cancelled run cancels the tool's task, and
+        ``asyncio.CancelledError`` is raised at the tool's next ``await``; a tool that works
+        without awaiting can poll this.
+        """
+        import asyncio
+
+        task = asyncio.current_task()
+        return task is not None and task.cancelling() > 0
 
 
 @dataclass(slots=True, kw_only=True)

@@ -17,7 +17,7 @@ from ._items import (
     notice,
     validate_items,
 )
-from ._pass import ContextPass, strip_private
+from ._pass import ContextPass
 from ._rows import SYSTEM_FORM_SOURCES, ContextRow, render_record, render_row_payload
 
 __all__ = [
@@ -39,6 +39,5 @@ __all__ = [
     "notice",
     "render_record",
     "render_row_payload",
-    "strip_private",
     "validate_items",
 ]

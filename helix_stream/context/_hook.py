@@ -75,6 +75,26 @@ def _batch_size(items: list[dict[str, Any]], cursor: Any) -> int:
     return item_size({"items": items, "cursor": cursor})
 
 
+def _left_out_notice(left_out: int, total: int, max_bytes: int) -> dict[str, Any]:
+    text = (
+        f"{left_out} of {total} context items from the step_context hook were left out: "
+        f"the batch was over its {max_bytes}-byte limit."
+    )
+    return {"kind": "notice", "content": text, "source": "hook"}
+
+
+def _fit(items: list[dict[str, Any]], cursor: Any, max_bytes: int) -> list[dict[str, Any]]:
+    """The longest prefix of ``items`` that fits with the notice counting the rest."""
+    kept = list(items)
+    while kept:
+        batch = [*kept, _left_out_notice(len(items) - len(kept), len(items), max_bytes)]
+        if _batch_size(batch, cursor) <= max_bytes:
+            return batch
+        kept.pop()
+    # Not even one item fits beside the notice: the notice alone (it carries the cursor).
+    return [_left_out_notice(len(items), len(items), max_bytes)]
+
+
 async def run_step_context(
     hook: Callable[[StepContextRequest], Any],
     request: StepContextRequest,
@@ -113,21 +133,6 @@ async def run_step_context(
         return HookOutcome()
     kept = items
     if _batch_size(items, cursor) > limits.max_bytes:
-        kept = []
-        for item in items:
-            if _batch_size([*kept, item], cursor) > limits.max_bytes:
-                break
-            kept.append(item)
-        left_out = len(items) - len(kept)
-        kept.append(
-            {
-                "kind": "notice",
-                "content": (
-                    f"{left_out} of {len(items)} context items from the step_context hook were "
-                    f"left out: the batch was over its {limits.max_bytes}-byte limit."
-                ),
-                "source": "hook",
-            }
-        )
+        kept = _fit(items, cursor, limits.max_bytes)
     has_cursor = "cursor" in out
     return HookOutcome(rows=[{**item, "cursor": cursor} if has_cursor else item for item in kept])

@@ -12,7 +12,7 @@ every later call, so earlier request messages never change.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._messages import message_text
@@ -25,12 +25,7 @@ from ._hook import StepContextRequest, run_step_context
 from ._memory import recall_memories
 from ._rows import ContextRow, render_record
 
-__all__ = ["ContextPass", "strip_private"]
-
-
-def strip_private(message: Mapping[str, Any]) -> dict[str, Any]:
-    """A stored message without the executor's bookkeeping keys (those starting with ``_``)."""
-    return {k: v for k, v in message.items() if not k.startswith("_")}
+__all__ = ["ContextPass"]
 
 
 class ContextPass:
@@ -97,10 +92,7 @@ class ContextPass:
     def _take(self, records: Sequence[LogRecord]) -> None:
         self.fold.add(records)
         for record in records:
-            if record.role == "context":
-                self._rendered.append(render_record(record))
-            else:
-                self._rendered.append(strip_private(record.payload))
-                if record.role == "user":
-                    self._last_user = message_text(record.payload)
+            self._rendered.append(render_record(record))
+            if record.role == "user":
+                self._last_user = message_text(record.payload)
             self._last_seq = record.seq

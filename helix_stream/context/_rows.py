@@ -103,7 +103,8 @@ def render_row_payload(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def render_record(record: LogRecord) -> dict[str, Any]:
-    """A log record as the model sees it: messages as stored, rows rendered."""
+    """A log record as the model sees it: rows rendered, messages as stored — without the
+    executor's bookkeeping keys (those starting with ``_``)."""
     if record.role == "context":
         return render_row_payload(record.payload)
-    return record.payload
+    return {k: v for k, v in record.payload.items() if not k.startswith("_")}

@@ -171,13 +171,17 @@ async def test_an_oversized_batch_keeps_what_fits_then_one_notice(
     loopback.script(tool_calls(("noop", {"q": "x"})), text("ok"))
     await executor.run(a, SID, "hi").consume()
     rows = await executor.context_rows(SID)
-    kept = [r for r in rows if r.content and not r.content.startswith("7 of")]
-    assert [r.content.split(":")[0] for r in kept] == ["0", "1", "2"]
+    assert [r.content.split(":")[0] for r in rows[:-1]] == ["0", "1"]  # in order
     assert (
         rows[-1].content
-        == "7 of 10 context items from the step_context hook were left out: the batch was over its 1200-byte limit."
+        == "8 of 10 context items from the step_context hook were left out: the batch was over its 1200-byte limit."
     )
     assert {r.cursor for r in rows} == {"after-10"}
+    # The whole batch, the notice and the cursor included, keeps to max_bytes.
+    from helix_stream.context import item_size
+
+    batch = [{"kind": r.kind, "content": r.content, "source": "hook"} for r in rows]
+    assert item_size({"items": batch, "cursor": "after-10"}) <= 1200
     assert calls == [None, "after-10"]  # the cursor advanced
 
 
