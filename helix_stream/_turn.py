@@ -159,7 +159,9 @@ class Turn:
         await self.store.append_messages(self.session_id, records, checkpoint=checkpoint)
         await self.event("message.completed", {"step": step.step_number, "text": step.text})
         for result in step.tool_results:
-            if result.status != "pending":
+            # A call the gate refused ran nothing of its tool — no after-tool hook either
+            # (reference 000, "Switching tools off and on").
+            if result.status not in ("pending", "not_executed"):
                 await self.event(
                     "action.result",
                     {

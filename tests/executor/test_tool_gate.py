@@ -434,3 +434,22 @@ async def test_a_retry_after_settling_keeps_the_settled_results(
     loopback.script(text("deployed"))
     assert await executor.run(a, SID, None).text() == "deployed"
     assert ran.bodies == ["deploy"]  # never run twice
+
+
+async def test_a_gated_call_fires_no_tool_hook(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
+    events: list[tuple[str, Any]] = []
+    hook = hs.define_hook(
+        events={"action.result": lambda e, c: events.append((e.type, e.data["tool_name"]))}
+    )
+    ran = Ran()
+    a = agent(loopback, [ran.tool("search"), ran.tool("calc")], hooks=[hook])
+    await executor.store.create_session(SID, agent_name="gated")
+    await executor.add_context(SID, [hs.disable_tools(["search"])])
+    loopback.script(
+        tool_calls(("search", {"q": "x"}), ("calc", {"q": "1"}), ("nope", {"q": "?"})), text("ok")
+    )
+    await turn(executor, a, "go")
+    assert events == [("action.result", "calc")]
+    assert ran.bodies == ["calc"]
