@@ -53,18 +53,30 @@ def register_bench_provider(chunks: int) -> str:
 
 
 async def interleaved(
-    cases: dict[str, Callable[[], Awaitable[Any]]], rounds: int
+    cases: dict[str, Callable[[], Awaitable[Any]]],
+    rounds: int,
+    *,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, list[float]]:
-    """Run each case once per round, in turn (so drift hits all alike); seconds per run."""
+    """Run each case once per round, in turn (so drift hits all alike); seconds per run.
+
+    ``clock=time.process_time`` measures CPU time: on a shared machine it is far less noisy
+    than wall time (another tenant's load does not count), and all of this is CPU-bound.
+    """
     times: dict[str, list[float]] = {name: [] for name in cases}
     for fn in cases.values():  # warm-up
         await fn()
     for _ in range(rounds):
         for name, fn in cases.items():
-            start = time.perf_counter()
+            start = clock()
             await fn()
-            times[name].append(time.perf_counter() - start)
+            times[name].append(clock() - start)
     return times
+
+
+def paired_ratio(times: dict[str, list[float]], case: str, base: str) -> float:
+    """The median of per-round ratios ``case / base`` (paired: robust to drift between rounds)."""
+    return statistics.median(a / b for a, b in zip(times[case], times[base], strict=True))
 
 
 def median(values: list[float]) -> float:

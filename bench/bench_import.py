@@ -25,7 +25,9 @@ CODE = (
 def main() -> int:
     imports, first_use = [], []
     for _ in range(15):
-        out = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True, check=True, cwd=ROOT)
+        out = subprocess.run(
+            [sys.executable, "-c", CODE], capture_output=True, text=True, check=True, cwd=ROOT
+        )
         seconds, with_use, imported_litellm = json.loads(out.stdout)
         assert not imported_litellm, "helix_stream imported litellm"
         imports.append(seconds)
@@ -33,7 +35,9 @@ def main() -> int:
     median = statistics.median(imports) * 1000
     print(f"import helix_stream: median {median:.1f} ms (names load lazily); litellm not imported")
     # Honest second figure: what the first use of the core API (loop, executor, stores) costs.
-    print(f"import + first use of stream_text/Executor/SQLiteStore/tool: median {statistics.median(first_use) * 1000:.1f} ms")
+    print(
+        f"import + first use of stream_text/Executor/SQLiteStore/tool: median {statistics.median(first_use) * 1000:.1f} ms"
+    )
     ok = median < 150
     print(f"budget (< 150 ms): {'OK' if ok else 'OVER BUDGET'}")
     return 0 if ok else 1
