@@ -12,7 +12,6 @@ validation per chunk.
 
 from __future__ import annotations
 
-import functools
 import json
 import uuid
 from dataclasses import dataclass, field
@@ -65,7 +64,7 @@ class _PartialCall:
 _MISSING = object()
 
 
-def field(obj: Any, name: str) -> Any:
+def read_field(obj: Any, name: str) -> Any:
     """``getattr(obj, name, None)``, fast for litellm's pydantic objects.
 
     litellm keeps most streamed fields in ``__pydantic_extra__`` and *deletes* unset ones, so a
@@ -88,9 +87,16 @@ def field(obj: Any, name: str) -> Any:
     return getattr(obj, name, None) if _declares(cls, name) else None
 
 
-@functools.cache
+_DECLARED: dict[tuple[type, str], bool] = {}
+
+
 def _declares(cls: type, name: str) -> bool:
-    return hasattr(cls, name)
+    """Whether ``cls`` itself has ``name`` (cached: a class does not change)."""
+    key = (cls, name)
+    found = _DECLARED.get(key)
+    if found is None:
+        found = _DECLARED[key] = hasattr(cls, name)
+    return found
 
 
 def parse_arguments(text: str) -> Any:
@@ -134,15 +140,15 @@ class StepParser:
     def feed(self, raw: Any) -> list[Chunk]:
         """The chunks one litellm streaming chunk makes."""
         out: list[Chunk] = []
-        choices = field(raw, "choices")
+        choices = read_field(raw, "choices")
         if choices:
             choice = choices[0]
-            delta = field(choice, "delta")
+            delta = read_field(choice, "delta")
             if delta is not None:
-                reasoning = field(delta, "reasoning_content")
+                reasoning = read_field(delta, "reasoning_content")
                 if reasoning:
                     self._feed_reasoning(reasoning, out)
-                content = field(delta, "content")
+                content = read_field(delta, "content")
                 if content:
                     if self._reasoning_id is not None:
                         # Reasoning comes before the answer; a later burst is a new part.
@@ -153,13 +159,13 @@ class StepParser:
                         out.append(TextStart(id=self._text_id))
                     self.text.append(content)
                     out.append(TextDelta(id=self._text_id, delta=content))
-                tool_calls = field(delta, "tool_calls")
+                tool_calls = read_field(delta, "tool_calls")
                 if tool_calls:
                     self._feed_tool_calls(tool_calls, out)
-            finish_reason = field(choice, "finish_reason")
+            finish_reason = read_field(choice, "finish_reason")
             if finish_reason:
                 self.finish_reason = finish_reason
-        usage = field(raw, "usage")
+        usage = read_field(raw, "usage")
         if usage is not None:
             self.usage = Usage(
                 input_tokens=usage.prompt_tokens or 0,
@@ -167,7 +173,7 @@ class StepParser:
                 total_tokens=usage.total_tokens or 0,
             )
         if self.response_model is None:
-            self.response_model = field(raw, "model")
+            self.response_model = read_field(raw, "model")
         return out
 
     def _feed_reasoning(self, reasoning: str, out: list[Chunk]) -> None:

@@ -1,0 +1,56 @@
+"""The litellm stream parser's field reader: fast paths that must still read every field."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from litellm.types.utils import Delta, ModelResponseStream, StreamingChoices, Usage
+
+from helix_stream.models._parse import StepParser, read_field
+
+
+class Slotted:
+    __slots__ = ("content",)
+
+    def __init__(self) -> None:
+        self.content = "slot"
+
+
+def test_read_field_reads_litellm_objects_plain_objects_and_slots() -> None:
+    delta = Delta(content="hi", reasoning_content="think")
+    assert (read_field(delta, "content"), read_field(delta, "reasoning_content")) == ("hi", "think")
+    assert read_field(Delta(content="x"), "reasoning_content") is None  # deleted by litellm
+    chunk = ModelResponseStream(id="c", model="m", choices=[])
+    chunk.usage = Usage(prompt_tokens=1, completion_tokens=2, total_tokens=3)
+    assert read_field(chunk, "usage").total_tokens == 3
+    assert read_field(SimpleNamespace(content="ns"), "content") == "ns"
+    assert read_field(Slotted(), "content") == "slot"
+    assert read_field(SimpleNamespace(), "missing") is None
+
+
+def test_the_parser_reads_real_litellm_chunks() -> None:
+    parser = StepParser(0)
+    chunks = [
+        ModelResponseStream(
+            id="c",
+            model="m",
+            choices=[StreamingChoices(index=0, delta=Delta(reasoning_content="a"))],
+        ),
+        ModelResponseStream(
+            id="c", model="m", choices=[StreamingChoices(index=0, delta=Delta(content="b"))]
+        ),
+        ModelResponseStream(
+            id="c",
+            model="m",
+            choices=[StreamingChoices(index=0, delta=Delta(), finish_reason="stop")],
+        ),
+    ]
+    out = [c.type for chunk in chunks for c in parser.feed(chunk)]
+    assert out == [
+        "reasoning-start",
+        "reasoning-delta",
+        "reasoning-end",
+        "text-start",
+        "text-delta",
+    ]
+    assert (parser.text, parser.reasoning, parser.finish_reason) == (["b"], ["a"], "stop")
