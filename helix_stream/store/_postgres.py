@@ -33,6 +33,7 @@ from helix_stream.store._shared import (
     check_expect,
     check_status,
     checkpoint_id,
+    checkpoints_from_rows,
     decode,
     duplicate_checkpoint,
     encode,
@@ -296,17 +297,7 @@ class PostgresStore(PostgresDatabase):
 
         async def read(tx: Tx) -> list[Checkpoint]:
             rows = await tx.all_of_session(_SQL_CHECKPOINTS, session_id, (session_id,))
-            return [
-                Checkpoint(
-                    id=cp_id,
-                    session_id=session_id,
-                    step_number=step,
-                    log_seq=log_seq,
-                    state=decode(state),
-                    created_at=at,
-                )
-                for cp_id, step, log_seq, state, at in rows
-            ]
+            return checkpoints_from_rows(session_id, rows)
 
         return await self._read(read)
 

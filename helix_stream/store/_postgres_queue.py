@@ -19,7 +19,13 @@ from typing import Any, Literal
 
 from helix_stream.store._postgres_db import Row, Tx
 from helix_stream.store._protocol import JSON, LogRecord, QueueEntry
-from helix_stream.store._shared import context_row, decode, key_conflict, session_not_found
+from helix_stream.store._shared import (
+    context_row,
+    decode,
+    key_conflict,
+    queue_entries_from_rows,
+    session_not_found,
+)
 
 __all__ = ["SQL_DELIVERED", "SQL_PENDING", "commit", "enqueue", "queue_entries"]
 
@@ -59,18 +65,7 @@ _SQL_KEY = "SELECT items_sha256 FROM {s}.context_keys WHERE session_id = %s AND 
 
 def queue_entries(rows: list[Row]) -> list[QueueEntry]:
     """The entries of ``SQL_PENDING`` / ``SQL_DELIVERED`` rows."""
-    return [
-        QueueEntry(
-            id=qid,
-            items=decode(items),
-            source=source,
-            key=key,
-            origin=decode(origin),
-            created_at=at,
-            delivered_seq=delivered,
-        )
-        for qid, items, source, key, origin, at, delivered in rows
-    ]
+    return queue_entries_from_rows(rows)
 
 
 async def enqueue(

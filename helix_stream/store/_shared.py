@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, get_args
 
 from helix_stream.errors import ContextKeyConflictError, SessionNotFoundError, StateError
-from helix_stream.store._protocol import JSON, SessionStatus
+from helix_stream.store._protocol import JSON, Checkpoint, QueueEntry, SessionStatus
 
 __all__ = [
     "check_conflict_mode",
@@ -25,6 +25,7 @@ __all__ = [
     "check_seq",
     "check_status",
     "checkpoint_id",
+    "checkpoints_from_rows",
     "context_row",
     "decode",
     "duplicate_checkpoint",
@@ -34,6 +35,7 @@ __all__ = [
     "merge_meta",
     "message_role",
     "plan_rewind",
+    "queue_entries_from_rows",
     "session_exists",
     "session_not_found",
     "tool_call_ids",
@@ -240,3 +242,35 @@ def duplicate_checkpoint(session_id: str, cp_id: str) -> ValueError:
         f"checkpoint {cp_id!r} already exists in session {session_id!r}; nothing was written. "
         "Pass an empty id to have the store make a fresh one."
     )
+
+
+def queue_entries_from_rows(rows: Iterable[Sequence[Any]]) -> list[QueueEntry]:
+    """Queue entries from SQL rows ``(id, items, source, key, origin, created_at, delivered)``
+    (items and origin as JSON text) — the SQL stores' shared reading."""
+    return [
+        QueueEntry(
+            id=qid,
+            items=decode(items),
+            source=source,
+            key=key,
+            origin=decode(origin),
+            created_at=at,
+            delivered_seq=delivered,
+        )
+        for qid, items, source, key, origin, at, delivered in rows
+    ]
+
+
+def checkpoints_from_rows(session_id: str, rows: Iterable[Sequence[Any]]) -> list[Checkpoint]:
+    """Checkpoints from SQL rows ``(id, step_number, log_seq, state, created_at)``."""
+    return [
+        Checkpoint(
+            id=cp_id,
+            session_id=session_id,
+            step_number=step,
+            log_seq=log_seq,
+            state=decode(state),
+            created_at=at,
+        )
+        for cp_id, step, log_seq, state, at in rows
+    ]

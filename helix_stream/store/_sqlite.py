@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from helix_stream.store import _sqlite_history
@@ -26,6 +26,7 @@ from helix_stream.store._shared import (
     check_expect,
     check_status,
     checkpoint_id,
+    checkpoints_from_rows,
     context_row,
     decode,
     duplicate_checkpoint,
@@ -34,6 +35,7 @@ from helix_stream.store._shared import (
     key_conflict,
     merge_meta,
     message_role,
+    queue_entries_from_rows,
     session_not_found,
 )
 from helix_stream.store._sqlite_db import (
@@ -51,21 +53,6 @@ from helix_stream.store._sqlite_db import (
 __all__ = ["SQLiteStore"]
 
 _SQL_INSERT_LOG = "INSERT INTO log (session_id, seq, role, payload, created_at) VALUES (?,?,?,?,?)"
-
-
-def _queue_entries(rows: Iterable[tuple[Any, ...]]) -> list[QueueEntry]:
-    return [
-        QueueEntry(
-            id=qid,
-            items=decode(items),
-            source=source,
-            key=key,
-            origin=decode(origin),
-            created_at=at,
-            delivered_seq=delivered,
-        )
-        for qid, items, source, key, origin, at, delivered in rows
-    ]
 
 
 def _append(
@@ -283,7 +270,7 @@ class SQLiteStore(SQLiteDatabase):
     async def _queue(self, session_id: str, sql: str) -> list[QueueEntry]:
         def read(conn: sqlite3.Connection) -> list[QueueEntry]:
             require_session(conn, session_id)
-            return _queue_entries(conn.execute(sql, (session_id,)))
+            return queue_entries_from_rows(conn.execute(sql, (session_id,)))
 
         return await self._run(read)
 
@@ -330,17 +317,7 @@ class SQLiteStore(SQLiteDatabase):
                 " WHERE session_id = ? ORDER BY ord",
                 (session_id,),
             )
-            return [
-                Checkpoint(
-                    id=cp_id,
-                    session_id=session_id,
-                    step_number=step,
-                    log_seq=log_seq,
-                    state=decode(state),
-                    created_at=at,
-                )
-                for cp_id, step, log_seq, state, at in rows
-            ]
+            return checkpoints_from_rows(session_id, rows)
 
         return await self._run(read)
 
