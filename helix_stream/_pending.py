@@ -189,6 +189,7 @@ async def settle_waiting_calls(
     *,
     store: Store,
     session_id: str,
+    log: Sequence[LogRecord],
     waiting: Sequence[WaitingCall],
     meta: Mapping[str, Any],
     tools: Mapping[str, Tool],
@@ -201,11 +202,12 @@ async def settle_waiting_calls(
     """Settle ``waiting`` calls (see the module docstring); append their tool messages.
 
     Callers have checked :func:`check_answerable` first: a call without an answer here is
-    settled as cancelled (a new user message moved the conversation on).
+    settled as cancelled (a new user message moved the conversation on). ``log`` is the
+    session's log as the caller read it (the running turn is its only writer).
     """
     # The switch-offs in force now: the log's rows plus the ones still queued.
     fold = LogFold(session_id)
-    fold.add(await store.read_log(session_id))
+    fold.add(log)
     inactive = set(fold.inactive)
     for entry in await store.pending_context(session_id):
         for item in entry.items:

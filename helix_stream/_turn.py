@@ -28,7 +28,7 @@ from .loop import StepResult, ToolCall
 from .loop._run import LoopConfig, RunState, run_loop
 from .middleware import StepInput
 from .state import AuthInfo, ParentInfo, SessionInfo, SessionScope, TurnInfo, bind_scope
-from .store import Checkpoint, SessionRecord, Store
+from .store import Checkpoint, LogRecord, SessionRecord, Store
 from .tools import FINISH_TOOL_NAME, Tool, ToolContext
 
 __all__ = ["Turn"]
@@ -237,7 +237,8 @@ class Turn:
         state, store, sid = self.state, self.store, self.session_id
         try:
             existing = await store.get_session(sid)
-            waiting = waiting_calls(await store.read_log(sid)) if existing else []
+            log = await store.read_log(sid) if existing else []
+            waiting = waiting_calls(log)
             # Refuse before anything is written: a paused turn that cannot be settled yet.
             check_answerable(
                 waiting,
@@ -268,7 +269,7 @@ class Turn:
             if existing is None:
                 await self.event("session.started", {"agent": self.agent.name})
             if waiting:
-                self.config.preamble = lambda: self._settle(waiting, session.meta)
+                self.config.preamble = lambda: self._settle(waiting, session.meta, log)
             await self.event("turn.started", {"turn": self.scope.info.turn.sequence})
             self._in_loop = True
             async with aclosing(run_loop(self.config, state, self.contexts)) as chunks:
@@ -284,11 +285,12 @@ class Turn:
                 await self._finish()
 
     async def _settle(
-        self, waiting: Sequence[Any], meta: dict[str, Any]
+        self, waiting: Sequence[Any], meta: dict[str, Any], log: Sequence[LogRecord]
     ) -> AsyncGenerator[Chunk, None]:
         settle = settle_waiting_calls(
             store=self.store,
             session_id=self.session_id,
+            log=log,
             waiting=waiting,
             meta=meta,
             tools=self.config.tools,
