@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: setup demo chat test lint bench clean
+.PHONY: setup demo chat test test-isolated lint bench clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -23,6 +23,15 @@ chat: setup
 
 test: setup
 	$(PY) -m pytest -q
+
+# Each tests/*/ folder in its own pytest process, then the top-level test files: a test that
+# passes only after another folder ran (an import, a warning filter, a cache) fails here.
+test-isolated: setup
+	@set -e; for dir in tests/*/; do \
+		case "$$dir" in *__pycache__*) continue;; esac; \
+		echo "== $$dir"; $(PY) -m pytest -q -p no:cacheprovider "$$dir"; \
+	done; \
+	echo "== tests/test_*.py"; $(PY) -m pytest -q -p no:cacheprovider tests/test_*.py
 
 lint: setup
 	$(VENV)/bin/ruff check helix_stream tests bench examples

@@ -1,42 +1,86 @@
 """The one module that imports litellm (lazily: importing it takes seconds).
 
-It calls ``litellm.acompletion``, registers the embedded demo provider on first use of a
-``helix/...`` model, and translates litellm's exceptions into the package's error tree — the
-only place where that happens.
+It calls ``litellm.acompletion``, registers the embedded demo provider, and translates
+litellm's exceptions into the package's error tree — the only place where that happens.
+
+Importing litellm takes seconds of CPU. A server imports it at startup (:func:`load_litellm`;
+``create_app`` and ``helix-stream serve`` do it for you). If a model call finds it not loaded
+yet, it is imported in a worker thread, so the event loop keeps serving other connections.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
+import threading
 from collections.abc import AsyncIterator
 from types import ModuleType
 from typing import Any
 
 from .. import errors
 
-__all__ = ["acompletion", "litellm_module", "response_to_stream", "translate_error"]
+__all__ = [
+    "acompletion",
+    "litellm_module",
+    "load_litellm",
+    "response_to_stream",
+    "translate_error",
+]
+
+logger = logging.getLogger("helix_stream.models")
 
 _litellm: ModuleType | None = None
+_lock = threading.Lock()
 
 
 def litellm_module() -> ModuleType:
     """Import litellm on first use and register the embedded demo provider."""
     global _litellm
     if _litellm is None:
-        # Without a local cost map litellm fetches one over the network at import.
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        import litellm
+        with _lock:  # the import may run in a worker thread (see acompletion)
+            if _litellm is None:
+                # Without a local cost map litellm fetches one over the network at import.
+                os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+                import litellm
 
-        from .demo import register_demo
+                from .demo import register_demo
 
-        register_demo(litellm)
-        _litellm = litellm
+                register_demo(litellm)
+                _litellm = litellm
     return _litellm
+
+
+def load_litellm() -> None:
+    """Import litellm now, at startup, rather than while the first request waits.
+
+    Call it once when your app starts if you mount :func:`helix_stream.server.routes` in
+    your own app (``create_app`` and ``helix-stream serve`` already do). Idempotent.
+
+    Example::
+
+        from helix_stream.models import load_litellm
+
+        load_litellm()
+    """
+    litellm_module()
+
+
+async def _loaded() -> ModuleType:
+    if _litellm is not None:
+        return _litellm
+    # Not loaded at startup: import it off the event loop, so that other connections are
+    # not blocked for the seconds the import takes.
+    logger.warning(
+        "litellm was not loaded at startup; importing it now, during a request. "
+        "Call helix_stream.models.load_litellm() when your app starts."
+    )
+    return await asyncio.to_thread(litellm_module)
 
 
 async def acompletion(**params: Any) -> Any:
     """``litellm.acompletion(**params)``, with litellm's errors translated."""
-    litellm = litellm_module()
+    litellm = await _loaded()
     try:
         return await litellm.acompletion(**params)
     except Exception as exc:

@@ -38,10 +38,16 @@ Warning:
 
 A client disconnect cancels the turn: the model stream is closed, running tools are cancelled
 and the session is left idle.
+
+litellm takes seconds to import, and an import blocks the event loop: :func:`create_app`
+imports it at startup (its lifespan). Mounting :func:`routes` in your own app, call
+:func:`~helix_stream.models.load_litellm` once at startup yourself.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.applications import Starlette
@@ -49,6 +55,7 @@ from starlette.exceptions import HTTPException
 
 from ..agent import Agent
 from ..executor import Executor
+from ..models import load_litellm
 from ._routes import Authenticate, Authorize, RunOptions, error_response, http_error_handler, routes
 from ._streams import ActiveStream, StreamRegistry
 
@@ -61,8 +68,17 @@ __all__ = [
     "create_app",
     "error_response",
     "http_error_handler",
+    "load_litellm",
     "routes",
 ]
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(app: Starlette) -> AsyncIterator[None]:
+    # At startup, before the first request: importing litellm during a request would block
+    # every connection of the process for seconds.
+    load_litellm()
+    yield
 
 
 def create_app(
@@ -90,7 +106,7 @@ def create_app(
             ``run_options``, ``on_error``, ``generate_message_id``, ``streams``).
 
     Returns:
-        The app (serve it with ``uvicorn``).
+        The app (serve it with ``uvicorn``). Its startup imports litellm.
     """
     mounted = routes(
         executor,
@@ -100,4 +116,8 @@ def create_app(
         max_body_bytes=max_body_bytes,
         **options,
     )
-    return Starlette(routes=mounted, exception_handlers={HTTPException: http_error_handler})
+    return Starlette(
+        routes=mounted,
+        lifespan=_lifespan,
+        exception_handlers={HTTPException: http_error_handler},
+    )

@@ -27,6 +27,7 @@ from starlette.staticfiles import StaticFiles
 
 from ..agent import Agent
 from ..executor import Executor
+from ..models import load_litellm
 from ..store import open_store
 from ..tools import Tool, tool
 from ._routes import http_error_handler, routes
@@ -113,6 +114,7 @@ def demo_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        load_litellm()  # at startup, not while the first visitor waits for an answer
         yield
         await executor.store.close()
 
@@ -147,9 +149,5 @@ def serve_demo(
     shown = f"[{host}]" if ":" in host else host
     print(f"helix-stream demo: http://{shown}:{port}/  (model {model}, store {store})", flush=True)
     print("No authentication: keep it on 127.0.0.1. Ctrl+C stops it.", flush=True)
-    # Import litellm now (it takes seconds), not while the first visitor waits for an answer.
-    from ..models._litellm import litellm_module
-
-    litellm_module()
     uvicorn.run(app, host=host, port=port, log_level="warning")
     return 0

@@ -4,6 +4,7 @@ tools, context, messages, authentication identity and mounting."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -111,6 +112,28 @@ async def test_context_steers_the_next_turn_and_never_shows_in_messages(
     ]  # fmt: skip
     assert [r.kind for r in await executor.context_rows("s1")] == ["instruction"]
     assert "context" not in json.dumps(messages)
+
+
+def _readme_context_body() -> dict[str, Any]:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    after = readme.split("The body of `POST /context` carries", 1)[1]
+    return json.loads(after.split("```json\n", 1)[1].split("```", 1)[0])
+
+
+async def test_the_readme_context_body_is_accepted_with_one_row_per_kind(
+    executor: hs.Executor, agent: hs.Agent, make_client: Any
+) -> None:
+    client = make_client(create_app(executor, agent))
+    body = _readme_context_body()
+    await client.post("/api/chat", json=chat(body["sessionId"], user("Hi")))
+    response = await client.post("/context", json=body)
+    assert (response.status_code, response.json()) == (200, {"recorded": 5})
+    await client.post("/api/chat", json=chat(body["sessionId"], user("Hi again", "u2")))
+    rows = await executor.context_rows(body["sessionId"])
+    assert [(r.kind, r.source) for r in rows] == [
+        ("instruction", "app"), ("notice", "app"), ("tools", "app"), ("tools", "app"),
+        ("memory", "app"),
+    ]  # fmt: skip
 
 
 class Target(BaseModel):
