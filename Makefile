@@ -10,7 +10,8 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,postgres]'
+	@# setuptools prints one notice for any editable install; it is information, not a fault.
+	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --quiet -e '.[dev,postgres]'
 	touch $@
 
 setup: $(VENV)/.installed
