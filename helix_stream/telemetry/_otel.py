@@ -37,6 +37,7 @@ from ._filters import (
     AttributeValue,
     attribute_value,
     context_attributes,
+    credential_strings,
     input_messages,
     output_messages,
     redact,
@@ -73,8 +74,6 @@ _PROVIDERS = {
     "xai": "x_ai",
 }
 _BARE_MODELS = (("claude", "anthropic"), ("gemini", "gcp.gemini"))
-# Param names whose string values are credentials: redacted from anything recorded.
-_CREDENTIAL_HINTS = ("key", "secret", "token", "password", "headers", "authorization")
 
 
 def provider_name(model: str) -> tuple[str, str]:
@@ -379,14 +378,10 @@ class OtelRecorder(Recorder):
         self._remember_credentials(params)
 
     def _remember_credentials(self, params: Mapping[str, Any]) -> None:
-        for key, value in params.items():
-            lowered = key.lower()
-            if key in ("messages", "tools") or not any(h in lowered for h in _CREDENTIAL_HINTS):
-                continue
-            found = secret_strings({key: value}, None)
-            if not found <= self._credentials:
-                self._credentials |= found
-                self._secrets = None
+        found = credential_strings(params)
+        if not found <= self._credentials:
+            self._credentials |= found
+            self._secrets = None
 
     def _secret_set(self) -> set[str]:
         """Every string this call's filters keep out of its spans, plus its credentials."""
