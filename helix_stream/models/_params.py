@@ -66,7 +66,15 @@ _HELIX_KEYWORDS: dict[str, tuple[str, str]] = {
 
 # prepare_step overrides that are the loop's own (not litellm params): never refused there.
 _STEP_KEYS = frozenset(
-    {"model", "tool_choice", "active_tools", "system", "messages", "runtime_context", "tools_context"}
+    {
+        "model",
+        "tool_choice",
+        "active_tools",
+        "system",
+        "messages",
+        "runtime_context",
+        "tools_context",
+    }
 )
 
 # Params the loop builds itself (messages, tools) or that litellm consumes and that may hold

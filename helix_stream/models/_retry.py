@@ -15,6 +15,7 @@ provider or the path.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import random
 import time
@@ -192,10 +193,9 @@ def _next_delay(policy: RetryPolicy, number: int, error: BaseException) -> float
 async def _close(stream: Any) -> None:
     close = getattr(stream, "aclose", None)
     if close is not None:
-        try:
+        # The attempt already failed; how its stream ends does not matter.
+        with contextlib.suppress(Exception):
             await close()
-        except Exception:  # the attempt already failed; its stream's own end does not matter
-            pass
 
 
 def retry_after(error: BaseException) -> float | None:

@@ -96,9 +96,7 @@ async def test_retries_stop_after_max_retries_with_growing_delays(
     attempts: list[Attempt] = []
     policy = RetryPolicy(max_retries=2, initial_delay=1.0, jitter=0.5)
     with pytest.raises(errors.ModelUnavailableError):
-        await open_stream(
-            send, request(loopback), policy, on_attempt=attempts.append, sleep=sleeps
-        )
+        await open_stream(send, request(loopback), policy, on_attempt=attempts.append, sleep=sleeps)
     assert len(loopback.requests) == 3  # 1 + max_retries, not multiplied underneath
     assert [a.number for a in attempts] == [1, 2, 3]
     assert attempts[-1].delay is None
@@ -153,7 +151,10 @@ async def test_a_lost_connection_is_retried_then_reported(loopback: LoopbackServ
     attempts: list[Attempt] = []
     with pytest.raises(errors.ModelUnavailableError):
         await open_stream(
-            send, params, RetryPolicy(max_retries=1, initial_delay=0.001), on_attempt=attempts.append
+            send,
+            params,
+            RetryPolicy(max_retries=1, initial_delay=0.001),
+            on_attempt=attempts.append,
         )
     assert [a.number for a in attempts] == [1, 2]
 
@@ -176,7 +177,8 @@ async def test_an_argument_that_cannot_be_sent_is_refused_before_any_request(
 
 def test_retry_after_reads_the_headers_under_a_translated_error() -> None:
     class Response:
-        headers = {"Retry-After": "Wed, 21 Oct 2099 07:28:00 GMT"}
+        def __init__(self) -> None:
+            self.headers = {"Retry-After": "Wed, 21 Oct 2099 07:28:00 GMT"}
 
     cause = RuntimeError("429")
     cause.response = Response()  # type: ignore[attr-defined]

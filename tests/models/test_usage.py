@@ -12,6 +12,7 @@ from helix_stream.models._litellm import acompletion
 from helix_stream.models._parse import StepParser, read_usage
 from tests.loopback import LoopbackServer, text, tool_calls
 
+
 class Query(BaseModel):
     q: str
 
