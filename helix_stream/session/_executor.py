@@ -222,8 +222,8 @@ class Executor:
             if row is None:
                 raise _unknown_call(session_id, answer)
         patch: dict[str, Any] = {}
-        for call_id, answer in matched.items():
-            patch.update(TurnMeta.answer(call_id, answer))
+        for call_id, recorded in matched.items():
+            patch.update(TurnMeta.answer(call_id, recorded))
         if patch:
             await self.store.update_session_meta(session_id, patch)
         rows = [row for row in late if row is not None]
