@@ -14,6 +14,7 @@ from helix_stream.errors import SessionNotFoundError
 from helix_stream.store import Checkpoint, NewSession, Store, TurnWrite
 from tests.store.test_contract import STORES
 
+
 @pytest.fixture(params=list(STORES))
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
     made = STORES[request.param](tmp_path)
