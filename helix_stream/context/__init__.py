@@ -1,9 +1,10 @@
-"""Context items, context rows and their rendering (reference 000, "Context rows")."""
+"""Context items, context rows, their rendering and the context pass (README, "Sessions and
+context rows")."""
 
 from __future__ import annotations
 
 from ._fold import LogFold, apply_tools_item
-from ._hook import StepContextRequest
+from ._hook import StepContextLimits, StepContextRequest
 from ._items import (
     MAX_ITEM_BYTES,
     ContextItem,
@@ -17,7 +18,7 @@ from ._items import (
     notice,
     validate_items,
 )
-from ._pass import ContextPass
+from ._pass import ContextPass, Gathered
 from ._rows import SYSTEM_FORM_SOURCES, ContextRow, render_record, render_row_payload
 
 __all__ = [
@@ -27,8 +28,10 @@ __all__ = [
     "ContextItemLike",
     "ContextPass",
     "ContextRow",
+    "Gathered",
     "LogFold",
     "Source",
+    "StepContextLimits",
     "StepContextRequest",
     "apply_tools_item",
     "disable_tools",
