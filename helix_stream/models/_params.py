@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel
 
 from ..errors import InvalidRequestError
 
-__all__ = ["Where", "check_params"]
-
-Where = Literal["stream_text", "generate_text", "Agent.settings", "prepare_step"]
+__all__ = ["check_params"]
 
 _LOOP = "stream_text()/generate_text()"
 _AGENT = "Agent(...)"
@@ -85,7 +83,7 @@ _BUILT = frozenset({"model", "messages", "tools", "stream", "stream_options"})
 def check_params(
     params: Mapping[str, Any],
     *,
-    where: Where = "stream_text",
+    where: str = "stream_text",
     is_litellm_param: Callable[[str], bool] | None = None,
 ) -> None:
     """Raise if a model-call argument cannot be sent; return ``None`` if all can.
@@ -96,7 +94,8 @@ def check_params(
             its overrides (its own keys, ``system``, ``messages``... are let through); for a
             step's request, the final params (``model``, ``messages``, ``tools`` are the
             loop's and are not checked as values).
-        where: Where the params were given, for the message.
+        where: Where the params were given, for the message (``"prepare_step"`` lets the
+            step's own keys through).
         is_litellm_param: litellm's "does it consume this param itself" predicate
             (:func:`helix_stream.models._litellm.is_litellm_param`). Without it, only the
             names are checked (litellm not loaded yet); with it, every param that litellm
@@ -127,13 +126,13 @@ def _check_name(name: str, value: Any, where: str) -> None:
             f"{name}= ({what}) is not an argument of {where}: it belongs to {belongs}. "
             "Nothing was sent."
         )
-    # litellm's retry knobs: 0 is what the package sets anyway; any other count would be
-    # silently replaced by the package's one policy, so it is refused with a pointer to it.
-    if name in ("num_retries", "max_retries") and value not in (0, None):
+    # litellm's retry knobs: the package retries with one policy and switches these off, so
+    # any value here would be silently replaced; refused, with a pointer to the policy.
+    if name in ("num_retries", "max_retries"):
         raise InvalidRequestError(
             f"{name}={value!r} (litellm's own retries) is not taken in {where}: helix_stream "
             "retries a model call with one policy, so that attempts do not multiply. Pass "
-            f"max_retries= to {_LOOP} or {_AGENT} instead. Nothing was sent."
+            f"max_retries= to {_LOOP} or {_AGENT} instead (0: no retries). Nothing was sent."
         )
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidRequestError, ModelError
-from ._params import Where, check_params
+from ._params import check_params
 
 __all__ = ["DEFAULT_MAX_RETRIES", "Attempt", "RetryPolicy", "open_stream", "retry_after"]
 
@@ -116,7 +116,7 @@ async def open_stream(
     policy: RetryPolicy | None = None,
     *,
     on_attempt: OnAttempt | None = None,
-    where: Where = "stream_text",
+    where: str = "stream_text",
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> tuple[Any | None, AsyncIterator[Any]]:
     """Open a step's model stream: call, wait for the first chunk, retry before it.

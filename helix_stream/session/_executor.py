@@ -164,6 +164,11 @@ class Executor:
             agent_name=agent.name,
             conversation_id=session_id,
             finish_tool=finish,
+            router=agent.router,
+            max_retries=agent.max_retries,
+            output=agent.output_schema,
+            output_mode="tool",
+            where="Agent(settings=...) or Executor.run()",
         )
         turn = Turn(
             executor=self,

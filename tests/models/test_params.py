@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 import helix_stream as hs
 from helix_stream import errors
-from helix_stream.models._litellm import is_litellm_param, litellm_module
+from helix_stream.models._litellm import acompletion, is_litellm_param, litellm_module
 from helix_stream.models._params import check_params
 from tests.loopback import LoopbackServer, error
 
@@ -48,13 +48,13 @@ def test_a_helix_keyword_in_the_wrong_place_says_where_it_belongs(
     assert info.value.retryable is False and info.value.http_status == 400
 
 
-def test_litellms_own_retry_counts_point_to_max_retries() -> None:
+def test_litellms_own_retry_knobs_point_to_max_retries() -> None:
     with pytest.raises(errors.InvalidRequestError) as info:
         check_params({"num_retries": 3})
     assert "num_retries=3" in info.value.message and "max_retries=" in info.value.message
-    with pytest.raises(errors.InvalidRequestError):
-        check_params({"max_retries": 5}, where="Agent.settings")
-    check_params({"num_retries": 0, "max_retries": 0})  # what the package sets anyway
+    for value in (0, 5):  # even 0: the policy's own default would silently replace it
+        with pytest.raises(errors.InvalidRequestError):
+            check_params({"max_retries": value}, where="Agent(settings=...)")
 
 
 def test_a_class_as_a_value_is_refused_except_a_pydantic_response_format() -> None:
@@ -93,20 +93,48 @@ def test_prepare_step_overrides_keep_their_own_keys() -> None:
         check_params({"output_schema": Answer}, where="prepare_step")
 
 
-async def test_an_unsendable_argument_is_a_non_retryable_request_error_not_an_outage(
+async def test_a_keyword_that_belongs_to_agent_is_refused_when_stream_text_is_called(
     loopback: LoopbackServer,
 ) -> None:
-    # The fault of issue 16: a keyword that belongs to Agent came back as a retryable
+    # The fault of issue 16: it travelled to litellm and came back as a retryable
     # ModelUnavailableError ("Object of type ModelMetaclass is not JSON serializable").
-    for extra in ({"output_schema": Answer}, {"user_tag": object()}):
-        result = hs.stream_text(**loopback.llm(), prompt="x", **extra)
-        chunks = [chunk async for chunk in result]
-        assert type(chunks[-1]).__name__ == "ErrorChunk"
-        with pytest.raises(errors.InvalidRequestError) as info:
-            await result.text()
-        assert not isinstance(info.value, errors.ModelError)
-        assert info.value.retryable is False
-        assert "not JSON serializable" in info.value.message
+    with pytest.raises(errors.InvalidRequestError) as info:
+        hs.stream_text(**loopback.llm(), prompt="x", output_schema=Answer)
+    assert "output_schema= (the structured output of an Agent)" in info.value.message
+    assert "stream_text()/generate_text() take output=" in info.value.message
+    with pytest.raises(errors.InvalidRequestError):
+        hs.stream_text(**loopback.llm(), prompt="x", num_retries=2)
+    with pytest.raises(errors.InvalidRequestError) as info:
+        hs.Agent(name="a", settings={"output_schema": Answer})
+    assert "Agent(settings=...)" in info.value.message
+    assert loopback.requests == []
+
+
+async def test_an_unsendable_value_is_refused_before_the_request_as_a_run_error(
+    loopback: LoopbackServer,
+) -> None:
+    result = hs.stream_text(**loopback.llm(), prompt="x", user_tag=object())
+    chunks = [chunk async for chunk in result]
+    assert type(chunks[-1]).__name__ == "ErrorChunk"
+    with pytest.raises(errors.InvalidRequestError) as info:
+        await result.text()
+    assert info.value.message.startswith("user_tag= cannot be sent to the model")
+    assert info.value.retryable is False
+    assert loopback.requests == []
+
+
+async def test_a_local_type_error_under_litellm_is_never_a_provider_failure(
+    loopback: LoopbackServer,
+) -> None:
+    # Past every check (a direct call): litellm reports json.dumps' TypeError as a 500.
+    with pytest.raises(errors.InvalidRequestError) as info:
+        await acompletion(
+            **loopback.llm(), messages=[{"role": "user", "content": "x"}], user_tag=object()
+        )
+    assert not isinstance(info.value, errors.ModelError)
+    assert info.value.retryable is False
+    assert "not JSON serializable" in info.value.message
+    assert "not a provider failure" in info.value.message
     assert loopback.requests == []
 
 
@@ -140,6 +168,6 @@ async def test_provider_statuses_map_to_the_error_tree(
 ) -> None:
     loopback.script(*[error(status, "scripted")] * 3)
     with pytest.raises(expected) as info:
-        await hs.generate_text(**loopback.llm(), prompt="x", num_retries=0, max_retries=0)
+        await hs.generate_text(**loopback.llm(), prompt="x", max_retries=0)
     assert type(info.value) is expected
     assert info.value.retryable is (status in (429, 500, 502, 503))

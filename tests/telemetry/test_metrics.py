@@ -142,7 +142,7 @@ async def test_a_failed_call_is_measured_with_its_error_type(
 ) -> None:
     loopback.script(error(400, "bad"))
     result = hs.stream_text(
-        **loopback.llm(), prompt="x", num_retries=0, max_retries=0, telemetry=telemetry.settings()
+        **loopback.llm(), prompt="x", max_retries=0, telemetry=telemetry.settings()
     )
     with pytest.raises(hs.errors.ModelBadRequestError):
         await result.text()
