@@ -236,6 +236,12 @@ async def test_the_system_prompt_is_recorded_as_system_instructions_not_as_a_mes
         {"role": "user", "parts": [{"type": "text", "content": "Hi"}]}
     ]
     assert chat["server.address"] == "127.0.0.1" and chat["server.port"] == port_of(loopback)
+    assert chat["gen_ai.response.id"] == "chatcmpl-loopback"
+    call = attrs(telemetry.span("stream_text"))
+    assert json.loads(call["gen_ai.system_instructions"]) == [
+        {"type": "text", "content": "Be brief."}
+    ]
+    assert "Be brief." not in call["gen_ai.input.messages"]
 
 
 def test_the_call_span_records_system_instructions_the_loop_passes(telemetry: Telemetry) -> None:
