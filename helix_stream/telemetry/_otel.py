@@ -214,6 +214,8 @@ class OtelRecorder(Recorder):
         self._ended = True
         if self._meter is not None:
             self._meter.failed(error)
+        if self._step is not None and self._failed_attempts:
+            self._step.set_attribute("helix.attempts", self._failed_attempts)
         spans = [s for s in (self._step, self._call) if s is not None]
         self._step = None
         for span in spans:

@@ -155,6 +155,25 @@ async def test_a_failed_call_is_measured_with_its_error_type(
     assert telemetry.points("gen_ai.client.token.usage") == []
 
 
+async def test_a_step_whose_retries_all_failed_counts_its_attempts(
+    loopback: LoopbackServer, telemetry: Telemetry
+) -> None:
+    loopback.script(*[error(503, "down", headers={"retry-after-ms": "1"})] * 3)
+    result = hs.stream_text(
+        **loopback.llm(), prompt="x", max_retries=1, telemetry=telemetry.settings()
+    )
+    with pytest.raises(hs.errors.ModelUnavailableError):
+        await result.text()
+    chat = telemetry.span("chat")
+    assert attrs(chat)["helix.attempts"] == 2
+    events = [dict(e.attributes or {}) for e in chat.events if e.name == "helix.attempt_failed"]
+    assert [(e["helix.attempt"], e["helix.attempt.will_retry"]) for e in events] == [
+        (1, True),
+        (2, False),
+    ]
+    assert len(loopback.requests) == 2
+
+
 async def test_metrics_alone_need_no_tracer_provider(loopback: LoopbackServer) -> None:
     reader = InMemoryMetricReader()
     provider = MeterProvider(metric_readers=[reader])
