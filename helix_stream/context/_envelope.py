@@ -75,6 +75,8 @@ def envelope(kind: str, source: str, body: str) -> str:
 @lru_cache(maxsize=4096)
 def _fold(ch: str) -> str:
     """What one character reads as: compatibility form, no marks, case folded, lookalikes."""
+    if ch in _LOOKALIKES:  # before folding: NFKD turns some of them into other letters
+        return _LOOKALIKES[ch]
     decomposed = unicodedata.normalize("NFKD", ch)
     bare = "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
     return _LOOKALIKES.get(bare, bare)

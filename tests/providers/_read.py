@@ -84,7 +84,9 @@ def texts(body: dict[str, Any]) -> Iterator[tuple[str, str]]:
         if isinstance(value, dict):
             inner = value.get("role") if isinstance(value.get("role"), str) else role
             for key, item in value.items():
-                yield from walk(item, "system" if key in ("system", "system_instruction") else inner)
+                yield from walk(
+                    item, "system" if key in ("system", "system_instruction") else inner
+                )
         elif isinstance(value, list):
             for item in value:
                 yield from walk(item, role)

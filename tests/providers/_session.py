@@ -42,6 +42,8 @@ class RowSession:
     queue: list[dict[str, Any]] = field(default_factory=list)
     # The rendered text of the rows committed before each model call, in log order.
     rows_sent: list[list[str]] = field(default_factory=list)
+    # The messages handed to the loop for each model call (before the system prompt is added).
+    messages_sent: list[list[dict[str, Any]]] = field(default_factory=list)
 
     def add_context(self, *payloads: dict[str, Any]) -> None:
         """Queue rows; they are committed before the next model call."""
@@ -62,6 +64,7 @@ class RowSession:
             self._append("context", payload)
         self.queue.clear()
         rendered = [render_record(r, self.family) for r in self.log]
+        self.messages_sent.append(rendered)
         self.rows_sent.append(
             [m["content"] for r, m in zip(self.log, rendered, strict=True) if r.role == "context"]
         )

@@ -43,7 +43,7 @@ class CacheUsage:
 def _unmarked(block: Any) -> Any:
     if isinstance(block, dict):
         return {k: _unmarked(v) for k, v in block.items() if k != "cache_control"}
-    if isinstance(block, list):
+    if isinstance(block, (list, tuple)):
         return [_unmarked(v) for v in block]
     return block
 
