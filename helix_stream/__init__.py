@@ -34,7 +34,6 @@ from .errors import (
 if TYPE_CHECKING:  # "X as X": explicit re-exports, so type checkers see the lazy names
     from .agent import (
         Agent as Agent,
-        StepContextLimits as StepContextLimits,
     )
     from .chunks import (
         Usage as Usage,
@@ -42,15 +41,13 @@ if TYPE_CHECKING:  # "X as X": explicit re-exports, so type checkers see the laz
     from .context import (
         ContextItem as ContextItem,
         ContextRow as ContextRow,
+        StepContextLimits as StepContextLimits,
         StepContextRequest as StepContextRequest,
         disable_tools as disable_tools,
         enable_tools as enable_tools,
         instruction as instruction,
         memory as memory,
         notice as notice,
-    )
-    from .executor import (
-        Executor as Executor,
     )
     from .hooks import (
         HookContext as HookContext,
@@ -71,12 +68,17 @@ if TYPE_CHECKING:  # "X as X": explicit re-exports, so type checkers see the laz
     )
     from .middleware import (
         ModelMiddleware as ModelMiddleware,
-        StepInput as StepInput,
         WrappedModel as WrappedModel,
         default_settings as default_settings,
         simulate_streaming as simulate_streaming,
         wrap_acompletion as wrap_acompletion,
         wrap_model as wrap_model,
+    )
+    from .prepare_step import (
+        StepInput as StepInput,
+    )
+    from .session import (
+        Executor as Executor,
     )
     from .state import (
         SessionInfo as SessionInfo,
@@ -102,12 +104,13 @@ if TYPE_CHECKING:  # "X as X": explicit re-exports, so type checkers see the laz
 
 # Where each lazily loaded public name lives.
 _LAZY: dict[str, str] = {
-    **dict.fromkeys(["Agent", "StepContextLimits"], "agent"),
+    "Agent": "agent",
     "Usage": "chunks",
     **dict.fromkeys(
         [
             "ContextItem",
             "ContextRow",
+            "StepContextLimits",
             "StepContextRequest",
             "disable_tools",
             "enable_tools",
@@ -117,7 +120,7 @@ _LAZY: dict[str, str] = {
         ],
         "context",
     ),
-    "Executor": "executor",
+    "Executor": "session",
     **dict.fromkeys(["HookContext", "LifecycleEvent", "define_hook"], "hooks"),
     **dict.fromkeys(
         [
@@ -137,7 +140,6 @@ _LAZY: dict[str, str] = {
     **dict.fromkeys(
         [
             "ModelMiddleware",
-            "StepInput",
             "WrappedModel",
             "default_settings",
             "simulate_streaming",
@@ -146,6 +148,7 @@ _LAZY: dict[str, str] = {
         ],
         "middleware",
     ),
+    "StepInput": "prepare_step",
     **dict.fromkeys(["SessionInfo", "StateHandle", "current_session", "define_state"], "state"),
     **dict.fromkeys(
         ["MemoryStore", "PostgresStore", "SQLiteStore", "Store", "open_store"], "store"

@@ -8,22 +8,15 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from .middleware import ModelMiddleware, PrepareStep, WrappedModel
+from .context import StepContextLimits
+from .middleware import ModelMiddleware, WrappedModel
+from .prepare_step import PrepareStep
 from .tools import FINISH_TOOL_NAME, Tool, tools_by_name
 
 if TYPE_CHECKING:
     from .telemetry import TelemetrySettings
 
 __all__ = ["Agent", "StepContextLimits"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StepContextLimits:
-    """Limits for the ``step_context`` hook: the batch's JSON size (cursor included) and the
-    hook's run time in seconds."""
-
-    max_bytes: int = 32_768
-    timeout: float = 5.0
 
 
 @dataclass(slots=True, kw_only=True)

@@ -9,7 +9,10 @@ and drops the internal ones (``context-row``, ``context_skipped``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+if TYPE_CHECKING:
+    from .steps import StepResult
 
 __all__ = [
     "Chunk",
@@ -205,18 +208,24 @@ class ContextSkipped:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FinishStep:
+    """A step ended; ``step`` is its full result (tool calls, results, messages)."""
+
     type: ClassVar[Literal["finish-step"]] = "finish-step"
     step_number: int
     finish_reason: FinishReason
     usage: Usage = field(default_factory=Usage)
     response_model: str | None = None
+    step: StepResult | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Finish:
+    """The run ended; ``usage`` is the total, ``output`` the finish tool's value (if any)."""
+
     type: ClassVar[Literal["finish"]] = "finish"
     finish_reason: FinishReason
     usage: Usage = field(default_factory=Usage)
+    output: Any = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

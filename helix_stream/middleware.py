@@ -1,34 +1,23 @@
-"""Step middleware (the prepare_step chain) and model middleware (``wrap_model``).
+"""Model middleware: wrappers around the litellm call (``wrap_model``, ``wrap_acompletion``).
 
-**Step middleware** runs before every model call. Each one receives a :class:`StepInput`
-(attributes ``step_number``, ``steps``, ``messages``, ``model``, ``runtime_context``,
-``tools_context``) and returns ``None`` or a dict of overrides. A list of them is a chain: each
-sees the overrides of the ones before it already applied. The built-in context pass of
-:class:`~helix_stream.Executor` is the first link of that chain.
-
-**Model middleware** wraps the litellm call, as the AI SDK's ``wrapLanguageModel`` does:
-``transform_params``, ``wrap_generate`` and ``wrap_stream``, each a no-op by default. The
-first middleware in a list is the outermost: it transforms the params first and its wrap
-sees the others' result.
+As the AI SDK's ``wrapLanguageModel``: ``transform_params``, ``wrap_generate`` and
+``wrap_stream``, each a no-op by default. The first middleware in a list is the outermost: it
+transforms the params first and its wrap sees the others' result. Step middleware (the
+``prepare_step`` chain, which runs before each model call of the loop) is
+:mod:`helix_stream.prepare_step`.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
-
-from .chunks import Chunk
+from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
-    "STEP_OVERRIDE_KEYS",
     "ModelMiddleware",
-    "PrepareStep",
-    "StepInput",
     "WrappedModel",
+    "call_with_middleware",
     "default_settings",
-    "run_step_chain",
     "simulate_streaming",
     "wrap_acompletion",
     "wrap_model",
@@ -37,80 +26,6 @@ __all__ = [
 Params = dict[str, Any]
 DoGenerate = Callable[[Params], Awaitable[Any]]
 DoStream = Callable[[Params], Awaitable[AsyncIterator[Any]]]
-
-# Overrides that are not litellm params. runtime_context and tools_context carry forward to
-# later steps (AI SDK semantics); the others, and every litellm param, apply to one step.
-STEP_OVERRIDE_KEYS = frozenset(
-    {
-        "model",
-        "tool_choice",
-        "active_tools",
-        "system",
-        "messages",
-        "runtime_context",
-        "tools_context",
-    }
-)
-
-
-@dataclass(slots=True, kw_only=True)
-class StepInput:
-    """What each step middleware (``prepare_step``) receives before a model call.
-
-    Attributes:
-        step_number: 0 for the first model call of the run.
-        steps: The finished steps so far (``StepResult`` objects).
-        messages: The conversation about to be sent, as OpenAI dicts (the system prompt is
-            not among them: it is added when the request is built, see ``system``).
-        model: The model string (or wrapped model) about to be called.
-        runtime_context: The shared runtime context (never sent to the model).
-        tools_context: The per-tool contexts, keyed by tool name.
-        session_id: The executor session, or ``None`` for a plain ``stream_text`` call.
-        forced_completion: This is the last call, which must call the finish tool.
-    """
-
-    step_number: int
-    steps: Sequence[Any]
-    messages: list[dict[str, Any]]
-    model: Any
-    runtime_context: Mapping[str, Any]
-    tools_context: Mapping[str, Any]
-    session_id: str | None = None
-    forced_completion: bool = False
-    emitted: list[Chunk] = field(default_factory=list)
-
-    def emit(self, chunk: Chunk) -> None:
-        """Put a chunk into the run's stream ahead of this step's model output."""
-        self.emitted.append(chunk)
-
-
-class PrepareStep(Protocol):
-    def __call__(
-        self, step: StepInput, /
-    ) -> Mapping[str, Any] | Awaitable[Mapping[str, Any] | None] | None: ...
-
-
-async def run_step_chain(chain: Sequence[PrepareStep], step: StepInput) -> dict[str, Any]:
-    """Run the chain; return the merged overrides (later links win).
-
-    Each link sees ``messages``, ``model``, ``runtime_context`` and ``tools_context`` as the
-    links before it left them.
-    """
-    merged: dict[str, Any] = {}
-    for link in chain:
-        out = link(step)
-        if inspect.isawaitable(out):
-            out = await out
-        if not out:
-            continue
-        if not isinstance(out, Mapping):
-            raise TypeError(f"prepare_step must return None or a dict, not {type(out).__name__}")
-        merged.update(out)
-        for key in ("messages", "model", "runtime_context", "tools_context"):
-            if key in out:
-                value = out[key]
-                setattr(step, key, list(value) if key == "messages" else value)
-    return merged
 
 
 class ModelMiddleware:

@@ -12,19 +12,35 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from .errors import ToolContextError, describe_validation
 
 if TYPE_CHECKING:
-    from .context import ContextItemLike
     from .state import SessionInfo
 
-__all__ = ["FINISH_TOOL_NAME", "Tool", "ToolContext", "tool", "tools_by_name"]
+__all__ = [
+    "FINISH_TOOL_NAME",
+    "Tool",
+    "ToolContext",
+    "approval_id",
+    "dump_output",
+    "tool",
+    "tools_by_name",
+]
 
 FINISH_TOOL_NAME = "__finish__"
+
+# A context item as a tool passes it: a dict, or a pydantic model of one.
+ItemLike = Mapping[str, Any] | BaseModel
+
+
+def approval_id(tool_call_id: str) -> str:
+    """The approval id of a call (what ``tool-approval-request`` announces and answers name)."""
+    return f"approval-{tool_call_id}"
+
 
 ExecuteFn = Callable[..., Any]
 DescriptionFn = Callable[[Any], str]
@@ -45,10 +61,10 @@ class ToolContext:
     tool_call_id: str
     tool_name: str
     session: SessionInfo | None = None
-    _add_context: Callable[[Sequence[ContextItemLike], int], Awaitable[int]] | None = None
+    _add_context: Callable[[Sequence[ItemLike], int], Awaitable[int]] | None = None
     _add_calls: int = 0
 
-    async def add_context(self, items: Sequence[ContextItemLike]) -> int:
+    async def add_context(self, items: Sequence[ItemLike]) -> int:
         """Queue context items for the session; they reach the model at its next call, once.
 
         Items a tool adds always carry ``source="tool"``. Re-running the same call does not
@@ -147,6 +163,14 @@ class Tool:
             raise ToolContextError(
                 f"tools_context[{self.name!r}] does not match its context_schema: {problems}"
             ) from None
+
+    @property
+    def pauses_for(self) -> Literal["approval", "client"] | None:
+        """Why a call of this tool pauses the turn: it waits for the app's ``"approval"``, or
+        for a ``"client"`` to run it (no ``execute``); ``None`` when it runs at once."""
+        if self.execute is None:
+            return "client"
+        return "approval" if self.needs_approval else None
 
     def describe(self, context: Any) -> str:
         """The description for this model call."""

@@ -1,10 +1,11 @@
-"""Context items, context rows and their rendering (reference 000, "Context rows")."""
+"""Context items, context rows, their rendering and the context pass (README, "Sessions and
+context rows")."""
 
 from __future__ import annotations
 
 from ._envelope import escape_envelopes, escape_message
 from ._fold import LogFold, apply_tools_item
-from ._hook import StepContextRequest
+from ._hook import StepContextLimits, StepContextRequest
 from ._items import (
     MAX_ITEM_BYTES,
     ContextItem,
@@ -18,7 +19,7 @@ from ._items import (
     notice,
     validate_items,
 )
-from ._pass import ContextPass
+from ._pass import ContextPass, Gathered
 from ._rows import (
     SYSTEM_FORM_SOURCES,
     ContextRow,
@@ -35,8 +36,10 @@ __all__ = [
     "ContextItemLike",
     "ContextPass",
     "ContextRow",
+    "Gathered",
     "LogFold",
     "Source",
+    "StepContextLimits",
     "StepContextRequest",
     "apply_tools_item",
     "disable_tools",

@@ -1,7 +1,7 @@
 """What a session's log adds up to: active tools, the hook's cursor, memories already given.
 
 Everything here is *folded from the log*, never kept beside it, so it follows the log through a
-rewind or a branch (reference 000, "Switching tools off and on", "Rewinds and branches").
+rewind or a branch (README, "Switching tools off and on" and "Durable sessions").
 """
 
 from __future__ import annotations
@@ -27,21 +27,15 @@ class LogFold:
         memory_ids: Ids of memories already recalled into the session (and skipped ones).
     """
 
-    def __init__(self, session_id: str = "") -> None:
-        self.session_id = session_id
+    def __init__(self) -> None:
         self.inactive: set[str] = set()
         self.cursor: Any = None
         self.memory_ids: set[str] = set()
-        self.tool_call_ids: set[str] = set()
 
     def add(self, records: Iterable[LogRecord]) -> None:
         for record in records:
-            payload = record.payload
             if record.role == "context":
-                self._row(payload)
-            elif record.role == "assistant":
-                for call in payload.get("tool_calls") or []:
-                    self.tool_call_ids.add(call["id"])
+                self._row(record.payload)
 
     def _row(self, payload: Mapping[str, Any]) -> None:
         kind = payload.get("kind")

@@ -21,14 +21,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..agent import StepContextLimits
 from ..chunks import ContextSkipped
 from ..errors import ContextValidationError
 from ._items import item_size, validate_items
 
-__all__ = ["StepContextRequest", "log_skipped", "run_step_context"]
+__all__ = ["StepContextLimits", "StepContextRequest", "log_skipped", "run_step_context"]
 
-log = logging.getLogger("helix_stream.context")
+logger = logging.getLogger("helix_stream.context")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepContextLimits:
+    """Limits for the ``step_context`` hook: the batch's JSON size (cursor included) and the
+    hook's run time in seconds."""
+
+    max_bytes: int = 32_768
+    timeout: float = 5.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,7 +64,7 @@ class HookOutcome:
 
 def log_skipped(session_id: str, reason: str, source: str, detail: str = "") -> ContextSkipped:
     """Log ``core.context.skipped`` and return the chunk that says the same in the stream."""
-    log.warning(
+    logger.warning(
         "core.context.skipped: %s skipped (%s)%s",
         source,
         reason,

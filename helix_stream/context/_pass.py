@@ -1,98 +1,105 @@
-"""The context pass: built-in step middleware that runs before every model call.
+"""The context pass: what a session adds before every model call.
 
-In order: it brings its fold of the log up to date, calls the step_context hook (from the
-cursor of the last batch in the log) and the memory recall, then commits everything new — the
-queue, the hook's rows, the memory row — as context rows **in one store transaction**, emits a
-``context-row`` chunk per row (and a ``context_skipped`` chunk per skipped source), and hands
-the loop the session's log rendered as model messages, rows at their place in the log.
+Before each model call of a session the turn runs the pass: :meth:`ContextPass.gather` calls
+the step_context hook (from the cursor of the last batch in the log) and the memory recall, and
+returns their rows and skips; the turn then commits them together with everything queued, as
+context rows **in one store transaction**, and hands the committed records back to
+:meth:`ContextPass.take`, which folds them (active tools, cursor, memories) and renders them as
+the model messages the loop appends.
 
-Rendered messages are cached per run: a record is rendered once and sent as the same bytes on
-every later call, so earlier request messages never change.
+A record is rendered once, when it is committed or first read, and the loop keeps the
+rendering: earlier request messages are sent as the same bytes on every later call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from .._messages import message_text
-from ..agent import StepContextLimits
-from ..chunks import ContextRowChunk
-from ..middleware import StepInput
-from ..store import LogRecord, Store
+from ..chunks import ContextSkipped
+from ..store import LogRecord
 from ._fold import LogFold
-from ._hook import StepContextRequest, run_step_context
+from ._hook import StepContextLimits, StepContextRequest, run_step_context
 from ._memory import recall_memories
-from ._rows import ContextRow, render_record
+from ._rows import render_record
 
-__all__ = ["ContextPass"]
+__all__ = ["ContextPass", "Gathered"]
+
+
+@dataclass(frozen=True, slots=True)
+class Gathered:
+    """What the hook and the memory recall bring for one model call (not yet committed)."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[ContextSkipped] = field(default_factory=list)
 
 
 class ContextPass:
-    """Step middleware bound to one session (the executor puts it first in the chain).
+    """The context pass of one turn of one session.
+
+    Args:
+        session_id: The session.
+        log: Its log as the turn read it.
+        step_context: The step_context hook, if any.
+        limits: Its limits.
+        memory: The memory recall, if any.
 
     Attributes:
-        fold: What the log adds up to (active tools, cursor, memory ids) as of the last pass.
+        fold: What the log adds up to so far (active tools, cursor, memory ids).
     """
 
     def __init__(
         self,
-        store: Store,
         session_id: str,
+        log: Sequence[LogRecord],
         *,
         step_context: Callable[[StepContextRequest], Any] | None = None,
         limits: StepContextLimits | None = None,
         memory: Callable[[str, str], Any] | None = None,
     ) -> None:
-        self.store = store
         self.session_id = session_id
         self.step_context = step_context
         self.limits = limits or StepContextLimits()
         self.memory = memory
-        self.fold = LogFold(session_id)
-        self._rendered: list[dict[str, Any]] = []
-        self._last_seq = 0
+        self.fold = LogFold()
         self._last_user = ""
+        self.messages = self.take(log)
 
-    async def __call__(self, step: StepInput) -> dict[str, Any]:
-        await self.refresh()
-        extra: list[dict[str, Any]] = []
-        skipped = []
+    def take(self, records: Sequence[LogRecord]) -> list[dict[str, Any]]:
+        """Fold committed records in; return them as the model sees them."""
+        self.fold.add(records)
+        for record in records:
+            if record.role == "user":
+                self._last_user = message_text(record.payload)
+        return [render_record(record) for record in records]
+
+    async def gather(self, step_number: int, *, user_text: str | None = None) -> Gathered:
+        """Run the hook and the memory recall for the call about to be made.
+
+        Args:
+            step_number: The step about to run.
+            user_text: The user's new message, when it is committed with these rows (memory
+                recalls for it).
+        """
+        rows: list[dict[str, Any]] = []
+        skipped: list[ContextSkipped] = []
         if self.step_context is not None:
             request = StepContextRequest(
-                session_id=self.session_id, cursor=self.fold.cursor, step_number=step.step_number
+                session_id=self.session_id, cursor=self.fold.cursor, step_number=step_number
             )
             outcome = await run_step_context(self.step_context, request, self.limits)
-            extra.extend(outcome.rows)
+            rows.extend(outcome.rows)
             if outcome.skipped is not None:
                 skipped.append(outcome.skipped)
         if self.memory is not None:
+            last_user = self._last_user if user_text is None else user_text
             row, skip = await recall_memories(
-                self.memory, self.session_id, self._last_user, self.fold.memory_ids
+                self.memory, self.session_id, last_user, self.fold.memory_ids
             )
             if row is not None:
-                extra.append(row)
+                rows.append(row)
             if skip is not None:
                 skipped.append(skip)
-        committed = await self.store.commit_context(self.session_id, extra)
-        # Only the session's runner appends to the log, so the committed rows are all that is
-        # new: no second read.
-        self._take(committed)
-        for record in committed:
-            step.emit(ContextRowChunk(row=ContextRow.from_record(record)))
-        for chunk in skipped:
-            step.emit(chunk)
-        return {"messages": list(self._rendered)}
-
-    async def refresh(self) -> list[dict[str, Any]]:
-        """Fold and render what the log gained since the last call; return the rendering."""
-        self._take(await self.store.read_log(self.session_id, after_seq=self._last_seq))
-        return self._rendered
-
-    def _take(self, records: Sequence[LogRecord]) -> None:
-        self.fold.add(records)
-        for record in records:
-            self._rendered.append(render_record(record))
-            if record.role == "user":
-                self._last_user = message_text(record.payload)
-            self._last_seq = record.seq
+        return Gathered(rows=rows, skipped=skipped)

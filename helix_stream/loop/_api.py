@@ -5,26 +5,28 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..middleware import ModelMiddleware, PrepareStep, WrappedModel
+from ..middleware import ModelMiddleware, WrappedModel
+from ..prepare_step import PrepareStep
 from ..steps import StopCondition, step_count_is
 from ..tools import Tool, tools_by_name
+from ._config import Callbacks, LoopConfig
 from ._result import GenerateTextResult, StreamTextResult
-from ._run import LoopConfig, RunState, resolve_contexts, run_loop
+from ._run import resolve_contexts, run_loop
 
 if TYPE_CHECKING:
     from ..telemetry import TelemetrySettings
 
-__all__ = ["DEFAULT_MAX_STEPS", "generate_text", "stream_text"]
+__all__ = ["DEFAULT_MAX_STEPS", "build_config", "generate_text", "stream_text"]
 
 DEFAULT_MAX_STEPS = 20
 
 
-def _as_list(value: Any) -> list[Any]:
+def _as_tuple(value: Any) -> tuple[Any, ...]:
     if value is None:
-        return []
+        return ()
     if isinstance(value, (list, tuple)):
-        return list(value)
-    return [value]
+        return tuple(value)
+    return (value,)
 
 
 def build_config(
@@ -45,8 +47,10 @@ def build_config(
     operation: str,
     agent_name: str | None = None,
     conversation_id: str | None = None,
-) -> tuple[LoopConfig, dict[str, Any]]:
-    """Validate the arguments and build a run's config (shared with the executor)."""
+    finish_tool: str | None = None,
+) -> LoopConfig:
+    """Validate the arguments and build a run's config (shared with the executor, which
+    completes it for its session with ``dataclasses.replace``)."""
     from ..telemetry import recorder_for
 
     tool_map = tools_by_name(tools)
@@ -66,24 +70,28 @@ def build_config(
         agent_name=agent_name,
         conversation_id=conversation_id,
     )
-    config = LoopConfig(
+    return LoopConfig(
         model=model,
         system=system,
-        messages=convo,
+        messages=tuple(convo),
         tools=tool_map,
         tools_context=tools_context,
+        contexts=contexts,
         runtime_context=runtime,
-        prepare_step=_as_list(prepare_step),
-        stop_when=_as_list(stop_when) or [step_count_is(DEFAULT_MAX_STEPS)],
-        middleware=list(middleware or []),
+        prepare_step=_as_tuple(prepare_step),
+        stop_when=_as_tuple(stop_when) or (step_count_is(DEFAULT_MAX_STEPS),),
+        middleware=tuple(middleware or ()),
         litellm_params=dict(litellm_params),
         recorder=recorder,
-        on_chunk=callbacks.get("on_chunk"),
-        on_step_finish=_as_list(callbacks.get("on_step_finish")),
-        on_finish=callbacks.get("on_finish"),
-        on_error=callbacks.get("on_error"),
+        session_id=conversation_id,
+        finish_tool=finish_tool,
+        callbacks=Callbacks(
+            on_chunk=callbacks.get("on_chunk"),
+            on_step_finish=_as_tuple(callbacks.get("on_step_finish")),
+            on_finish=callbacks.get("on_finish"),
+            on_error=callbacks.get("on_error"),
+        ),
     )
-    return config, contexts
 
 
 def stream_text(
@@ -182,11 +190,10 @@ def _start(operation: str, **kwargs: Any) -> StreamTextResult:
         raise TypeError(f"{operation}() needs model=")
     options = {name: kwargs.pop(name, None) for name in _OPTIONS}
     callbacks = {name: kwargs.pop(name, None) for name in _CALLBACKS}
-    config, contexts = build_config(
+    config = build_config(
         **options, callbacks=callbacks, litellm_params=kwargs, operation=operation
     )
-    state = RunState()
-    return StreamTextResult(lambda: run_loop(config, state, contexts), state)
+    return StreamTextResult(lambda: run_loop(config))
 
 
 async def generate_text(**kwargs: Any) -> GenerateTextResult:
@@ -205,4 +212,5 @@ async def generate_text(**kwargs: Any) -> GenerateTextResult:
         usage=result.usage,
         finish_reason=result.finish_reason or "stop",
         response_messages=result.response_messages,
+        output=result.output,
     )

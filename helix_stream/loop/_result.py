@@ -1,4 +1,9 @@
-"""The result objects of ``stream_text``/``generate_text`` (and ``Executor.run``)."""
+"""The result objects of ``stream_text``/``generate_text`` (and ``Executor.run``).
+
+:class:`StreamTextResult` reads what the run produced from its chunks as they pass (each
+``finish-step`` carries its step, ``finish`` the usage and output, ``error`` the exception):
+the loop never writes into the result.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +14,55 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..chunks import Chunk, FinishReason, Usage
+from ..chunks import Chunk, ErrorChunk, Finish, FinishReason, FinishStep, Usage
 from ..steps import StepResult
-from ._run import RunState
 
 if TYPE_CHECKING:
     from starlette.responses import Response
 
 __all__ = ["GenerateTextResult", "StreamTextResult"]
+
+
+class _Progress:
+    """What the chunks seen so far say about the run."""
+
+    __slots__ = ("done", "error", "finish_reason", "output", "steps", "usage")
+
+    def __init__(self) -> None:
+        self.steps: list[StepResult] = []
+        self.usage = Usage()
+        self.finish_reason: FinishReason | None = None
+        self.error: BaseException | None = None
+        self.output: Any = None
+        self.done = False
+
+    def see(self, chunk: Chunk) -> None:
+        cls = chunk.__class__
+        if cls is FinishStep:
+            step = chunk.step  # type: ignore[union-attr]
+            if step is not None:
+                self.steps.append(step)
+                self.usage = self.usage + step.usage
+                self.finish_reason = step.finish_reason
+        elif cls is Finish:
+            self.usage = chunk.usage  # type: ignore[union-attr]
+            self.finish_reason = chunk.finish_reason  # type: ignore[union-attr]
+            self.output = chunk.output  # type: ignore[union-attr]
+            self.done = True
+        elif cls is ErrorChunk:
+            self.error = chunk.error  # type: ignore[union-attr]
+            self.finish_reason = "error"
+            self.done = True
+
+
+async def _observed(
+    chunks: AsyncGenerator[Chunk, None], progress: _Progress
+) -> AsyncGenerator[Chunk, None]:
+    see = progress.see
+    async with contextlib.aclosing(chunks):
+        async for chunk in chunks:
+            see(chunk)
+            yield chunk
 
 
 class StreamTextResult:
@@ -29,17 +75,20 @@ class StreamTextResult:
     does it at once.
     """
 
-    def __init__(self, factory: Callable[[], AsyncGenerator[Chunk, None]], state: RunState) -> None:
+    def __init__(self, factory: Callable[[], AsyncGenerator[Chunk, None]]) -> None:
         self._factory = factory
-        self._state = state
+        self._state = _Progress()
         self._gen: AsyncGenerator[Chunk, None] | None = None
         self._closing: asyncio.Task[None] | None = None
+
+    def _open(self) -> AsyncGenerator[Chunk, None]:
+        self._gen = _observed(self._factory(), self._state)
+        return self._gen
 
     def __aiter__(self) -> AsyncIterator[Chunk]:
         if self._gen is not None:
             raise RuntimeError("a StreamTextResult can be iterated only once")
-        self._gen = self._factory()
-        iterator = _Iterator(self._gen)
+        iterator = _Iterator(self._open())
         # When the consumer drops its iterator (a `break`), close the run right away rather
         # than when this result object happens to be collected.
         weakref.finalize(iterator, self._schedule_close)
@@ -64,7 +113,8 @@ class StreamTextResult:
     async def aclose(self) -> None:
         """Stop the run now: close the model stream, cancel running tools."""
         if self._gen is None:
-            self._gen = self._factory()
+            self._open()
+            assert self._gen is not None
         if self._closing is not None:
             await self._closing
         else:
@@ -99,7 +149,7 @@ class StreamTextResult:
     @property
     def response_messages(self) -> list[dict[str, Any]]:
         """The assistant and tool messages of the steps run so far (OpenAI format)."""
-        return list(self._state.response_messages)
+        return [m for step in self._state.steps for m in step.response_messages]
 
     @property
     def output(self) -> Any:
@@ -149,10 +199,20 @@ class _Iterator:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GenerateTextResult:
-    """What ``generate_text`` returns once the run has finished."""
+    """What ``generate_text`` returns once the run has finished (and ``on_finish`` receives).
+
+    Attributes:
+        text: The last step's text.
+        steps: Every step.
+        usage: The total usage.
+        finish_reason: The last step's finish reason.
+        response_messages: The assistant and tool messages of all steps (OpenAI format).
+        output: The finish tool's value (an agent with an ``output_schema``), else ``None``.
+    """
 
     text: str
     steps: list[StepResult]
     usage: Usage
     finish_reason: FinishReason
     response_messages: list[dict[str, Any]]
+    output: Any = None

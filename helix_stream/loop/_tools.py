@@ -1,8 +1,8 @@
 """Runs one step's tool calls: the tool gate, input validation, concurrent execution.
 
 A call to a tool the agent does not declare is answered ``tool_unavailable``; a call to a
-switched-off tool ``tool_inactive`` (reference 000, "Switching tools off and on"). Neither
-runs anything of the tool: no body, no approval, no client ask. Every call still gets a tool
+switched-off tool ``tool_inactive`` (README, "Switching tools off and on"). Neither runs
+anything of the tool: no body, no approval, no client ask. Every call still gets a tool
 message, so the conversation stays valid and the model can carry on.
 """
 
@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -27,12 +26,10 @@ from ..chunks import (
 from ..errors import describe_validation
 from ..steps import ToolCall, ToolResult
 from ..telemetry import Recorder
-from ..tools import Tool, ToolContext, dump_output
+from ..tools import Tool, ToolContext, approval_id, dump_output
+from ._config import NO_SESSION, SessionLink
 
-__all__ = ["Gate", "ToolRun", "not_executed_message", "run_tool_calls"]
-
-Gate = Callable[[ToolCall], Awaitable[Literal["tool_inactive"] | None]]
-ContextFactory = Callable[[ToolCall, Tool, Any], ToolContext]
+__all__ = ["ToolCalls", "ToolOutcome", "not_executed_message", "tool_message"]
 
 
 def not_executed_message(call: ToolCall, reason: str) -> str:
@@ -45,16 +42,19 @@ def not_executed_message(call: ToolCall, reason: str) -> str:
     return json.dumps({"status": "not_executed", "reason": reason, "message": text})
 
 
-@dataclass(slots=True)
-class ToolRun:
-    """The outcome of a step's tool calls: results in call order, and their tool messages."""
+def tool_message(call_id: str, content: str) -> dict[str, Any]:
+    """The OpenAI tool message answering call ``call_id``."""
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """How a step's tool calls ended: results and tool messages, both in call order (never
+    completion order: the next request's bytes must not depend on which tool finished first).
+    A pending call (approval, client tool) has a result but no message yet."""
 
     results: list[ToolResult]
     messages: list[dict[str, Any]]
-
-
-def _tool_message(call: ToolCall, content: str) -> dict[str, Any]:
-    return {"role": "tool", "tool_call_id": call.id, "content": content}
 
 
 def _validation_text(call: ToolCall, exc: ValidationError | None) -> str:
@@ -63,109 +63,145 @@ def _validation_text(call: ToolCall, exc: ValidationError | None) -> str:
     return f"Invalid input for tool {call.name!r}: {describe_validation(exc)}"
 
 
-async def run_tool_calls(
-    calls: list[ToolCall],
-    *,
-    tools: Mapping[str, Tool],
-    contexts: Mapping[str, Any],
-    gate: Gate | None,
-    make_context: ContextFactory,
-    recorder: Recorder,
-    run: ToolRun,
-    approved: frozenset[str] = frozenset(),
-    bind: Callable[[], AbstractContextManager[None]] | None = None,
-) -> AsyncGenerator[Chunk, None]:
-    """Yield the chunks of running ``calls``; fill ``run`` with results in call order.
+class ToolCalls:
+    """One step's tool calls. Iterate :meth:`chunks`, then read :meth:`outcome`.
 
     Tools run concurrently; each output is yielded as soon as it is ready. If the consumer
-    stops or the task is cancelled, every tool still running is cancelled before this returns.
-    Calls in ``approved`` run even though their tool needs approval: the app said yes.
+    stops or the task is cancelled, every tool still running is cancelled before
+    :meth:`chunks` returns. Calls in ``approved`` run even though their tool needs approval:
+    the app said yes (the gate does not apply to them: the caller settled that).
     """
-    results: dict[str, ToolResult] = {}
-    contents: dict[str, str] = {}
-    tasks: dict[asyncio.Task[Any], tuple[ToolCall, Tool, Any]] = {}
 
-    def settle(result: ToolResult, content: str | None) -> None:
-        results[result.tool_call_id] = result
+    def __init__(
+        self,
+        calls: Sequence[ToolCall],
+        *,
+        tools: Mapping[str, Tool],
+        contexts: Mapping[str, Any],
+        recorder: Recorder,
+        session: SessionLink = NO_SESSION,
+        approved: frozenset[str] = frozenset(),
+    ) -> None:
+        self._calls = list(calls)
+        self._tools = tools
+        self._contexts = contexts
+        self._recorder = recorder
+        self._session = session
+        self._approved = approved
+        self._results: dict[str, ToolResult] = {}
+        self._contents: dict[str, str] = {}
+
+    def outcome(self) -> ToolOutcome:
+        """Results and tool messages in call order (after :meth:`chunks` has finished)."""
+        calls = self._calls
+        return ToolOutcome(
+            results=[self._results[call.id] for call in calls],
+            messages=[
+                tool_message(call.id, self._contents[call.id])
+                for call in calls
+                if call.id in self._contents
+            ],
+        )
+
+    def _settle(self, result: ToolResult, content: str | None) -> None:
+        self._results[result.tool_call_id] = result
         if content is not None:
-            contents[result.tool_call_id] = content
+            self._contents[result.tool_call_id] = content
 
-    immediate: list[Chunk] = []
-    to_start: list[tuple[ToolCall, Tool, Any]] = []
-    for call in calls:
-        tool = tools.get(call.name)
-        reason = "tool_unavailable" if tool is None else (await gate(call) if gate else None)
+    async def _screen(self, call: ToolCall) -> tuple[Chunk | None, Any]:
+        """Settle a call that must not run now; return its chunk, or ``(None, input)`` to run."""
+        tool = self._tools.get(call.name)
+        approved = call.id in self._approved
+        reason: Literal["tool_inactive", "tool_unavailable"] | None = (
+            "tool_unavailable" if tool is None else None
+        )
+        if reason is None and not approved:
+            reason = await self._session.gate(call)
         if reason is not None:
-            settle(
-                ToolResult(
-                    tool_call_id=call.id, tool_name=call.name, status="not_executed", reason=reason
-                ),
-                not_executed_message(call, reason),
+            result = ToolResult(
+                tool_call_id=call.id, tool_name=call.name, status="not_executed", reason=reason
             )
-            immediate.append(
-                ToolNotExecuted(tool_call_id=call.id, tool_name=call.name, reason=reason)
-            )
-            continue
+            self._settle(result, not_executed_message(call, reason))
+            return ToolNotExecuted(tool_call_id=call.id, tool_name=call.name, reason=reason), None
         assert tool is not None
         error: ValidationError | None = None
-        parsed = None
         if isinstance(call.input, dict):
             try:
-                parsed = tool.input_schema.model_validate(call.input)
+                return None, tool.input_schema.model_validate(call.input)
             except ValidationError as exc:
                 error = exc
-        if parsed is None:
-            text = _validation_text(call, error)
-            settle(
-                ToolResult(tool_call_id=call.id, tool_name=call.name, status="error", error=text),
-                text,
-            )
-            immediate.append(ToolOutputError(tool_call_id=call.id, error_text=text))
-            continue
-        if tool.execute is None or (tool.needs_approval and call.id not in approved):
-            # A client tool or one that waits for approval: the run pauses after this step.
-            settle(ToolResult(tool_call_id=call.id, tool_name=call.name, status="pending"), None)
-            if tool.needs_approval:
-                immediate.append(
-                    ToolApprovalRequest(approval_id=f"approval-{call.id}", tool_call_id=call.id)
+        text = _validation_text(call, error)
+        result = ToolResult(tool_call_id=call.id, tool_name=call.name, status="error", error=text)
+        self._settle(result, text)
+        return ToolOutputError(tool_call_id=call.id, error_text=text), None
+
+    async def chunks(self) -> AsyncGenerator[Chunk, None]:
+        """The chunks of running the calls (see the class docstring)."""
+        immediate: list[Chunk] = []
+        to_start: list[tuple[ToolCall, Tool, Any]] = []
+        for call in self._calls:
+            chunk, parsed = await self._screen(call)
+            if chunk is not None:
+                immediate.append(chunk)
+                continue
+            tool = self._tools[call.name]
+            waits = tool.pauses_for
+            if waits == "client" or (waits == "approval" and call.id not in self._approved):
+                # The run pauses after this step until the app or the client answers.
+                self._settle(
+                    ToolResult(tool_call_id=call.id, tool_name=call.name, status="pending"), None
                 )
-            continue
-        to_start.append((call, tool, parsed))
+                if waits == "approval":
+                    immediate.append(
+                        ToolApprovalRequest(approval_id=approval_id(call.id), tool_call_id=call.id)
+                    )
+                continue
+            to_start.append((call, tool, parsed))
+        tasks = self._start(to_start)
+        try:
+            for chunk in immediate:
+                yield chunk
+            async for chunk in self._collect(tasks):
+                yield chunk
+        finally:
+            for task in tasks:
+                if not task.done():
+                    task.cancel()
+            if tasks:
+                await asyncio.gather(*tasks, return_exceptions=True)
 
-    try:
+    def _start(
+        self, to_start: list[tuple[ToolCall, Tool, Any]]
+    ) -> dict[asyncio.Task[tuple[ToolResult, str]], ToolCall]:
         # Tasks copy the context they are created in: create them all inside the session
-        # binding, with no yield in between, so every tool sees its session (and nothing leaks).
-        with bind() if bind is not None else nullcontext():
+        # binding, with no await in between, so every tool sees its session (and nothing leaks).
+        tasks: dict[asyncio.Task[tuple[ToolResult, str]], ToolCall] = {}
+        with self._session.bind():
             for call, tool, parsed in to_start:
-                ctx = make_context(call, tool, contexts.get(tool.name))
-                task = asyncio.ensure_future(_execute(tool, parsed, ctx, call, recorder))
-                tasks[task] = (call, tool, ctx)
-        for chunk in immediate:
-            yield chunk
+                ctx = self._session.tool_context(call, tool, self._contexts.get(tool.name))
+                task = asyncio.ensure_future(_execute(tool, parsed, ctx, call, self._recorder))
+                tasks[task] = call
+        return tasks
 
+    async def _collect(
+        self, tasks: dict[asyncio.Task[tuple[ToolResult, str]], ToolCall]
+    ) -> AsyncGenerator[Chunk, None]:
+        order = {call.id: index for index, call in enumerate(self._calls)}
         pending = set(tasks)
         while pending:
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            # Emit in call order among those that finished together (deterministic streams).
-            for task in sorted(done, key=lambda t: calls.index(tasks[t][0])):
-                call, _, _ = tasks[task]
+            # In call order among those that finished together (deterministic streams).
+            for task in sorted(done, key=lambda t: order[tasks[t].id]):
                 result, content = task.result()
-                settle(result, content)
+                self._settle(result, content)
                 if result.status == "output":
-                    yield ToolOutputAvailable(tool_call_id=call.id, output=result.output)
+                    yield ToolOutputAvailable(
+                        tool_call_id=result.tool_call_id, output=result.output
+                    )
                 else:
-                    yield ToolOutputError(tool_call_id=call.id, error_text=result.error or "")
-    finally:
-        for task in tasks:
-            if not task.done():
-                task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
-
-    run.results = [results[call.id] for call in calls]
-    # Tool messages in call order, never completion order: the next request's bytes must not
-    # depend on which tool happened to finish first.
-    run.messages = [_tool_message(call, contents[call.id]) for call in calls if call.id in contents]
+                    yield ToolOutputError(
+                        tool_call_id=result.tool_call_id, error_text=result.error or ""
+                    )
 
 
 async def _execute(

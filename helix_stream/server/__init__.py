@@ -54,8 +54,8 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 
 from ..agent import Agent
-from ..executor import Executor
 from ..models import load_litellm
+from ..session import Executor
 from ._routes import Authenticate, Authorize, RunOptions, error_response, http_error_handler, routes
 from ._streams import ActiveStream, StreamRegistry
 

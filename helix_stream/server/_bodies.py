@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.requests import ClientDisconnect, Request
 
 from ..errors import InvalidRequestError, PayloadTooLargeError, describe_validation
+from ..session import ApprovalAnswer, ToolAnswer
 
 __all__ = [
     "ApprovalAnswer",
@@ -132,23 +133,6 @@ def parse_body(raw: bytes, model: type[_Model]) -> _Model:
 def _problems(exc: ValidationError, model: type[BaseModel]) -> str:
     problems = describe_validation(exc, root="(body)")
     return f"the request body is not a valid {model.__name__}: {problems}"
-
-
-@dataclass(frozen=True, slots=True)
-class ApprovalAnswer:
-    """An approval the user answered (a tool part in state ``approval-responded``)."""
-
-    approval_id: str
-    approved: bool
-    reason: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class ToolAnswer:
-    """A client tool's answer (a tool part in state ``output-available`` or ``output-error``)."""
-
-    tool_call_id: str
-    output: Any
 
 
 @dataclass(frozen=True, slots=True)

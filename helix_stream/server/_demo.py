@@ -26,8 +26,8 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..agent import Agent
-from ..executor import Executor
 from ..models import load_litellm
+from ..session import Executor
 from ..store import open_store
 from ..tools import Tool, tool
 from ._routes import http_error_handler, routes

@@ -23,17 +23,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from .._pending import approval_id_for, waiting_calls
 from ..agent import Agent
-from ..errors import (
-    FrameworkNotSupportedError,
-    HelixError,
-    SessionBusyError,
-    SessionNotFoundError,
-)
-from ..executor import Executor
+from ..errors import FrameworkNotSupportedError, HelixError
+from ..session import Executor
 from ..transformers import UIMessageStreamResponse, to_ui_message_stream
-from ._bodies import ChatActions, ChatRequest, ContextRequest, chat_actions, parse_body, read_body
+from ._bodies import ChatRequest, ContextRequest, chat_actions, parse_body, read_body
 from ._streams import StreamRegistry
 
 __all__ = [
@@ -198,7 +192,6 @@ def routes(
                 "or rewind with executor.retry() in your own route"
             )
         actions = chat_actions(body)
-        await _answer_waiting_calls(executor, session_id, actions)
         options: dict[str, Any] = {}
         if run_options is not None:
             options = dict(await _maybe_await(run_options(request, auth)) or {})
@@ -206,7 +199,7 @@ def routes(
                 raise TypeError(f"run_options may not set {sorted(reserved)}")
         if actions.user_text is None:
             # Continue the assistant message the client shows, under its id, so that the
-            # stream's `start` and the stored messages agree (_turn.py: message_id).
+            # stream's `start` and the stored messages agree.
             message_id = actions.continued_id
             user_input: Mapping[str, Any] | None = None
         else:
@@ -217,8 +210,16 @@ def routes(
                 # Kept with the record: GET .../messages answers with the client's own id.
                 "_message_id": actions.user_message_id,
             }
-        result = executor.run(
-            agent, session_id, user_input, message_id=message_id, auth=auth, **options
+        # Claims the session before the response starts: a refusal (busy, unanswered calls,
+        # an unknown session to continue) is still a JSON error with its status.
+        result = await executor.start(
+            agent,
+            session_id,
+            user_input,
+            answers=[*actions.approvals, *actions.tool_answers],
+            message_id=message_id,
+            auth=auth,
+            **options,
         )
         ui = to_ui_message_stream(
             result,
@@ -240,8 +241,10 @@ def routes(
     async def messages(request: Request) -> Response:
         session_id = request.path_params["id"]
         await authorized(await authenticated(request), session_id)
-        await executor.session(session_id)  # 404 for an unknown session
-        return JSONResponse(await executor.ui_messages(session_id, on_error=on_error))
+        messages = await executor.ui_messages(
+            session_id, client_version=client_version, on_error=on_error
+        )
+        return JSONResponse(messages)
 
     @_json_errors
     async def resume(request: Request) -> Response:
@@ -259,40 +262,3 @@ def routes(
         Route(f"{base}/{{id}}/messages", messages, methods=["GET"], name="helix_messages"),
         Route(f"{base}/{{id}}/stream", resume, methods=["GET"], name="helix_resume"),
     ]
-
-
-async def _answer_waiting_calls(executor: Executor, session_id: str, actions: ChatActions) -> None:
-    """Pass the answers in the body to the executor: only for calls the session waits on.
-
-    The client sends the whole history every time, with every tool part it ever saw; an
-    answer to a call that is already settled must not be given again (for a client tool it
-    would become a late-answer notice).
-
-    Raises:
-        SessionNotFoundError: the body continues a session that does not exist.
-        SessionBusyError: the session is running a turn right now.
-    """
-    session = await executor.store.get_session(session_id)
-    if session is None:
-        if actions.user_text is None:
-            raise SessionNotFoundError(
-                f"no session {session_id!r} to continue; start it with a user message"
-            )
-        return
-    if session.status == "running":
-        raise SessionBusyError(
-            f"session {session_id!r} is running a turn; wait for it to finish (or resume its "
-            "stream with GET .../stream)"
-        )
-    waiting = {w.call.id for w in waiting_calls(await executor.log(session_id))}
-    if not waiting:
-        return
-    by_approval = {approval_id_for(call_id): call_id for call_id in waiting}
-    for approval in actions.approvals:
-        if approval.approval_id in by_approval:
-            await executor.respond_to_approval(
-                session_id, approval.approval_id, approval.approved, approval.reason
-            )
-    for answer in actions.tool_answers:
-        if answer.tool_call_id in waiting:
-            await executor.submit_tool_result(session_id, answer.tool_call_id, answer.output)

@@ -27,18 +27,23 @@ from helix_stream.store._protocol import (
     Store,
 )
 from helix_stream.store._sqlite import SQLiteStore
+from helix_stream.store._turns import NewSession, Snapshot, TurnWrite, TurnWriteResult
 
 __all__ = [
     "Checkpoint",
     "LogRecord",
     "MemoryStore",
+    "NewSession",
     "PostgresStore",
     "QueueEntry",
     "RewindResult",
     "SQLiteStore",
     "SessionRecord",
     "SessionStatus",
+    "Snapshot",
     "Store",
+    "TurnWrite",
+    "TurnWriteResult",
     "open_store",
 ]
 

@@ -37,6 +37,12 @@ from helix_stream.store._shared import (
     session_not_found,
     tool_call_ids,
 )
+from helix_stream.store._turns import (
+    Snapshot,
+    TurnWrite,
+    TurnWriteResult,
+    check_turn_write,
+)
 
 __all__ = ["MemoryStore"]
 
@@ -96,6 +102,31 @@ class _Session:
             LogRecord(seq=start + i + 1, role=role, payload=decode(text), created_at=at)
             for i, (role, text, at) in enumerate(self.log[start:])
         ]
+
+
+def _queue_rows(session: _Session, texts: list[tuple[str, str]]) -> list[tuple[_Entry, int]]:
+    """Add the session's queued items to ``texts`` as rows; return (entry, delivered seq)."""
+    delivered: list[tuple[_Entry, int]] = []
+    for entry in session.pending:
+        delivered.append((entry, len(session.log) + len(texts) + 1))
+        origin = decode(entry.origin)
+        for item in decode(entry.items):
+            row = context_row(
+                item, source=entry.source, origin=origin, queue_id=entry.id, key=entry.key
+            )
+            texts.append(("context", encode(row)))
+    return delivered
+
+
+def _checkpoint_row(
+    session: _Session, checkpoint: Checkpoint | None, log_seq: int, now: float
+) -> tuple[str, int, int, str, float] | None:
+    if checkpoint is None:
+        return None
+    cp_id = checkpoint_id(checkpoint.id)
+    if any(cp[0] == cp_id for cp in session.checkpoints):
+        raise duplicate_checkpoint(session.id, cp_id)
+    return (cp_id, checkpoint.step_number, log_seq, encode(checkpoint.state), now)
 
 
 class MemoryStore:
@@ -273,30 +304,74 @@ class MemoryStore:
         self, session_id: str, extra_rows: Sequence[JSON] = ()
     ) -> list[LogRecord]:
         """Turn every queued entry, then ``extra_rows``, into context rows in one write."""
+        write = TurnWrite(deliver_queue=True, rows=list(extra_rows))
+        return (await self.write_turn(session_id, write)).records
+
+    async def read_snapshot(self, session_id: str) -> Snapshot:
+        """The session, its log, its last checkpoint and its queue, in one read."""
+        self._check_open()
+        session = self._sessions.get(session_id)
+        if session is None:
+            return Snapshot(session=None)
+        checkpoints = await self.checkpoints(session_id)
+        return Snapshot(
+            session=session.record(),
+            log=session.records(0),
+            checkpoint=checkpoints[-1] if checkpoints else None,
+            pending=[entry.record() for entry in session.pending],
+        )
+
+    async def write_turn(self, session_id: str, write: TurnWrite) -> TurnWriteResult:
+        """Apply one turn boundary in one write (see :class:`~helix_stream.store.TurnWrite`)."""
+        self._check_open()
+        roles, expected = check_turn_write(write)
         async with self._lock:
-            session = self._session(session_id)
-            payloads: list[JSON] = []
-            delivered: list[tuple[_Entry, int]] = []
-            for entry in session.pending:
-                delivered.append((entry, len(session.log) + len(payloads) + 1))
-                origin = decode(entry.origin)
-                payloads.extend(
-                    context_row(
-                        item, source=entry.source, origin=origin, queue_id=entry.id, key=entry.key
-                    )
-                    for item in decode(entry.items)
+            session = self._sessions.get(session_id)
+            now = time.time()
+            if session is None:
+                if write.create is None:
+                    raise session_not_found(session_id)
+                create = write.create
+                made = _Session(
+                    session_id, create.agent_name, create.parent_id, encode(create.meta), now, now
                 )
-            payloads.extend(extra_rows)
-            texts = [encode(p) for p in payloads]  # the only step that can fail: before writing
-            if not texts:
-                return []
-            now, start = time.time(), len(session.log)
-            session.log.extend(("context", text, now) for text in texts)
+            elif expected is not None and session.status not in expected:
+                return TurnWriteResult(applied=False, session=session.record())
+            target = session or made
+            # Everything that can fail is computed before anything changes.
+            texts = [(role, encode(m)) for role, m in roles]
+            delivered = _queue_rows(target, texts) if write.deliver_queue else []
+            texts.extend(("context", encode(row)) for row in write.rows)
+            meta_text = target.meta
+            if write.meta:
+                merged, _ = merge_meta(decode(target.meta), write.meta)
+                meta_text = encode(merged)
+            cp_row = _checkpoint_row(target, write.checkpoint, len(target.log) + len(texts), now)
+            changed = (
+                session is None
+                or bool(texts)
+                or cp_row is not None
+                or write.status is not None
+                or meta_text != target.meta
+            )
+            if not changed:
+                return TurnWriteResult(applied=True, session=target.record())
+            # Nothing below can fail: the write applies whole.
+            self._sessions[session_id] = target
+            start = len(target.log)
+            target.log.extend((role, text, now) for role, text in texts)
             for entry, seq in delivered:
                 entry.delivered_seq = seq
-            session.pending.clear()
+            if write.deliver_queue:
+                target.pending = []
+            if cp_row is not None:
+                target.checkpoints.append(cp_row)
+            target.status = write.status or target.status
+            target.meta, target.updated_at = meta_text, now
             self.write_transactions += 1
-            return session.records(start)
+            return TurnWriteResult(
+                applied=True, session=target.record(), records=target.records(start)
+            )
 
     async def checkpoints(self, session_id: str) -> list[Checkpoint]:
         """The session's checkpoints, oldest first."""

@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from helix_stream.store import _postgres_history, _postgres_queue
+from helix_stream.store import _postgres_history, _postgres_queue, _postgres_turns
 from helix_stream.store._postgres_db import (
     SESSION_COLUMNS,
     PostgresDatabase,
@@ -42,6 +42,7 @@ from helix_stream.store._shared import (
     message_role,
     session_not_found,
 )
+from helix_stream.store._turns import Snapshot, TurnWrite, TurnWriteResult
 
 __all__ = ["PostgresStore"]
 
@@ -287,10 +288,24 @@ class PostgresStore(PostgresDatabase):
         entry committed after that read stays queued for the next pass; none is lost and none
         is delivered twice.
         """
-        extra = list(extra_rows)
-        return await self._write(
-            lambda tx: _postgres_queue.commit(tx, session_id, extra), pipeline=True
-        )
+        write = TurnWrite(deliver_queue=True, rows=list(extra_rows))
+        return (await self.write_turn(session_id, write)).records
+
+    async def read_snapshot(self, session_id: str) -> Snapshot:
+        """The session, its log, its last checkpoint and its queue, as of one moment."""
+
+        async def read(tx: Tx) -> tuple[Snapshot, bool]:
+            return await _postgres_turns.read_snapshot(tx, session_id), False
+
+        return await self._write(read, pipeline=True)
+
+    async def write_turn(self, session_id: str, write: TurnWrite) -> TurnWriteResult:
+        """Apply one turn boundary in one transaction (see :class:`~helix_stream.store.TurnWrite`).
+
+        It starts with the session row's lock, like every append: a compare-and-set on the
+        status there is decided against the newest committed row, across processes.
+        """
+        return await self._write(lambda tx: _postgres_turns.write_turn(tx, session_id, write))
 
     async def checkpoints(self, session_id: str) -> list[Checkpoint]:
         """The session's checkpoints, oldest first."""

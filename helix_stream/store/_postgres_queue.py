@@ -18,16 +18,13 @@ import time
 from typing import Any, Literal
 
 from helix_stream.store._postgres_db import Row, Tx
-from helix_stream.store._protocol import JSON, LogRecord, QueueEntry
+from helix_stream.store._protocol import QueueEntry
 from helix_stream.store._shared import (
-    context_row,
-    decode,
     key_conflict,
     queue_entries_from_rows,
-    session_not_found,
 )
 
-__all__ = ["SQL_DELIVERED", "SQL_PENDING", "commit", "enqueue", "queue_entries"]
+__all__ = ["SQL_DELIVERED", "SQL_PENDING", "enqueue", "queue_entries"]
 
 # LEFT JOIN: see ``Tx.all_of_session``.
 _QUEUE_COLUMNS = "q.id, q.items, q.source, q.key, q.origin, q.created_at, q.delivered_seq"
@@ -96,28 +93,3 @@ async def enqueue(
     if row[0] == params["digest"] or on_key_conflict == "ignore":
         return 0, False
     raise key_conflict(session_id, key)
-
-
-async def commit(tx: Tx, session_id: str, extra: list[JSON]) -> tuple[list[LogRecord], bool]:
-    """The context pass's transaction (see ``Store.commit_context``); run it pipelined."""
-    # BEGIN, the lock and the queue read go out together. The server still runs them in
-    # order, so the read's snapshot is taken once the lock is granted.
-    locked = await tx.send(_SQL_LOCK, (session_id,))
-    pending = await tx.send(_SQL_TAKE_PENDING, (session_id,))
-    row = await locked.fetchone()
-    if row is None:
-        raise session_not_found(session_id)
-    seq, entries = row[0], await pending.fetchall()
-    if not entries and not extra:
-        return [], False
-    rows: list[tuple[str, JSON]] = []
-    delivered: list[tuple[int, int]] = []  # (queue id, seq of its first row)
-    for qid, items, source, key, origin in entries:
-        delivered.append((qid, seq + len(rows) + 1))
-        origin_dict = decode(origin)
-        rows.extend(
-            ("context", context_row(item, source=source, origin=origin_dict, queue_id=qid, key=key))
-            for item in decode(items)
-        )
-    rows.extend(("context", row) for row in extra)
-    return await tx.append(session_id, seq, rows, time.time(), delivered), True

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from helix_stream.store._turns import Snapshot, TurnWrite, TurnWriteResult
 
 __all__ = [
     "Checkpoint",
@@ -287,6 +290,22 @@ class Store(Protocol):
             StateError: a session ``new_id`` already exists (nothing written).
             ValueError: ``upto_seq`` is below 0 or above the source's last seq (nothing
                 written).
+        """
+        ...
+
+    async def read_snapshot(self, session_id: str) -> Snapshot:
+        """The session, its whole log, its last checkpoint and its undelivered queue entries,
+        read together (one call, one consistent view). ``session`` is ``None`` (and the rest
+        empty) when there is no such session; this never raises SessionNotFoundError."""
+        ...
+
+    async def write_turn(self, session_id: str, write: TurnWrite) -> TurnWriteResult:
+        """Apply one :class:`~helix_stream.store.TurnWrite` in one transaction, all or nothing.
+
+        Raises:
+            SessionNotFoundError: no such session and ``write.create`` is ``None``.
+            TypeError | ValueError: a payload is not strict JSON, a status is unknown, or the
+                checkpoint id exists (nothing written).
         """
         ...
 

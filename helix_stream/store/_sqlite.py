@@ -11,7 +11,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from helix_stream.store import _sqlite_history
+from helix_stream.store import _sqlite_history, _sqlite_turns
 from helix_stream.store._protocol import (
     JSON,
     Checkpoint,
@@ -27,7 +27,6 @@ from helix_stream.store._shared import (
     check_status,
     checkpoint_id,
     checkpoints_from_rows,
-    context_row,
     decode,
     duplicate_checkpoint,
     encode,
@@ -49,6 +48,7 @@ from helix_stream.store._sqlite_db import (
     require_session,
     session_record,
 )
+from helix_stream.store._turns import Snapshot, TurnWrite, TurnWriteResult
 
 __all__ = ["SQLiteStore"]
 
@@ -278,34 +278,16 @@ class SQLiteStore(SQLiteDatabase):
         self, session_id: str, extra_rows: Sequence[JSON] = ()
     ) -> list[LogRecord]:
         """Turn every queued entry, then ``extra_rows``, into context rows in one transaction."""
-        extra = list(extra_rows)
+        write = TurnWrite(deliver_queue=True, rows=list(extra_rows))
+        return (await self.write_turn(session_id, write)).records
 
-        def tx(conn: sqlite3.Connection) -> tuple[list[LogRecord], bool]:
-            require_session(conn, session_id)
-            entries = conn.execute(SQL_PENDING, (session_id,)).fetchall()
-            if not entries and not extra:
-                return [], False
-            seq, now = last_seq(conn, session_id), time.time()
-            records: list[LogRecord] = []
-            delivered: list[tuple[int, int]] = []
-            for qid, items, source, key, origin, _, _ in entries:
-                delivered.append((seq + len(records) + 1, qid))
-                origin_dict = decode(origin)
-                for item in decode(items):
-                    row = context_row(
-                        item, source=source, origin=origin_dict, queue_id=qid, key=key
-                    )
-                    records.append(
-                        _append(conn, session_id, seq + len(records) + 1, "context", row, now)
-                    )
-            for row in extra:
-                records.append(
-                    _append(conn, session_id, seq + len(records) + 1, "context", row, now)
-                )
-            conn.executemany("UPDATE context_queue SET delivered_seq = ? WHERE id = ?", delivered)
-            return records, True
+    async def read_snapshot(self, session_id: str) -> Snapshot:
+        """The session, its log, its last checkpoint and its queue, in one read."""
+        return await self._run(lambda conn: _sqlite_turns.read_snapshot(conn, session_id))
 
-        return await self._write(tx)
+    async def write_turn(self, session_id: str, write: TurnWrite) -> TurnWriteResult:
+        """Apply one turn boundary in one transaction (see ``TurnWrite``)."""
+        return await self._write(lambda conn: _sqlite_turns.write_turn(conn, session_id, write))
 
     async def checkpoints(self, session_id: str) -> list[Checkpoint]:
         """The session's checkpoints, oldest first."""

@@ -149,15 +149,17 @@ async def test_one_transaction_per_context_pass(
         await executor.add_context(SID, [hs.notice(f"n{i}"), hs.instruction(f"i{i}")])
     store = executor.store
     measured: list[tuple[int, int]] = []
-    original = store.commit_context
+    original = store.write_turn
 
-    async def counting(session_id: str, extra_rows: Any = ()) -> Any:
+    async def counting(session_id: str, write: Any) -> Any:
         before = store.write_transactions
-        rows = await original(session_id, extra_rows)
-        measured.append((len(rows), store.write_transactions - before))
-        return rows
+        result = await original(session_id, write)
+        if write.deliver_queue:  # a context pass (the first carries the user's message too)
+            rows = [r for r in result.records if r.role == "context"]
+            measured.append((len(rows), store.write_transactions - before))
+        return result
 
-    store.commit_context = counting  # type: ignore[method-assign]
+    store.write_turn = counting  # type: ignore[method-assign]
     loopback.script(text("ok"))
     chunks = [ch async for ch in executor.run(agent_for(loopback), SID, "next")]
     assert measured == [(10, 1)]

@@ -8,6 +8,7 @@ from pydantic import BaseModel
 
 import helix_stream as hs
 from helix_stream import chunks as c
+from helix_stream.session._meta import TurnMeta
 from tests.loopback import LoopbackServer, error, text, tool_calls
 
 SID = "durable-1"
@@ -240,7 +241,8 @@ async def test_a_branch_copies_rows_but_never_the_queue(
         ("tools", None),
         ("notice", "c9"),
     ]
-    assert (await executor.session(branch)).meta["turn_start_seq"] == cp.log_seq
+    branched = await executor.store.get_session(branch)
+    assert branched is not None and TurnMeta.read(branched.meta).start_seq == cp.log_seq
     assert await executor.store.pending_context(branch) == []
     loopback.script(tool_calls(("noop", {"q": "x"})), text("b"))
     chunks = [ch async for ch in executor.run(a, branch, "in the branch")]

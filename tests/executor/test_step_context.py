@@ -74,15 +74,17 @@ async def test_hook_rows_commit_in_the_same_transaction_as_the_queue(
     await executor.add_context(SID, [hs.instruction("from the app")])
     store = executor.store
     measured: list[tuple[list[str], int]] = []
-    original = store.commit_context
+    original = store.write_turn
 
-    async def counting(session_id: str, extra_rows: Any = ()) -> Any:
+    async def counting(session_id: str, write: Any) -> Any:
         before = store.write_transactions
-        rows = await original(session_id, extra_rows)
-        measured.append(([r.payload["source"] for r in rows], store.write_transactions - before))
-        return rows
+        result = await original(session_id, write)
+        if write.deliver_queue:  # a context pass
+            rows = [r.payload["source"] for r in result.records if r.role == "context"]
+            measured.append((rows, store.write_transactions - before))
+        return result
 
-    store.commit_context = counting  # type: ignore[method-assign]
+    store.write_turn = counting  # type: ignore[method-assign]
     a = agent(
         loopback,
         step_context=lambda req: (

@@ -15,6 +15,7 @@ from starlette.requests import Request
 import helix_stream as hs
 from helix_stream.errors import AuthenticationError
 from helix_stream.server import create_app, routes
+from helix_stream.session._meta import TurnMeta
 from helix_stream.transformers import UI_MESSAGE_STREAM_HEADERS, read_ui_message
 from tests.server._asgi import sse_data
 from tests.server.conftest import chat, message_ids, user
@@ -267,7 +268,9 @@ async def test_the_authenticated_identity_and_run_options_reach_the_run(
     outputs = [c for c in sse_data(response.content) if c != "[DONE]"]
     assert {"type": "tool-output-available", "toolCallId": "call_demo_1_0_whoami",
             "output": {"auth": "user-7", "tenant": "tenant-of-user-7"}} in outputs  # fmt: skip
-    assert (await executor.session("s1")).meta["initiator"] == "user-7"
+    stored = await executor.store.get_session("s1")
+    assert stored is not None and TurnMeta.read(stored.meta).initiator == "user-7"
+    assert (await executor.session("s1")).meta == {}  # the app's meta: the engine's keys apart
 
 
 async def test_routes_mount_in_an_existing_app_under_other_paths(

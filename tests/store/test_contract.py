@@ -1202,13 +1202,17 @@ def test_the_store_package_exports_exactly_its_public_names() -> None:
             "Checkpoint",
             "LogRecord",
             "MemoryStore",
+            "NewSession",
             "PostgresStore",
             "QueueEntry",
             "RewindResult",
             "SQLiteStore",
             "SessionRecord",
             "SessionStatus",
+            "Snapshot",
             "Store",
+            "TurnWrite",
+            "TurnWriteResult",
             "open_store",
         ]
     )

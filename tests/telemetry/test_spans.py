@@ -25,11 +25,9 @@ from opentelemetry.trace import SpanKind, StatusCode
 from pydantic import BaseModel
 
 import helix_stream as hs
-from helix_stream.chunks import ContextRowChunk, ContextSkipped, TextDelta
-from helix_stream.context import ContextRow
+from helix_stream.chunks import TextDelta
 from helix_stream.errors import InvalidRequestError
 from helix_stream.loop import generate_text, stream_text
-from helix_stream.middleware import StepInput
 from helix_stream.telemetry import NOOP_RECORDER, TelemetrySettings, recorder_for
 from helix_stream.tools import tool
 from tests.loopback import LoopbackServer, error, text, tool_calls
@@ -671,26 +669,27 @@ async def test_record_inputs_and_outputs_false_keep_messages_and_results_out(
     assert attrs(traces.one("stream_text"))["gen_ai.usage.output_tokens"] == 10
 
 
-def emit_rows(step: StepInput) -> None:
-    """Rows as the context pass emits them (ContextRow) and as plain dicts; one skip."""
-    if step.step_number == 0:
-        step.emit(
-            ContextRowChunk(
-                row={"kind": "instruction", "source": "app", "content": "SECRET-ROW-TEXT"}
-            )
-        )
-        step.emit(
-            ContextRowChunk(
-                row=ContextRow(seq=3, kind="notice", source="hook", content="SECRET-NOTICE-TEXT")
-            )
-        )
-        memories = [{"id": "m1", "content": "SECRET-MEMORY-TEXT"}]
-        step.emit(
-            ContextRowChunk(
-                row=ContextRow(seq=4, kind="memory", source="memory", memories=memories)
-            )
-        )
-        step.emit(ContextSkipped(reason="timeout", source="hook"))
+async def run_with_rows(loopback: LoopbackServer, settings: Any, **agent_options: Any) -> None:
+    """A session turn whose first call gets one row of each source: app, hook, memory."""
+    executor = hs.Executor()
+    await executor.store.create_session("rows", agent_name="rows")
+    await executor.add_context("rows", [hs.instruction("SECRET-ROW-TEXT")])
+    options: dict[str, Any] = {
+        "step_context": lambda req: (
+            {"items": [hs.notice("SECRET-NOTICE-TEXT")], "cursor": 1} if req.cursor is None else None
+        ),
+        "memory": lambda sid, text: [{"id": "m1", "content": "SECRET-MEMORY-TEXT"}],
+        **agent_options,
+    }
+    llm = loopback.llm()
+    agent = hs.Agent(
+        name="rows",
+        model=llm.pop("model"),
+        settings=llm,
+        telemetry=settings,
+        **options,
+    )
+    await executor.run(agent, "rows", "x").consume()
 
 
 @pytest.mark.parametrize("record_inputs", [False, True], ids=["inputs-off", "inputs-on"])
@@ -698,10 +697,7 @@ async def test_context_rows_appear_as_kinds_sources_and_counts(
     loopback: LoopbackServer, traces: Traces, record_inputs: bool
 ) -> None:
     loopback.script(text("ok"))
-    settings = traces.settings(record_inputs=record_inputs)
-    await stream_text(
-        **loopback.llm(), prompt="x", prepare_step=emit_rows, telemetry=settings
-    ).text()
+    await run_with_rows(loopback, traces.settings(record_inputs=record_inputs))
     step = attrs(traces.one("chat "))
     assert step["helix.context.rows"] == 3
     assert step["helix.context.kinds"] == ("instruction", "notice", "memory")
@@ -709,7 +705,8 @@ async def test_context_rows_appear_as_kinds_sources_and_counts(
     dump = "\n".join(everything(s) for s in traces.spans())
     texts = ("SECRET-ROW-TEXT", "SECRET-NOTICE-TEXT", "SECRET-MEMORY-TEXT")
     if record_inputs:
-        assert json.loads(step["helix.context.contents"]) == [
+        contents = json.loads(step["helix.context.contents"])
+        assert [{k: v for k, v in c.items() if k not in ("origin", "cursor")} for c in contents] == [
             {"kind": "instruction", "source": "app", "content": "SECRET-ROW-TEXT"},
             {"kind": "notice", "source": "hook", "content": "SECRET-NOTICE-TEXT"},
             {
@@ -726,10 +723,16 @@ async def test_context_rows_appear_as_kinds_sources_and_counts(
 async def test_context_skipped_becomes_a_span_event(
     loopback: LoopbackServer, traces: Traces
 ) -> None:
+    async def slow_hook(req: hs.StepContextRequest) -> None:
+        await asyncio.sleep(5)
+
     loopback.script(text("ok"))
-    await stream_text(
-        **loopback.llm(), prompt="x", prepare_step=emit_rows, telemetry=traces.settings()
-    ).text()
+    await run_with_rows(
+        loopback,
+        traces.settings(),
+        step_context=slow_hook,
+        step_context_limits=hs.StepContextLimits(timeout=0.05),
+    )
     (event,) = [e for e in traces.one("chat ").events if e.name == "context_skipped"]
     assert dict(event.attributes or {}) == {
         "helix.context.reason": "timeout",

@@ -1,44 +1,47 @@
-"""``Executor``: runs agents in durable sessions and takes context from the app.
+"""``Executor``: runs agents in durable sessions; the one entry point of the session engine.
 
-A session's log (messages and context rows) lives in a :class:`~helix_stream.store.Store`.
-``run()`` appends the user's input, then runs the loop with the built-in context pass first in
-the step-middleware chain, appending each finished step's assistant and tool messages (and a
-checkpoint) in one transaction. ``add_context()`` queues items from the app at any time —
-idle, running or paused — for the next model call.
+Every operation on a session goes through it: turns (``run``, ``start``), answers to paused
+calls, context from the app, rewinds and branches, and reading (the log, the context rows,
+the stored UI messages). The chat server calls nothing else.
 """
 
 from __future__ import annotations
 
-import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ._pending import (
-    answer_key,
-    approval_id_for,
-    approval_key,
-    late_answer_item,
-    waiting_calls,
-)
+from ..chunks import Chunk, ErrorChunk
+from ..context import ContextItemLike, ContextRow, validate_items
+from ..errors import InvalidRequestError, SessionBusyError, SessionNotFoundError, StateError
+from ..loop import StreamTextResult, has_tool_call, step_count_is
+from ..loop._api import build_config
+from ..state import ParentInfo, check_json
+from ..store import Checkpoint, LogRecord, MemoryStore, SessionRecord, Store
+from ..tools import FINISH_TOOL_NAME
+from ._answers import ApprovalAnswer, ToolAnswer, by_call
+from ._meta import TurnMeta, app_meta
+from ._pending import late_answer_row, waiting_calls
 from ._turn import Turn
-from ._ui_log import log_to_ui_messages
-from .agent import Agent
-from .context import ContextItemLike, ContextRow, validate_items
-from .errors import InvalidRequestError, SessionBusyError, SessionNotFoundError, StateError
-from .loop import StreamTextResult, ToolCall, has_tool_call, step_count_is
-from .loop._api import build_config
-from .loop._run import RunState
-from .state import ParentInfo
-from .store import Checkpoint, LogRecord, MemoryStore, SessionRecord, Store
-from .tools import FINISH_TOOL_NAME
+from ._ui import ui_messages
 
 if TYPE_CHECKING:
-    from .telemetry import TelemetrySettings
+    from ..agent import Agent
+    from ..telemetry import TelemetrySettings
 
-__all__ = ["Executor"]
+__all__ = ["Executor", "default_identity"]
 
 Input = str | Mapping[str, Any] | None
+Answers = Sequence[ApprovalAnswer | ToolAnswer]
+
+
+def default_identity(auth: Any) -> Any:
+    """What of a caller's ``auth`` is stored as a session's initiator by default: an id (a
+    ``str`` or an ``int``) as it is; anything else is not stored (it may hold credentials)."""
+    if isinstance(auth, (str, int)) and not isinstance(auth, bool):
+        return auth
+    return None
 
 
 def _input_message(value: Input) -> dict[str, Any] | None:
@@ -70,13 +73,21 @@ class Executor:
     Args:
         store: Where sessions live; a fresh :class:`~helix_stream.store.MemoryStore` if omitted.
         telemetry: Default telemetry for runs (an agent's own settings win).
+        identify: ``identify(auth)``: what of the first caller is stored as the session's
+            initiator (``current_session().auth.initiator``). It must be JSON-safe; default:
+            :func:`default_identity` (an id string or int, nothing else — never credentials).
     """
 
     def __init__(
-        self, store: Store | None = None, *, telemetry: TelemetrySettings | None = None
+        self,
+        store: Store | None = None,
+        *,
+        telemetry: TelemetrySettings | None = None,
+        identify: Callable[[Any], Any] = default_identity,
     ) -> None:
         self.store: Store = store if store is not None else MemoryStore()
         self.telemetry = telemetry
+        self.identify = identify
 
     # -- running ---------------------------------------------------------------------------
 
@@ -86,6 +97,7 @@ class Executor:
         session_id: str,
         input: Input = None,
         *,
+        answers: Answers = (),
         runtime_context: Mapping[str, Any] | None = None,
         tools_context: Mapping[str, Any] | None = None,
         telemetry: TelemetrySettings | None = None,
@@ -101,28 +113,35 @@ class Executor:
         """Run one turn of ``agent`` in session ``session_id`` (created on first use).
 
         Returns the same streaming result as :func:`~helix_stream.stream_text`; the run starts
-        when it is iterated or awaited.
+        when it is iterated or awaited. A refusal (the session is running, a call still waits
+        for its answer) is the run's error, and nothing is written.
 
         Args:
             agent: The agent to run.
             session_id: The session; created with ``agent.name`` if it does not exist.
             input: The user's new message (a string or a message dict), or ``None`` to
                 continue without one.
+            answers: Answers to the calls a paused turn left waiting
+                (:class:`ApprovalAnswer`, :class:`ToolAnswer`); answers to calls the session
+                does not wait on are ignored.
             runtime_context, tools_context, telemetry: As for ``stream_text``.
             message_id: The id of the assistant UI message this turn produces.
-            auth: Who is calling (``current_session().auth.current``; the first caller is
-                kept as ``auth.initiator``). The server sets it from ``authenticate``.
+            auth: Who is calling (``current_session().auth.current``); see ``identify``.
             **litellm_params: Passed to litellm (over ``agent.settings``).
 
         Raises:
             ToolContextError: a tool's context is missing or invalid (nothing was written).
-            InvalidRequestError: ``input`` has the wrong shape.
+            InvalidRequestError: ``input`` has the wrong shape, or ``identify(auth)`` is not
+                JSON-safe.
         """
         message = _input_message(input)
+        initiator = self.identify(auth)
+        check_json("the session's initiator (Executor(identify=...))", initiator)
         stop_when = [step_count_is(agent.max_steps)]
-        if agent.output_schema is not None:
-            stop_when.append(has_tool_call(FINISH_TOOL_NAME))
-        config, contexts = build_config(
+        finish = FINISH_TOOL_NAME if agent.output_schema is not None else None
+        if finish is not None:
+            stop_when.append(has_tool_call(finish))
+        config = build_config(
             model=agent.model,
             system=agent.system,
             messages=[],
@@ -144,84 +163,96 @@ class Executor:
             operation="invoke_agent",
             agent_name=agent.name,
             conversation_id=session_id,
+            finish_tool=finish,
         )
-        config.session_id = session_id
-        config.message_id = message_id
-        config.finish_tool = FINISH_TOOL_NAME if agent.output_schema is not None else None
-        state = RunState()
         turn = Turn(
-            store=self.store,
+            executor=self,
             agent=agent,
             session_id=session_id,
             message=message,
-            config=config,
-            state=state,
-            contexts=contexts,
+            config=replace(config, message_id=message_id),
+            answers=list(answers),
             auth=auth,
             parent=_parent,
-            executor=self,
         )
-        return StreamTextResult(turn.chunks, state)
+        return StreamTextResult(turn.chunks)
+
+    async def start(
+        self, agent: Agent, session_id: str, input: Input = None, **options: Any
+    ) -> StreamTextResult:
+        """Like :meth:`run`, but start the turn now: a refusal raises here, before any chunk.
+
+        What a server needs: ``await executor.start(...)`` claims the session (or raises
+        ``SessionBusyError``, ``StateError``, ...) before the response starts, so a refusal
+        can still be an HTTP error. Iterate or close the result: the session stays claimed
+        until then.
+
+        Takes the same arguments as :meth:`run`.
+        """
+        result = self.run(agent, session_id, input, **options)
+        iterator = result.__aiter__()
+        first = await anext(iterator)
+        if isinstance(first, ErrorChunk):
+            await result.aclose()
+            raise first.error
+        return StreamTextResult(lambda: _replay_first(first, iterator))
 
     # -- answers to a paused turn ----------------------------------------------------------
+
+    async def answer(self, session_id: str, answers: Answers) -> None:
+        """Record answers to the calls a paused turn left waiting; the next ``run()`` of the
+        session acts on them.
+
+        An approval runs its call — unless the tool was switched off meanwhile (even by a
+        switch-off still queued): then nothing runs and the call gets ``tool_inactive``. A
+        client tool's output that answers no waiting call but a call of the log (one already
+        settled as timed out, say) is delivered as a ``late-answer`` notice row instead.
+
+        Raises:
+            SessionNotFoundError: no such session.
+            SessionBusyError: the session is running.
+            StateError: an answer names no call of the session (nothing was written).
+        """
+        snapshot = await self.store.read_snapshot(session_id)
+        _check_idle(session_id, snapshot.session)
+        waiting = waiting_calls(snapshot.log)
+        matched, unmatched = by_call(answers, waiting)
+        late = [_late_row(snapshot.log, answer) for answer in unmatched]
+        for answer, row in zip(unmatched, late, strict=True):
+            if row is None:
+                raise _unknown_call(session_id, answer)
+        patch: dict[str, Any] = {}
+        for call_id, answer in matched.items():
+            patch.update(TurnMeta.answer(call_id, answer))
+        if patch:
+            await self.store.update_session_meta(session_id, patch)
+        rows = [row for row in late if row is not None]
+        if rows:
+            # Queued, not appended: the log may end with calls still waiting for their results.
+            await self.store.enqueue_context(
+                session_id,
+                [{k: v for k, v in row.items() if k != "origin"} for row in rows],
+                source="late-answer",
+                origin={"type": "late-answer"},
+            )
 
     async def respond_to_approval(
         self, session_id: str, approval_id: str, approved: bool, reason: str | None = None
     ) -> None:
-        """Answer a ``tool-approval-request``; the next ``run()`` of the session acts on it.
-
-        Approving runs the call — unless its tool was switched off meanwhile (even by a
-        switch-off still queued): then nothing runs and the call gets ``tool_inactive``.
+        """Answer one ``tool-approval-request`` (see :meth:`answer`).
 
         Raises:
-            SessionNotFoundError: no such session.
-            SessionBusyError: the session is running.
-            StateError: no call of the session is waiting for this approval.
+            SessionNotFoundError, SessionBusyError, StateError: as :meth:`answer`.
         """
-        call = await self._waiting_call(session_id, approval_id=approval_id)
-        answer = {"approved": bool(approved), "reason": reason}
-        await self.store.update_session_meta(session_id, {approval_key(call.id): answer})
+        await self.answer(session_id, [ApprovalAnswer(approval_id, bool(approved), reason)])
 
     async def submit_tool_result(self, session_id: str, tool_call_id: str, output: Any) -> None:
-        """Give a client tool's answer; the next ``run()`` of the session continues with it.
-
-        An answer after the agent's ``client_tool_timeout`` — or for a call that has already
-        been settled as timed out — is delivered as a ``late-answer`` notice row instead.
+        """Give a client tool's answer (see :meth:`answer`).
 
         Raises:
-            SessionNotFoundError: no such session.
-            SessionBusyError: the session is running.
-            StateError: the session has no client tool call with this id.
+            SessionNotFoundError, SessionBusyError, StateError: as :meth:`answer`.
         """
-        await self._idle_session(session_id)
-        log_records = await self.store.read_log(session_id)
-        if tool_call_id in {w.call.id for w in waiting_calls(log_records)}:
-            answer = {"output": output, "at": time.time()}
-            await self.store.update_session_meta(session_id, {answer_key(tool_call_id): answer})
-            return
-        for record in log_records:
-            for call in (
-                record.payload.get("tool_calls") or [] if record.role == "assistant" else []
-            ):
-                if call["id"] == tool_call_id:
-                    item = late_answer_item(call["function"]["name"], tool_call_id, output)
-                    await self.store.enqueue_context(
-                        session_id,
-                        validate_items([item], forced_source="late-answer"),
-                        source="late-answer",
-                        origin={"type": "late-answer"},
-                    )
-                    return
-        raise StateError(f"session {session_id!r} has no tool call {tool_call_id!r}")
-
-    async def _waiting_call(self, session_id: str, *, approval_id: str) -> ToolCall:
-        await self._idle_session(session_id)
-        for waiting in waiting_calls(await self.store.read_log(session_id)):
-            if approval_id_for(waiting.call.id) == approval_id:
-                return waiting.call
-        raise StateError(
-            f"no call of session {session_id!r} is waiting for approval {approval_id!r}"
-        )
+        await self.answer(session_id, [ToolAnswer(tool_call_id, output)])
 
     # -- context from the app --------------------------------------------------------------
 
@@ -267,15 +298,6 @@ class Executor:
                 return checkpoint
         raise StateError(f"session {session_id!r} has no checkpoint {checkpoint_id!r}")
 
-    async def _idle_session(self, session_id: str) -> SessionRecord:
-        session = await self.session(session_id)
-        if session.status == "running":
-            raise SessionBusyError(
-                f"session {session_id!r} is running; wait for it, or call resume() if the process "
-                "that ran it is gone"
-            )
-        return session
-
     async def retry(self, session_id: str, checkpoint_id: str | None = None) -> None:
         """Make the session's last turn (or everything after a checkpoint) run again.
 
@@ -290,15 +312,18 @@ class Executor:
         Raises:
             SessionNotFoundError, StateError (unknown checkpoint), SessionBusyError (running).
         """
-        session = await self._idle_session(session_id)
+        session = await self.store.get_session(session_id)
+        _check_idle(session_id, session)
+        assert session is not None
+        last = await self.store.last_seq(session_id)
         if checkpoint_id is not None:
             to_seq = (await self._checkpoint(session_id, checkpoint_id)).log_seq
         else:
-            start = int(session.meta.get("turn_start_seq", 0))
+            start = TurnMeta.read(session.meta).start_seq
             checkpoints = await self.store.checkpoints(session_id)
             committed = bool(checkpoints) and checkpoints[-1].log_seq > start
-            to_seq = await self.store.last_seq(session_id) if committed else start
-        if to_seq < await self.store.last_seq(session_id):
+            to_seq = last if committed else start
+        if to_seq < last:
             await self.store.rewind(session_id, to_seq)
         await self.store.set_status(session_id, "idle", expect=("idle", "paused", "failed"))
 
@@ -350,16 +375,16 @@ class Executor:
         branch = await self.store.branch(session_id, new_id, upto_seq=upto)
         # The copy's own bookkeeping: its log ends at `upto`; the source's answers and pause
         # are the source's (an answer for a call of the source is not one for the branch).
-        stale = {k: None for k in branch.meta if k.startswith(("approval:", "answer:"))}
+        meta = TurnMeta.read(branch.meta)
         await self.store.update_session_meta(
-            new_id, {**stale, "paused_at": None, "turn_start_seq": upto}
+            new_id, {**meta.foreign_answers(), **meta.starting_at(upto)}
         )
         return new_id
 
     # -- reading ---------------------------------------------------------------------------
 
     async def session(self, session_id: str) -> SessionRecord:
-        """The session record.
+        """The session record; its ``meta`` is the app's own (the engine's keys left out).
 
         Raises:
             SessionNotFoundError: no such session.
@@ -367,7 +392,7 @@ class Executor:
         record = await self.store.get_session(session_id)
         if record is None:
             raise SessionNotFoundError(f"no session {session_id!r}")
-        return record
+        return replace(record, meta=app_meta(record.meta))
 
     async def log(self, session_id: str) -> list[LogRecord]:
         """The session's whole log: messages and context rows, in order (for servers and audit)."""
@@ -382,11 +407,64 @@ class Executor:
         ]
 
     async def ui_messages(
-        self, session_id: str, *, on_error: Callable[[BaseException], str] | None = None
+        self,
+        session_id: str,
+        *,
+        client_version: int = 7,
+        on_error: Callable[[BaseException], str] | None = None,
     ) -> list[dict[str, Any]]:
         """The session as AI SDK UIMessages, for a chat UI; never contains context rows.
 
-        A tool's error text is masked as on the live stream, unless ``on_error`` (given a
+        The parts are what the live stream showed a client of ``client_version``: a tool's
+        error text is masked unless ``on_error`` (given a
         :class:`~helix_stream.errors.ToolFailedError`) chooses the text.
+
+        Raises:
+            SessionNotFoundError: no such session.
         """
-        return log_to_ui_messages(await self.store.read_log(session_id), on_error)
+        snapshot = await self.store.read_snapshot(session_id)
+        if snapshot.session is None:
+            raise SessionNotFoundError(f"no session {session_id!r}")
+        return ui_messages(snapshot.log, client_version=client_version, on_error=on_error)
+
+
+def _check_idle(session_id: str, session: SessionRecord | None) -> None:
+    if session is None:
+        raise SessionNotFoundError(f"no session {session_id!r}")
+    if session.status == "running":
+        raise SessionBusyError(
+            f"session {session_id!r} is running; wait for it, or call resume() if the process "
+            "that ran it is gone"
+        )
+
+
+def _unknown_call(session_id: str, answer: ApprovalAnswer | ToolAnswer) -> StateError:
+    if isinstance(answer, ApprovalAnswer):
+        return StateError(
+            f"no call of session {session_id!r} is waiting for approval {answer.approval_id!r}"
+        )
+    return StateError(f"session {session_id!r} has no tool call {answer.tool_call_id!r}")
+
+
+def _late_row(
+    log: Sequence[LogRecord], answer: ApprovalAnswer | ToolAnswer
+) -> dict[str, Any] | None:
+    """The late-answer row of a client answer to a call of the log that waits no more."""
+    if not isinstance(answer, ToolAnswer):
+        return None
+    for record in log:
+        if record.role != "assistant":
+            continue
+        for call in record.payload.get("tool_calls") or []:
+            if call["id"] == answer.tool_call_id:
+                return late_answer_row(call["function"]["name"], call["id"], answer.output)
+    return None
+
+
+async def _replay_first(first: Chunk, rest: Any) -> AsyncGenerator[Chunk, None]:
+    try:
+        yield first
+        async for chunk in rest:
+            yield chunk
+    finally:
+        await rest.aclose()

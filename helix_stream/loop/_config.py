@@ -1,0 +1,165 @@
+"""What one run of the loop is given: a frozen :class:`LoopConfig` and a :class:`SessionLink`.
+
+The loop knows nothing of stores or sessions. An executor session takes part in a run through
+the small :class:`SessionLink` protocol, which the loop calls at fixed points:
+
+* ``preamble()`` once after ``start``: work a paused turn left (answered approvals, client tool
+  outputs), as chunks;
+* ``before_step(n)`` before each model call: commit the context, return the new messages
+  (rows, the user's message) for the loop to append to its own list, and their chunks;
+* ``gate(call)`` and ``tool_context(...)`` for each tool call;
+* ``after_step(step, final=...)`` once a step is done: persist it and report it.
+
+A plain ``stream_text`` call uses :data:`NO_SESSION`, whose methods do nothing.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from ..chunks import Chunk
+from ..middleware import ModelMiddleware, WrappedModel
+from ..prepare_step import PrepareStep
+from ..steps import StepResult, StopCondition, ToolCall
+from ..telemetry import Recorder
+from ..tools import Tool, ToolContext
+
+__all__ = [
+    "NO_SESSION",
+    "Callbacks",
+    "GateReason",
+    "LoopConfig",
+    "SessionLink",
+    "StepContext",
+    "call_user",
+]
+
+GateReason = Literal["tool_inactive"]
+Callback = Callable[..., Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepContext:
+    """What a session adds before a model call.
+
+    Attributes:
+        messages: Messages committed for this call (the user's message, settled tool
+            results, context rows), as the model sees them; the loop appends them.
+        chunks: Chunks to emit for them (``context-row``, ``context_skipped``).
+    """
+
+    messages: Sequence[dict[str, Any]] = ()
+    chunks: Sequence[Chunk] = ()
+
+
+_EMPTY = StepContext()
+
+
+class SessionLink(Protocol):
+    """How a session takes part in a run (see the module docstring)."""
+
+    def bind(self) -> AbstractContextManager[None]:
+        """Bind the session scope around code the loop runs for the user."""
+        ...
+
+    def preamble(self) -> AsyncGenerator[Chunk, None]:
+        """Chunks of the work a paused turn left, before the first step."""
+        ...
+
+    async def before_step(self, step_number: int) -> StepContext:
+        """Commit the context for the model call about to be made."""
+        ...
+
+    async def gate(self, call: ToolCall) -> GateReason | None:
+        """Why ``call`` must not run (its tool is switched off), or ``None``."""
+        ...
+
+    def tool_context(self, call: ToolCall, tool: Tool, context: Any) -> ToolContext:
+        """The ``ctx`` a tool receives."""
+        ...
+
+    async def after_step(self, step: StepResult, *, final: bool) -> None:
+        """Persist and report a finished step; ``final``: the loop stops after it."""
+        ...
+
+
+class _NoSession:
+    """The session of a plain ``stream_text`` call: nothing to bind, commit or persist."""
+
+    def bind(self) -> AbstractContextManager[None]:
+        return nullcontext()
+
+    async def preamble(self) -> AsyncGenerator[Chunk, None]:
+        return
+        yield  # an empty async generator
+
+    async def before_step(self, step_number: int) -> StepContext:
+        return _EMPTY
+
+    async def gate(self, call: ToolCall) -> GateReason | None:
+        return None
+
+    def tool_context(self, call: ToolCall, tool: Tool, context: Any) -> ToolContext:
+        return ToolContext(context=context, tool_call_id=call.id, tool_name=tool.name)
+
+    async def after_step(self, step: StepResult, *, final: bool) -> None:
+        return None
+
+
+NO_SESSION: SessionLink = _NoSession()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Callbacks:
+    """The user's callbacks, sync or async (each runs inside the session binding)."""
+
+    on_chunk: Callback | None = None
+    on_step_finish: tuple[Callback, ...] = ()
+    on_finish: Callback | None = None
+    on_error: Callback | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoopConfig:
+    """Everything one run needs, fixed before it starts.
+
+    Attributes:
+        contexts: Each tool's validated context (resolved before the run, so that a missing
+            one fails before any model call).
+        messages: The conversation before the first step (a session's log, rendered).
+        message_id: The id the ``start`` chunk announces.
+        finish_tool: The tool whose successful call ends the run (forced completion).
+    """
+
+    model: str | WrappedModel
+    system: str | None
+    messages: tuple[dict[str, Any], ...]
+    tools: Mapping[str, Tool]
+    tools_context: Mapping[str, Any]
+    contexts: Mapping[str, Any]
+    runtime_context: Mapping[str, Any]
+    recorder: Recorder
+    prepare_step: tuple[PrepareStep, ...] = ()
+    stop_when: tuple[StopCondition, ...] = ()
+    middleware: tuple[ModelMiddleware, ...] = ()
+    litellm_params: Mapping[str, Any] = field(default_factory=dict)
+    message_id: str | None = None
+    session_id: str | None = None
+    finish_tool: str | None = None
+    callbacks: Callbacks = field(default_factory=Callbacks)
+    session: SessionLink = NO_SESSION
+
+
+async def call_user(fn: Callback | None, *args: Any, session: SessionLink = NO_SESSION) -> Any:
+    """Call a user function (sync or async) inside the session binding; return its result."""
+    if fn is None:
+        return None
+    with session.bind():
+        out = fn(*args)
+        if inspect.isawaitable(out):
+            out = await out
+    return out

@@ -1,0 +1,143 @@
+"""One model call of the loop: its request, the stream through model middleware, the parse.
+
+This module owns :func:`request_params` (the ``litellm.acompletion`` params of a step, from
+the config and the step's overrides) and :class:`ModelCall` (send, stream, parse; the litellm
+stream is closed whatever happens).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..chunks import Chunk, FinishReason, Usage
+from ..middleware import ModelMiddleware, WrappedModel, call_with_middleware
+from ..models._litellm import acompletion, translate_error
+from ..models._parse import StepParser, map_finish_reason
+from ..prepare_step import STEP_OVERRIDE_KEYS, StepInput
+from ..steps import ToolCall
+from ..telemetry import Recorder
+from ..tools import Tool
+from ._config import LoopConfig
+
+__all__ = ["ModelCall", "ModelResult", "model_name", "request_params"]
+
+
+def model_name(model: str | WrappedModel) -> tuple[str, tuple[ModelMiddleware, ...]]:
+    """The litellm model string and the model's own middleware."""
+    if isinstance(model, WrappedModel):
+        return model.model, model.middleware
+    return str(model), ()
+
+
+def request_params(
+    cfg: LoopConfig,
+    step: StepInput,
+    overrides: Mapping[str, Any],
+    contexts: Mapping[str, Any],
+    *,
+    forced: bool,
+) -> dict[str, Any]:
+    """The ``litellm.acompletion`` params of one model call."""
+    system = overrides.get("system", cfg.system)
+    active = overrides.get("active_tools")
+    offered: Sequence[Tool] = [
+        t for name, t in cfg.tools.items() if active is None or name in active
+    ]
+    params: dict[str, Any] = {**cfg.litellm_params}
+    # Litellm params from prepare_step apply to this call only.
+    params.update({k: v for k, v in overrides.items() if k not in STEP_OVERRIDE_KEYS})
+    params["model"] = model_name(step.model)[0]
+    params["messages"] = ([{"role": "system", "content": system}] if system else []) + step.messages
+    params["stream"] = True
+    params.setdefault("stream_options", {"include_usage": True})
+    if offered:
+        params["tools"] = [t.schema(contexts[t.name]) for t in offered]
+    if "tool_choice" in overrides:
+        params["tool_choice"] = overrides["tool_choice"]
+    if forced:
+        # Forced completion: the model must call the finish tool now.
+        params["tool_choice"] = {"type": "function", "function": {"name": cfg.finish_tool}}
+    return params
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelResult:
+    """What one model call produced."""
+
+    text: str
+    reasoning: str
+    calls: list[ToolCall]
+    finish_reason: FinishReason
+    usage: Usage
+    response_model: str | None
+    assistant: dict[str, Any]
+
+
+class ModelCall:
+    """One model call. Iterate :meth:`chunks`, then read :meth:`result`.
+
+    Args:
+        params: The request (see :func:`request_params`).
+        middleware: Model middleware, outermost first.
+        recorder: Telemetry.
+        step_number: The step this call belongs to.
+    """
+
+    def __init__(
+        self,
+        params: dict[str, Any],
+        middleware: Sequence[ModelMiddleware],
+        recorder: Recorder,
+        step_number: int,
+    ) -> None:
+        self._params = params
+        self._middleware = middleware
+        self._recorder = recorder
+        self._parser = StepParser(step_number)
+        self._closing: list[Chunk] = []
+        self._calls: list[ToolCall] = []
+
+    async def chunks(self) -> AsyncGenerator[Chunk, None]:
+        """The model's chunks as they stream, then the ones that close its open parts."""
+        recorder, parser = self._recorder, self._parser
+
+        async def send(**final: Any) -> Any:
+            recorder.request_sent(final)  # after middleware: what is really sent
+            return await acompletion(**final)
+
+        stream = await call_with_middleware(send, self._middleware, self._params)
+        try:
+            first = True
+            async for raw in stream:
+                if first:
+                    recorder.first_chunk()
+                    first = False
+                for chunk in parser.feed(raw):
+                    yield chunk
+        except Exception as exc:
+            raise translate_error(exc) from exc
+        finally:
+            close = getattr(stream, "aclose", None)
+            if close is not None:
+                await close()
+        closing, self._calls = parser.finish()
+        for chunk in closing:
+            yield chunk
+
+    def result(self) -> ModelResult:
+        """The assembled call (after :meth:`chunks` has finished)."""
+        parser, calls = self._parser, self._calls
+        finish_reason = map_finish_reason(parser.finish_reason)
+        if calls and finish_reason == "stop":
+            finish_reason = "tool-calls"
+        return ModelResult(
+            text="".join(parser.text),
+            reasoning="".join(parser.reasoning),
+            calls=calls,
+            finish_reason=finish_reason,
+            usage=parser.usage,
+            response_model=parser.response_model,
+            assistant=parser.assistant_message(calls),
+        )

@@ -1,0 +1,17 @@
+"""The session engine: :class:`Executor` runs agents in durable sessions.
+
+A turn reads its session once (a snapshot), refuses what cannot run before writing anything,
+and writes at its boundaries only: the first commit (claim, the user's message, the context
+queue as rows), each step (messages and a checkpoint, the final status with the last), and a
+failed or cut-short end. Modules: ``_executor`` (the facade), ``_turn`` (one turn, the loop's
+session link), ``_view`` (what the snapshot says), ``_meta`` (the engine's typed bookkeeping),
+``_pending`` and ``_answers`` (paused calls), ``_events`` (lifecycle hooks), ``_finish`` (how a
+failed or cut-short turn ends), ``_ui`` (stored UI messages).
+"""
+
+from __future__ import annotations
+
+from ._answers import ApprovalAnswer, ToolAnswer
+from ._executor import Executor, default_identity
+
+__all__ = ["ApprovalAnswer", "Executor", "ToolAnswer", "default_identity"]

@@ -1,0 +1,247 @@
+"""Tool calls a paused turn left waiting: approvals and client tools.
+
+A turn pauses when a call needs the app's approval or a client's answer. Answers are recorded
+on the session (``Executor.answer``) or passed to the next run (``run(..., answers=...)``, what
+the chat server does); the next run first settles every waiting call, then calls the model:
+
+* approved → the tool runs — unless it was switched off meanwhile, by a row *or by a switch-off
+  still in the queue*: then nothing runs and the call gets ``tool_inactive`` (the approval
+  answers "may this call run", not "override the switch");
+* denied → a denied result;
+* a client answer → its output; one that came after ``client_tool_timeout`` → the call gets a
+  timeout result and the answer is delivered as a ``notice`` row with source ``late-answer``;
+* no answer but a new user message → a cancelled result (the conversation must stay valid).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..chunks import (
+    Chunk,
+    ToolInputAvailable,
+    ToolNotExecuted,
+    ToolOutputAvailable,
+    ToolOutputDenied,
+    ToolOutputError,
+)
+from ..context import validate_items
+from ..errors import StateError
+from ..loop._config import SessionLink
+from ..loop._tools import ToolCalls, not_executed_message, tool_message
+from ..models._parse import parse_arguments
+from ..steps import ToolCall
+from ..store import LogRecord
+from ..telemetry import Recorder
+from ..tools import Tool, dump_output
+from ._meta import Answer
+
+__all__ = ["Settled", "Settlement", "WaitingCall", "check_answerable", "late_answer_row"]
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingCall:
+    """A call of the last assistant message that has no tool message yet."""
+
+    call: ToolCall
+    message_id: str | None
+
+
+def waiting_calls(log: Sequence[LogRecord]) -> list[WaitingCall]:
+    """The calls of the last assistant message that have no tool message yet."""
+    answered = {r.payload.get("tool_call_id") for r in log if r.role == "tool"}
+    for record in reversed(log):
+        if record.role == "assistant" and record.payload.get("tool_calls"):
+            out = []
+            for raw in record.payload["tool_calls"]:
+                if raw["id"] in answered:
+                    continue
+                arguments = raw["function"]["arguments"]
+                call = ToolCall(
+                    id=raw["id"],
+                    name=raw["function"]["name"],
+                    input=parse_arguments(arguments),
+                    arguments=arguments,
+                )
+                out.append(WaitingCall(call, record.payload.get("_message_id")))
+            return out
+        if record.role == "user":
+            return []
+    return []
+
+
+def _waits_for(call: ToolCall, tools: Mapping[str, Tool]) -> Literal["approval", "client"]:
+    tool = tools.get(call.name)
+    return "approval" if tool is not None and tool.pauses_for == "approval" else "client"
+
+
+def check_answerable(
+    waiting: Sequence[WaitingCall],
+    answers: Mapping[str, Answer],
+    tools: Mapping[str, Tool],
+    *,
+    has_new_input: bool,
+    deadline: float | None,
+) -> None:
+    """Refuse (before anything is written) a turn that could not settle its waiting calls.
+
+    Raises:
+        StateError: a call still waits for its approval or its client's answer, and there is
+            no new user message to move on with.
+    """
+    if has_new_input:
+        return
+    for waiting_call in waiting:
+        call = waiting_call.call
+        answer = answers.get(call.id)
+        if _waits_for(call, tools) == "approval":
+            if answer is None or not answer.is_approval:
+                raise StateError(
+                    f"call {call.id!r} ({call.name}) is still waiting for its approval"
+                )
+        elif answer is None and (deadline is None or time.time() <= deadline):
+            raise StateError(
+                f"call {call.id!r} ({call.name}) is still waiting for the client's answer"
+            )
+
+
+def late_answer_row(tool_name: str, call_id: str, output: Any) -> dict[str, Any]:
+    """The notice row a late client answer becomes (capped: a row is at most 32 KiB)."""
+    text = dump_output(output)
+    if len(text.encode()) > 16_000:
+        text = text.encode()[:16_000].decode(errors="ignore") + " …(truncated)"
+    item = {
+        "kind": "notice",
+        "content": f"A late answer arrived from the client tool {tool_name!r} ({call_id}): {text}",
+    }
+    (row,) = validate_items([item], forced_source="late-answer")
+    return {**row, "origin": {"type": "late-answer", "tool_call_id": call_id}}
+
+
+def _message(call: ToolCall, status: str, content: str) -> dict[str, Any]:
+    return {**tool_message(call.id, content), "_status": status}
+
+
+def _cancelled(call: ToolCall, what: str) -> tuple[dict[str, Any], Chunk]:
+    content = json.dumps(
+        {"status": "cancelled", "message": f"No {what} came before the next message."}
+    )
+    return _message(call, "error", content), ToolOutputError(
+        tool_call_id=call.id, error_text=content
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """What settling produced: tool messages in the waiting order, late-answer rows."""
+
+    messages: list[dict[str, Any]]
+    rows: list[dict[str, Any]]
+
+
+class Settlement:
+    """Settles a paused turn's waiting calls. Iterate :meth:`chunks`, then read
+    :meth:`outcome`. Callers have run :func:`check_answerable` first: a call without an
+    answer here is settled as cancelled (a new user message moved the conversation on)."""
+
+    def __init__(
+        self,
+        waiting: Sequence[WaitingCall],
+        answers: Mapping[str, Answer],
+        *,
+        tools: Mapping[str, Tool],
+        inactive: frozenset[str],
+        deadline: float | None,
+        contexts: Mapping[str, Any],
+        recorder: Recorder,
+        session: SessionLink,
+    ) -> None:
+        self._waiting = list(waiting)
+        self._answers = answers
+        self._tools = tools
+        self._inactive = inactive
+        self._deadline = deadline
+        self._contexts = contexts
+        self._recorder = recorder
+        self._session = session
+        self._messages: dict[str, dict[str, Any]] = {}
+        self._rows: list[dict[str, Any]] = []
+
+    def outcome(self) -> Settled:
+        order = [w.call.id for w in self._waiting]
+        return Settled(messages=[self._messages[i] for i in order], rows=list(self._rows))
+
+    async def chunks(self) -> AsyncGenerator[Chunk, None]:
+        to_run: list[ToolCall] = []
+        for waiting_call in self._waiting:
+            call = waiting_call.call
+            yield ToolInputAvailable(tool_call_id=call.id, tool_name=call.name, input=call.input)
+            answer = self._answers.get(call.id)
+            if _waits_for(call, self._tools) == "approval":
+                settled = self._approval(call, answer)
+                if settled is None:
+                    to_run.append(call)
+                    continue
+            else:
+                settled = self._client(call, answer)
+            self._messages[call.id], chunk = settled
+            yield chunk
+        if to_run:
+            approved = ToolCalls(
+                to_run,
+                tools=self._tools,
+                contexts=self._contexts,
+                recorder=self._recorder,
+                session=self._session,
+                approved=frozenset(c.id for c in to_run),
+            )
+            async with aclosing(approved.chunks()) as chunks:
+                async for chunk in chunks:
+                    yield chunk
+            outcome = approved.outcome()
+            statuses = {r.tool_call_id: r.status for r in outcome.results}
+            for message in outcome.messages:
+                call_id = message["tool_call_id"]
+                self._messages[call_id] = {**message, "_status": statuses[call_id]}
+
+    def _approval(
+        self, call: ToolCall, answer: Answer | None
+    ) -> tuple[dict[str, Any], Chunk] | None:
+        """The tool message and chunk of a call that needed approval; ``None``: run it."""
+        if answer is None or not answer.is_approval:
+            return _cancelled(call, "approval")
+        if call.name in self._inactive:
+            content = not_executed_message(call, "tool_inactive")
+            chunk = ToolNotExecuted(
+                tool_call_id=call.id, tool_name=call.name, reason="tool_inactive"
+            )
+            return _message(call, "not_executed", content), chunk
+        if answer.approved:
+            return None
+        reason = answer.reason
+        content = json.dumps({"status": "denied", "reason": reason or "The user denied this call."})
+        return _message(call, "denied", content), ToolOutputDenied(
+            tool_call_id=call.id, reason=reason
+        )
+
+    def _client(self, call: ToolCall, answer: Answer | None) -> tuple[dict[str, Any], Chunk]:
+        """The tool message and chunk of a client tool call; a late answer becomes a row."""
+        deadline = self._deadline
+        if answer is not None and (deadline is None or answer.at <= deadline):
+            content = dump_output(answer.output)
+            return _message(call, "output", content), ToolOutputAvailable(
+                tool_call_id=call.id, output=answer.output
+            )
+        if answer is None and (deadline is None or time.time() <= deadline):
+            return _cancelled(call, "answer")
+        content = json.dumps({"status": "timeout", "message": "The client did not answer in time."})
+        if answer is not None:
+            self._rows.append(late_answer_row(call.name, call.id, answer.output))
+        return _message(call, "error", content), ToolOutputError(
+            tool_call_id=call.id, error_text=content
+        )
