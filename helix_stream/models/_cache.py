@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from ..errors import InvalidRequestError
 from ..middleware import ModelMiddleware
-from ._family import Family, provider_family, traits
+from ._family import Family, params_family, traits
 
 __all__ = [
     "CACHE_MARKER",
@@ -38,6 +38,7 @@ __all__ = [
     "apply_cache_breakpoints",
     "check_prompt_cache",
     "count_cache_markers",
+    "with_cache_breakpoints",
 ]
 
 PromptCache = Literal["auto"] | bool
@@ -151,6 +152,15 @@ def apply_cache_breakpoints(
     return out
 
 
+async def with_cache_breakpoints(params: Mapping[str, Any], mode: PromptCache) -> dict[str, Any]:
+    """:func:`apply_cache_breakpoints` for the family of ``params["model"]`` (what the loop
+    calls on the final request, after model middleware)."""
+    if not check_prompt_cache(mode):
+        return dict(params)
+    family = await params_family(str(params["model"]), params)
+    return apply_cache_breakpoints(params, family, mode)
+
+
 class PromptCacheMiddleware(ModelMiddleware):
     """Model middleware that adds cache breakpoints to every call it wraps.
 
@@ -170,11 +180,4 @@ class PromptCacheMiddleware(ModelMiddleware):
     async def transform_params(self, params: dict[str, Any], *, stream: bool) -> dict[str, Any]:
         params = dict(params)
         mode = params.pop("prompt_cache", self.mode)
-        if not check_prompt_cache(mode):
-            return params
-        family = provider_family(
-            str(params["model"]),
-            custom_llm_provider=params.get("custom_llm_provider"),
-            api_base=params.get("api_base") or params.get("base_url"),
-        )
-        return apply_cache_breakpoints(params, family, mode)
+        return await with_cache_breakpoints(params, mode)

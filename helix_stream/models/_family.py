@@ -23,11 +23,20 @@ the wire format keeps one in place, else a user-turn envelope that helix owns.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
-__all__ = ["FAMILIES", "Family", "FamilyTraits", "family_of", "provider_family", "traits"]
+__all__ = [
+    "FAMILIES",
+    "Family",
+    "FamilyTraits",
+    "family_of",
+    "params_family",
+    "provider_family",
+    "traits",
+]
 
 Family = Literal["openai", "anthropic", "bedrock", "gemini", "mistral", "other"]
 FAMILIES: tuple[Family, ...] = ("openai", "anthropic", "bedrock", "gemini", "mistral", "other")
@@ -149,4 +158,18 @@ def provider_family(
         found.model,
         bedrock_route=found.bedrock_route,
         openai_compatible=found.openai_compatible,
+    )
+
+
+async def params_family(model: str, params: Mapping[str, Any]) -> Family:
+    """:func:`provider_family` of ``model`` with the litellm ``params`` that can move it to
+    another provider (``custom_llm_provider``, ``api_base``); imports litellm off the event
+    loop if it is not loaded yet."""
+    from ._litellm import ensure_litellm
+
+    await ensure_litellm()
+    return provider_family(
+        model,
+        custom_llm_provider=params.get("custom_llm_provider"),
+        api_base=params.get("api_base") or params.get("base_url"),
     )

@@ -24,6 +24,7 @@ from .. import errors
 __all__ = [
     "ProviderInfo",
     "acompletion",
+    "ensure_litellm",
     "litellm_module",
     "llm_provider",
     "load_litellm",
@@ -79,6 +80,11 @@ async def _loaded() -> ModuleType:
         "Call helix_stream.models.load_litellm() when your app starts."
     )
     return await asyncio.to_thread(litellm_module)
+
+
+async def ensure_litellm() -> None:
+    """Import litellm now if it is not loaded yet (off the event loop, as a model call does)."""
+    await _loaded()
 
 
 async def acompletion(**params: Any) -> Any:

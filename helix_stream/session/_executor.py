@@ -164,6 +164,7 @@ class Executor:
             agent_name=agent.name,
             conversation_id=session_id,
             finish_tool=finish,
+            prompt_cache=agent.prompt_cache,
         )
         turn = Turn(
             executor=self,

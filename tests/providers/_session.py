@@ -4,8 +4,8 @@ The log holds messages and context rows (``LogRecord``); before every model call
 (the first ``prepare_step``) commits the queued rows and hands the loop the whole log rendered
 with :func:`helix_stream.context.render_record` for the family — what the executor's context
 pass does, with the family passed in. The request then goes through the real loop
-(``stream_text``), :class:`~helix_stream.models._cache.PromptCacheMiddleware` (innermost),
-litellm and real HTTP to a loopback server of that provider's wire format.
+(``stream_text``, which adds the cache breakpoints), litellm and real HTTP to a loopback
+server of that provider's wire format.
 """
 
 from __future__ import annotations
@@ -17,9 +17,8 @@ from typing import Any
 
 import helix_stream as hs
 from helix_stream.context import render_record
-from helix_stream.middleware import StepInput
-from helix_stream.models._cache import PromptCacheMiddleware
 from helix_stream.models._family import Family
+from helix_stream.prepare_step import StepInput
 from helix_stream.store import LogRecord
 
 
@@ -80,7 +79,6 @@ class RowSession:
             messages=[],
             tools=list(self.tools),
             prepare_step=[self._pass, *self.prepare_step],
-            middleware=[PromptCacheMiddleware()],
             **extra,
         )
         steps = await result.steps()  # raises the run's error, if any

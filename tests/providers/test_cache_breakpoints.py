@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+import helix_stream as hs
+from helix_stream.errors import InvalidRequestError
 from tests.providers._read import assert_prefix_chain, prefix_form, strip_markers
 from tests.providers._session import RowSession, row
 from tests.providers._wire import Say
@@ -189,3 +191,23 @@ async def test_a_step_longer_than_the_lookback_still_reads_the_previous_request(
     assert new_blocks > server.cache.lookback
     previous = sum(rough_tokens(data) for data, _ in cache_blocks(first))
     assert server.usage[1].cache_read_input_tokens == previous
+
+
+async def test_generate_text_takes_prompt_cache_and_bad_values_are_refused_before_any_call(
+    anthropic: AnthropicServer,
+) -> None:
+    anthropic.script(Say(text="a"), Say(text="b"))
+    await hs.generate_text(**anthropic.llm(), system="S", prompt="x")
+    await hs.generate_text(**anthropic.llm(), system="S", prompt="x", prompt_cache=False)
+    marked, unmarked = anthropic.bodies()
+    assert marked != strip_markers(marked) and unmarked == strip_markers(unmarked)
+    with pytest.raises(InvalidRequestError):
+        hs.stream_text(**anthropic.llm(), prompt="x", prompt_cache="always")
+    with pytest.raises(InvalidRequestError):
+        hs.Agent(name="a", prompt_cache="always")  # type: ignore[arg-type]
+    bad = hs.stream_text(
+        **anthropic.llm(), prompt="x", prepare_step=lambda step: {"prompt_cache": "yes"}
+    )
+    with pytest.raises(InvalidRequestError):
+        await bad.text()
+    assert len(anthropic.requests) == 2
