@@ -4,7 +4,6 @@ context rows")."""
 from __future__ import annotations
 
 from ._fold import LogFold, apply_tools_item
-from ._hook import StepContextLimits, StepContextRequest
 from ._items import (
     MAX_ITEM_BYTES,
     ContextItem,
@@ -20,6 +19,7 @@ from ._items import (
 )
 from ._pass import ContextPass, Gathered
 from ._rows import SYSTEM_FORM_SOURCES, ContextRow, render_record, render_row_payload
+from ._step_context import StepContextLimits, StepContextRequest
 
 __all__ = [
     "MAX_ITEM_BYTES",

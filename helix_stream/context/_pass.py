@@ -21,9 +21,9 @@ from .._messages import message_text
 from ..chunks import ContextSkipped
 from ..store import LogRecord
 from ._fold import LogFold
-from ._hook import StepContextLimits, StepContextRequest, run_step_context
 from ._memory import recall_memories
 from ._rows import render_record
+from ._step_context import StepContextLimits, StepContextRequest, run_step_context
 
 __all__ = ["ContextPass", "Gathered"]
 
