@@ -33,7 +33,9 @@ class Agent:
         system: The system prompt.
         model: A litellm model string or a :func:`~helix_stream.wrap_model` result.
         tools: A list of tools or a ``{name: Tool}`` dict.
-        max_steps: Model calls per turn at most.
+        max_steps: Model calls per turn at most — plus, for an agent with an
+            ``output_schema``, the one forced-completion call that follows when the limit is
+            reached without ``__finish__`` (so at most ``max_steps + 1`` calls).
         prepare_step: Step middleware run after the built-in context pass.
         step_context: The step_context hook (see the README).
         step_context_limits: Its limits.

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from ._envelope import escape_envelopes, escape_message
 from ._fold import LogFold, apply_tools_item
-from ._hook import StepContextLimits, StepContextRequest
 from ._items import (
     MAX_ITEM_BYTES,
     ContextItem,
@@ -20,6 +19,7 @@ from ._items import (
     validate_items,
 )
 from ._pass import ContextPass, Gathered
+<<<<<<< HEAD
 from ._rows import (
     SYSTEM_FORM_SOURCES,
     ContextRow,
@@ -28,6 +28,10 @@ from ._rows import (
     render_row_payload,
     row_role,
 )
+=======
+from ._rows import SYSTEM_FORM_SOURCES, ContextRow, render_record, render_row_payload
+from ._step_context import StepContextLimits, StepContextRequest
+>>>>>>> main
 
 __all__ = [
     "MAX_ITEM_BYTES",

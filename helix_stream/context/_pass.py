@@ -22,9 +22,9 @@ from ..chunks import ContextSkipped
 from ..models._family import Family
 from ..store import LogRecord
 from ._fold import LogFold
-from ._hook import StepContextLimits, StepContextRequest, run_step_context
 from ._memory import recall_memories
 from ._rows import render_record
+from ._step_context import StepContextLimits, StepContextRequest, run_step_context
 
 __all__ = ["ContextPass", "Gathered"]
 

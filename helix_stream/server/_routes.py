@@ -15,7 +15,8 @@ import functools
 import inspect
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from starlette.exceptions import HTTPException
@@ -27,7 +28,7 @@ from ..agent import Agent
 from ..errors import FrameworkNotSupportedError, HelixError
 from ..session import Executor
 from ..transformers import UIMessageStreamResponse, to_ui_message_stream
-from ._bodies import ChatRequest, ContextRequest, chat_actions, parse_body, read_body
+from ._bodies import ChatActions, ChatRequest, ContextRequest, chat_actions, parse_body, read_body
 from ._streams import StreamRegistry
 
 __all__ = [
@@ -168,52 +169,90 @@ def routes(
     """
     if client_version not in (5, 6, 7):
         raise ValueError(f"client_version must be 5, 6 or 7, not {client_version!r}")
-    registry = streams if streams is not None else StreamRegistry()
-    new_message_id = generate_message_id or (lambda: f"msg-{uuid.uuid4().hex}")
+    handlers = _Handlers(
+        executor=executor,
+        agent=agent,
+        authenticate=authenticate,
+        authorize=authorize,
+        client_version=client_version,
+        max_body_bytes=max_body_bytes,
+        run_options=run_options,
+        on_error=on_error,
+        new_message_id=generate_message_id or (lambda: f"msg-{uuid.uuid4().hex}"),
+        registry=streams if streams is not None else StreamRegistry(),
+    )
+    base = api_path.rstrip("/")
+    return [
+        Route(base, _json_errors(handlers.chat), methods=["POST"], name="helix_chat"),
+        Route(
+            context_path, _json_errors(handlers.add_context), methods=["POST"], name="helix_context"
+        ),
+        Route(
+            f"{base}/{{id}}/messages",
+            _json_errors(handlers.messages),
+            methods=["GET"],
+            name="helix_messages",
+        ),
+        Route(
+            f"{base}/{{id}}/stream",
+            _json_errors(handlers.resume),
+            methods=["GET"],
+            name="helix_resume",
+        ),
+    ]
 
-    async def authenticated(request: Request) -> Any:
-        if authenticate is None:
-            return None
-        return await _maybe_await(authenticate(request))
 
-    async def authorized(auth: Any, session_id: str) -> None:
-        if authorize is not None:
-            await _maybe_await(authorize(auth, session_id))
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Handlers:
+    """The route handlers, with the options :func:`routes` was given."""
 
-    @_json_errors
-    async def chat(request: Request) -> Response:
-        auth = await authenticated(request)
-        body = parse_body(await read_body(request, max_body_bytes), ChatRequest)
+    executor: Executor
+    agent: Agent
+    authenticate: Authenticate | None
+    authorize: Authorize | None
+    client_version: int
+    max_body_bytes: int
+    run_options: RunOptions | None
+    on_error: Callable[[BaseException], str] | None
+    new_message_id: Callable[[], str]
+    registry: StreamRegistry
+
+    async def _caller(self, request: Request, session_id: str | None = None) -> Any:
+        """Who is calling (``authenticate``), checked against ``session_id`` (``authorize``)."""
+        auth = None if self.authenticate is None else await _maybe_await(self.authenticate(request))
+        if session_id is not None:
+            await self._authorized(auth, session_id)
+        return auth
+
+    async def _authorized(self, auth: Any, session_id: str) -> None:
+        if self.authorize is not None:
+            await _maybe_await(self.authorize(auth, session_id))
+
+    async def _run_options(self, request: Request, auth: Any) -> dict[str, Any]:
+        if self.run_options is None:
+            return {}
+        options = dict(await _maybe_await(self.run_options(request, auth)) or {})
+        if reserved := _RESERVED_RUN_OPTIONS & options.keys():
+            raise TypeError(f"run_options may not set {sorted(reserved)}")
+        return options
+
+    async def chat(self, request: Request) -> Response:
+        auth = await self._caller(request)
+        body = parse_body(await read_body(request, self.max_body_bytes), ChatRequest)
         session_id = body.id
-        await authorized(auth, session_id)
+        await self._authorized(auth, session_id)
         if body.trigger == "regenerate-message":
             raise FrameworkNotSupportedError(
                 "regenerate-message is not supported by this server yet; send a new message, "
                 "or rewind with executor.retry() in your own route"
             )
         actions = chat_actions(body)
-        options: dict[str, Any] = {}
-        if run_options is not None:
-            options = dict(await _maybe_await(run_options(request, auth)) or {})
-            if reserved := _RESERVED_RUN_OPTIONS & options.keys():
-                raise TypeError(f"run_options may not set {sorted(reserved)}")
-        if actions.user_text is None:
-            # Continue the assistant message the client shows, under its id, so that the
-            # stream's `start` and the stored messages agree.
-            message_id = actions.continued_id
-            user_input: Mapping[str, Any] | None = None
-        else:
-            message_id = new_message_id()
-            user_input = {
-                "role": "user",
-                "content": actions.user_text,
-                # Kept with the record: GET .../messages answers with the client's own id.
-                "_message_id": actions.user_message_id,
-            }
+        options = await self._run_options(request, auth)
+        message_id, user_input = self._turn_input(actions)
         # Claims the session before the response starts: a refusal (busy, unanswered calls,
         # an unknown session to continue) is still a JSON error with its status.
-        result = await executor.start(
-            agent,
+        result = await self.executor.start(
+            self.agent,
             session_id,
             user_input,
             answers=[*actions.approvals, *actions.tool_answers],
@@ -223,42 +262,45 @@ def routes(
         )
         ui = to_ui_message_stream(
             result,
-            client_version=client_version,
+            client_version=self.client_version,
             original_messages=[m.model_dump() for m in body.messages],
-            on_error=on_error,
+            on_error=self.on_error,
         )
-        return UIMessageStreamResponse(registry.record(session_id, ui))
+        return UIMessageStreamResponse(self.registry.record(session_id, ui))
 
-    @_json_errors
-    async def add_context(request: Request) -> Response:
-        auth = await authenticated(request)
-        body = parse_body(await read_body(request, max_body_bytes), ContextRequest)
-        await authorized(auth, body.sessionId)
-        recorded = await executor.add_context(body.sessionId, body.items, key=body.key)
+    def _turn_input(self, actions: ChatActions) -> tuple[str | None, dict[str, Any] | None]:
+        """The turn's assistant message id and the user's message (``None``: continue)."""
+        if actions.user_text is None:
+            # Continue the assistant message the client shows, under its id, so that the
+            # stream's `start` and the stored messages agree.
+            return actions.continued_id, None
+        user_input = {
+            "role": "user",
+            "content": actions.user_text,
+            # Kept with the record: GET .../messages answers with the client's own id.
+            "_message_id": actions.user_message_id,
+        }
+        return self.new_message_id(), user_input
+
+    async def add_context(self, request: Request) -> Response:
+        auth = await self._caller(request)
+        body = parse_body(await read_body(request, self.max_body_bytes), ContextRequest)
+        await self._authorized(auth, body.sessionId)
+        recorded = await self.executor.add_context(body.sessionId, body.items, key=body.key)
         return JSONResponse({"recorded": recorded})
 
-    @_json_errors
-    async def messages(request: Request) -> Response:
+    async def messages(self, request: Request) -> Response:
         session_id = request.path_params["id"]
-        await authorized(await authenticated(request), session_id)
-        messages = await executor.ui_messages(
-            session_id, client_version=client_version, on_error=on_error
+        await self._caller(request, session_id)
+        messages = await self.executor.ui_messages(
+            session_id, client_version=self.client_version, on_error=self.on_error
         )
         return JSONResponse(messages)
 
-    @_json_errors
-    async def resume(request: Request) -> Response:
+    async def resume(self, request: Request) -> Response:
         session_id = request.path_params["id"]
-        await authorized(await authenticated(request), session_id)
-        stream = registry.get(session_id)
+        await self._caller(request, session_id)
+        stream = self.registry.get(session_id)
         if stream is None:
             return Response(status_code=204)
         return UIMessageStreamResponse(stream.follow())
-
-    base = api_path.rstrip("/")
-    return [
-        Route(base, chat, methods=["POST"], name="helix_chat"),
-        Route(context_path, add_context, methods=["POST"], name="helix_context"),
-        Route(f"{base}/{{id}}/messages", messages, methods=["GET"], name="helix_messages"),
-        Route(f"{base}/{{id}}/stream", resume, methods=["GET"], name="helix_resume"),
-    ]

@@ -7,6 +7,7 @@ the stored UI messages). The chat server calls nothing else.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import replace
@@ -17,7 +18,8 @@ from ..context import ContextItemLike, ContextRow, validate_items
 from ..errors import InvalidRequestError, SessionBusyError, SessionNotFoundError, StateError
 from ..loop import StreamTextResult, has_tool_call, step_count_is
 from ..loop._api import build_config
-from ..state import ParentInfo, check_json
+from ..loop._config import LoopConfig
+from ..state import ParentInfo
 from ..store import Checkpoint, LogRecord, MemoryStore, SessionRecord, Store
 from ..tools import FINISH_TOOL_NAME
 from ._answers import ApprovalAnswer, ToolAnswer, by_call
@@ -131,40 +133,24 @@ class Executor:
 
         Raises:
             ToolContextError: a tool's context is missing or invalid (nothing was written).
-            InvalidRequestError: ``input`` has the wrong shape, or ``identify(auth)`` is not
-                JSON-safe.
+            InvalidRequestError: ``input`` has the wrong shape.
+            TypeError: ``identify(auth)`` is not JSON-safe (nothing was written).
         """
         message = _input_message(input)
-        initiator = self.identify(auth)
-        check_json("the session's initiator (Executor(identify=...))", initiator)
-        stop_when = [step_count_is(agent.max_steps)]
-        finish = FINISH_TOOL_NAME if agent.output_schema is not None else None
-        if finish is not None:
-            stop_when.append(has_tool_call(finish))
-        config = build_config(
-            model=agent.model,
-            system=agent.system,
-            messages=[],
-            prompt=None,
-            tools=agent.tool_map,
-            tools_context=tools_context,
+        _check_identity(self.identify(auth))
+        config = _turn_config(
+            agent,
+            session_id,
             runtime_context=runtime_context,
-            prepare_step=agent.prepare_step,
-            stop_when=stop_when,
+            tools_context=tools_context,
             telemetry=telemetry or agent.telemetry or self.telemetry,
-            middleware=agent.middleware,
             callbacks={
                 "on_chunk": on_chunk,
                 "on_step_finish": on_step_finish,
                 "on_finish": on_finish,
                 "on_error": on_error,
             },
-            litellm_params={**agent.settings, **litellm_params},
-            operation="invoke_agent",
-            agent_name=agent.name,
-            conversation_id=session_id,
-            finish_tool=finish,
-            prompt_cache=agent.prompt_cache,
+            litellm_params=litellm_params,
         )
         turn = Turn(
             executor=self,
@@ -223,8 +209,8 @@ class Executor:
             if row is None:
                 raise _unknown_call(session_id, answer)
         patch: dict[str, Any] = {}
-        for call_id, answer in matched.items():
-            patch.update(TurnMeta.answer(call_id, answer))
+        for call_id, recorded in matched.items():
+            patch.update(TurnMeta.answer(call_id, recorded))
         if patch:
             await self.store.update_session_meta(session_id, patch)
         rows = [row for row in late if row is not None]
@@ -427,6 +413,55 @@ class Executor:
         if snapshot.session is None:
             raise SessionNotFoundError(f"no session {session_id!r}")
         return ui_messages(snapshot.log, client_version=client_version, on_error=on_error)
+
+
+def _check_identity(initiator: Any) -> None:
+    """Refuse (a programming error, not the caller's) an initiator no store can hold."""
+    try:
+        json.dumps(initiator, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"Executor(identify=...) returned a {type(initiator).__name__}, which cannot be "
+            f"stored as the session's initiator: it must be JSON-safe ({exc}). Return an id."
+        ) from None
+
+
+def _turn_config(
+    agent: Agent,
+    session_id: str,
+    *,
+    runtime_context: Mapping[str, Any] | None,
+    tools_context: Mapping[str, Any] | None,
+    telemetry: TelemetrySettings | None,
+    callbacks: Mapping[str, Any],
+    litellm_params: Mapping[str, Any],
+) -> LoopConfig:
+    """The loop config of one of ``agent``'s turns (the turn completes it once it has read
+    the session: messages, message id, itself as the session link)."""
+    stop_when = [step_count_is(agent.max_steps)]
+    finish = FINISH_TOOL_NAME if agent.output_schema is not None else None
+    if finish is not None:
+        stop_when.append(has_tool_call(finish))
+    return build_config(
+        model=agent.model,
+        system=agent.system,
+        messages=[],
+        prompt=None,
+        tools=agent.tool_map,
+        tools_context=tools_context,
+        runtime_context=runtime_context,
+        prepare_step=agent.prepare_step,
+        stop_when=stop_when,
+        telemetry=telemetry,
+        middleware=agent.middleware,
+        callbacks=callbacks,
+        litellm_params={**agent.settings, **litellm_params},
+        operation="invoke_agent",
+        agent_name=agent.name,
+        conversation_id=session_id,
+        finish_tool=finish,
+        prompt_cache=agent.prompt_cache,
+    )
 
 
 def _check_idle(session_id: str, session: SessionRecord | None) -> None:

@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from helix_stream.errors import SessionNotFoundError
 from helix_stream.store import Checkpoint, NewSession, Store, TurnWrite
-from tests.store.test_contract import store  # noqa: F401  (the fixture over every store)
+from tests.store.test_contract import STORES
+
+
+@pytest.fixture(params=list(STORES))
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    made = STORES[request.param](tmp_path)
+    yield made
+    await made.close()
+
 
 SID = "turns-1"
 APP: dict[str, Any] = {"type": "app"}
