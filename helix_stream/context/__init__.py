@@ -19,7 +19,6 @@ from ._items import (
     validate_items,
 )
 from ._pass import ContextPass, Gathered
-<<<<<<< HEAD
 from ._rows import (
     SYSTEM_FORM_SOURCES,
     ContextRow,
@@ -28,10 +27,7 @@ from ._rows import (
     render_row_payload,
     row_role,
 )
-=======
-from ._rows import SYSTEM_FORM_SOURCES, ContextRow, render_record, render_row_payload
 from ._step_context import StepContextLimits, StepContextRequest
->>>>>>> main
 
 __all__ = [
     "MAX_ITEM_BYTES",
