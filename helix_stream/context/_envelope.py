@@ -53,14 +53,20 @@ _LOOKALIKES: dict[str, str] = {
     **dict.fromkeys("\\⁄∕⧸⧹╱⟋", "/"),
 }
 _BRACKET_CHARS = "<‹〈〈⟨˂ᐸ❮❬⧼«《≺⟪⦉＜﹤"
+# A bracket followed by slashes and then an ASCII character that can be neither a space nor a
+# "c" is no tag start: rejected here, in the regex engine, since HTML and code have many.
+_NOT_AFTER_BRACKET = r"(?!/*[a-bd-zA-BD-Z0-9<>=!?.,;:'\"()\[\]{}+*#@$^|~`_-])"
 _OPEN = re.compile(
     "["
     + re.escape(_BRACKET_CHARS)
-    + r"]|&lt;?|&#0*60(?![0-9]);?|&#x0*3c(?![0-9a-f]);?|\\u003c|\\U0000003c|\\x3c|%3c",
-    re.IGNORECASE,
+    + "]"
+    + _NOT_AFTER_BRACKET
+    + r"|&(?:[lL][tT];?|#0*60(?![0-9]);?|#[xX]0*3[cC](?![0-9a-fA-F]);?)"
+    + r"|\\(?:u003[cC]|U0000003[cC]|x3[cC])|%3[cC]"
 )
+_CANDIDATE = re.compile("[" + re.escape(_BRACKET_CHARS) + "&%\\\\]")
 _SLASH = re.compile(
-    r"&sol;|&#0*47(?![0-9]);?|&#x0*2f(?![0-9a-f]);?|\\u002f|\\U0000002f|\\x2f|%2f",
+    r"&(?:sol;|#0*47(?![0-9]);?|#x0*2f(?![0-9a-f]);?)|\\(?:u002f|U0000002f|x2f)|%2f",
     re.IGNORECASE,
 )
 _IGNORED_CATEGORIES = frozenset({"Cf", "Cc", "Mn", "Me", "Zs", "Zl", "Zp"})
@@ -115,8 +121,17 @@ def _is_tag_start(text: str, pos: int) -> bool:
     return not (after.isalnum() or after in ("_", "-"))
 
 
+def _may_hold_a_bracket(text: str) -> bool:
+    # Most text has no bracket at all: answer that at memory-scan speed.
+    if text.isascii():
+        return "<" in text or "&" in text or "\\" in text or "%" in text
+    return _CANDIDATE.search(text) is not None
+
+
 def tag_starts(text: str) -> list[tuple[int, int]]:
     """The spans of the brackets of every tag start in ``text`` (module docstring)."""
+    if not _may_hold_a_bracket(text):
+        return []
     return [m.span() for m in _OPEN.finditer(text) if _is_tag_start(text, m.end())]
 
 

@@ -77,6 +77,9 @@ def test_every_variant_is_a_tag_start_and_its_bracket_becomes_lt(text: str) -> N
         "context without a bracket </div>",
         "I <3 context",
         "x &lt; y",
+        "<html><body></body></html>",
+        "<\\/div> a &amp; b %20 C:\\path\\to",
+        "plain «quoted» text ‹here›",
         "",
     ],
 )
