@@ -11,7 +11,8 @@ the figures come back in the stream's usage (``cache_read_input_tokens``,
 ``cache_creation_input_tokens``). Sizes are **rough tokens**: the UTF-8 bytes of each block's
 JSON divided by 4.
 
-The same session runs three ways, through the real loop, litellm and HTTP: 20 user turns,
+The same session runs three ways, through ``Executor.run`` (the real context pass and loop),
+litellm and HTTP: 20 user turns,
 every other one with a tool round trip, and a new app instruction before turns 5, 10 and 15:
 
 * **helix** — the instruction is a context row, ``prompt_cache="auto"`` (the default);
@@ -37,7 +38,6 @@ from pydantic import BaseModel
 
 import helix_stream as hs
 from helix_stream.models._litellm import load_litellm
-from tests.providers._session import RowSession, row
 from tests.providers._wire import Say
 from tests.providers.anthropic_server import AnthropicServer, CacheUsage
 
@@ -48,6 +48,7 @@ INSTRUCTION_TURNS = {
     15: "Cite the ticket id.",
 }
 BUDGET = 0.95
+SID = "bench-session"
 SYSTEM = (
     "You are the support assistant of a company that sells bicycles. "
     "Be precise, friendly and short; use the tools to look things up. " * 20
@@ -112,17 +113,26 @@ def script(server: AnthropicServer) -> None:
         server.script(Say(text=f"Here is what I found for question {turn}. " * 4))
 
 
-async def run(name: str, *, prompt_cache: Any = None, in_system: bool = False) -> Outcome:
+async def run(name: str, *, prompt_cache: Any = "auto", in_system: bool = False) -> Outcome:
     server = AnthropicServer().start()
     try:
         script(server)
-        session = RowSession(
-            llm=server.llm(),
-            family="anthropic",
-            system=SYSTEM,
-            tools=make_tools(),
-            prompt_cache=prompt_cache,
-        )
+        executor = hs.Executor(store=hs.MemoryStore())
+        llm = server.llm()
+        settings = {k: v for k, v in llm.items() if k != "model"}
+        tools = make_tools()
+
+        def agent(system: str) -> hs.Agent:
+            return hs.Agent(
+                name="support",
+                system=system,
+                model=llm["model"],
+                tools=tools,
+                settings=settings,
+                prompt_cache=prompt_cache,
+            )
+
+        system = SYSTEM
         instructions: list[str] = []
         last: Any = None
         before_last = 0
@@ -130,11 +140,15 @@ async def run(name: str, *, prompt_cache: Any = None, in_system: bool = False) -
             if turn in INSTRUCTION_TURNS:
                 if in_system:
                     instructions.append(INSTRUCTION_TURNS[turn])
-                    session.system = SYSTEM + "\n\nInstructions:\n" + "\n".join(instructions)
+                    system = SYSTEM + "\n\nInstructions:\n" + "\n".join(instructions)
                 else:
-                    session.add_context(row("instruction", "app", INSTRUCTION_TURNS[turn]))
+                    await executor.add_context(SID, [hs.instruction(INSTRUCTION_TURNS[turn])])
             before_last = len(server.usage)
-            last = await session.turn(f"Question {turn}: where is my order and how do I adjust it?")
+            text = f"Question {turn}: where is my order and how do I adjust it?"
+            last = executor.run(agent(system), SID, text)
+            await last.consume()
+            if last.error is not None:
+                raise last.error
         return Outcome(name, list(server.usage), last.usage, len(server.usage) - before_last)
     finally:
         server.stop()
