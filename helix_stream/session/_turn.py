@@ -29,7 +29,15 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .._messages import message_text
-from ..chunks import Chunk, ContextRowChunk, ErrorChunk, Finish
+from ..chunks import (
+    Chunk,
+    ContextRowChunk,
+    ErrorChunk,
+    Finish,
+    FinishStep,
+    StartStep,
+    TextDelta,
+)
 from ..context import ContextPass, ContextRow, Gathered, validate_items
 from ..errors import HelixError, SessionBusyError, SessionNotFoundError
 from ..loop._config import GateReason, LoopConfig, StepContext
@@ -91,6 +99,7 @@ class Turn:
         self.first: StepContext | None = None  # step 0's commit, made when the turn opened
         self.settlement: Settlement | None = None
         self.in_step = False
+        self.partial: list[str] = []  # the text the current step has streamed so far
         self.claimed = False  # the session is ours: from here on, the turn must end it
         self.ended = False  # the last step's write set the final status
 
@@ -111,13 +120,31 @@ class Turn:
         try:
             async with aclosing(run_loop(self.config)) as chunks:
                 async for chunk in chunks:
-                    if isinstance(chunk, ErrorChunk):
+                    cls = chunk.__class__
+                    if cls is TextDelta:
+                        self.partial.append(chunk.delta)  # type: ignore[union-attr]
+                    elif cls is StartStep or cls is FinishStep:
+                        self.partial = []
+                    elif isinstance(chunk, ErrorChunk):
                         error = chunk.error
-                    elif chunk.__class__ is Finish:
+                    elif cls is Finish:
                         done = True
                     yield chunk
         finally:
             await finish_turn(self, error=error, done=done)
+
+    def interrupted_message(self) -> dict[str, Any] | None:
+        """The text the current step streamed before the turn failed or was cut short, as
+        the assistant message to store (what the user saw is what is stored)."""
+        text = "".join(self.partial)
+        if not text or self.ended:
+            return None
+        return {
+            "role": "assistant",
+            "content": text,
+            "_message_id": self.config.message_id,
+            "_interrupted": True,
+        }
 
     async def _open(self) -> None:
         """Read the session once, refuse what cannot run, and claim the session."""

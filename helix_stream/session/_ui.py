@@ -73,10 +73,13 @@ def _message_id(record: LogRecord) -> str:
 
 def _user(record: LogRecord) -> dict[str, Any]:
     payload = record.payload
+    # A message with files keeps the parts as the user sent them (the model's content parts
+    # do not say a file's media type or name).
+    parts = payload.get("_parts") or [{"type": "text", "text": message_text(payload)}]
     return {
         "id": payload.get("_message_id") or f"log-{record.seq}",
         "role": record.role,
-        "parts": [{"type": "text", "text": message_text(payload)}],
+        "parts": parts,
     }
 
 
@@ -104,7 +107,11 @@ def _assistant(
     for chunk in _replay(records):
         mapper.handle(chunk)
     mapper.end()
-    return fold.message
+    message = fold.message
+    if any(r.payload.get("_interrupted") for r in records):
+        # The stream stopped mid-answer (an error, a disconnect): say so, as metadata.
+        message["metadata"] = {**message.get("metadata", {}), "interrupted": True}
+    return message
 
 
 def _replay(records: Sequence[LogRecord]) -> Iterator[Chunk]:
