@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import AbstractContextManager, aclosing
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -32,6 +32,7 @@ from .._messages import message_text
 from ..chunks import (
     Chunk,
     ContextRowChunk,
+    DataChunk,
     ErrorChunk,
     Finish,
     FinishStep,
@@ -100,6 +101,7 @@ class Turn:
         self.settlement: Settlement | None = None
         self.in_step = False
         self.partial: list[str] = []  # the text the current step has streamed so far
+        self.written: list[dict[str, Any]] = []  # the data parts its tools wrote (kept ones)
         self.claimed = False  # the session is ours: from here on, the turn must end it
         self.ended = False  # the last step's write set the final status
 
@@ -123,8 +125,14 @@ class Turn:
                     cls = chunk.__class__
                     if cls is TextDelta:
                         self.partial.append(chunk.delta)  # type: ignore[union-attr]
-                    elif cls is StartStep or cls is FinishStep:
+                    elif cls is StartStep:
+                        self.partial, self.written = [], []
+                    elif cls is FinishStep:
                         self.partial = []
+                    elif isinstance(chunk, DataChunk) and not chunk.transient:
+                        self.written.append(
+                            {"name": chunk.name, "id": chunk.id, "data": chunk.data}
+                        )
                     elif isinstance(chunk, ErrorChunk):
                         error = chunk.error
                     elif cls is Finish:
@@ -328,7 +336,9 @@ class Turn:
             return "tool_inactive"
         return None
 
-    def tool_context(self, call: ToolCall, tool: Tool, context: Any) -> ToolContext:
+    def tool_context(
+        self, call: ToolCall, tool: Tool, context: Any, write: Callable[[Chunk], None]
+    ) -> ToolContext:
         async def add(items: Sequence[Any], position: int) -> int:
             # A tool's items always carry source "tool"; a re-run of the same call site (same
             # call id, same position) records nothing: first wins, never refused.
@@ -365,6 +375,7 @@ class Turn:
             tool_name=tool.name,
             session=self.scope.info,
             _add_context=add,
+            _write=write,
         )
 
     async def after_step(self, step: StepResult, *, final: bool) -> None:
@@ -420,7 +431,9 @@ class Turn:
         records: list[dict[str, Any]] = []
         for m in step.response_messages:
             if m["role"] == "assistant":
-                extra = {"_awaiting_approval": approvals} if approvals else {}
+                extra: dict[str, Any] = {"_awaiting_approval": approvals} if approvals else {}
+                if self.written:
+                    extra["_data"] = list(self.written)  # the tools' data parts, for the UI
                 records.append({**m, "_message_id": self.config.message_id, **extra})
             else:
                 records.append({**m, "_status": statuses.get(m.get("tool_call_id", ""), "output")})

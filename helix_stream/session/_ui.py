@@ -15,6 +15,7 @@ from typing import Any
 from .._messages import message_text
 from ..chunks import (
     Chunk,
+    DataChunk,
     FinishStep,
     Start,
     StartStep,
@@ -119,9 +120,12 @@ def _replay(records: Sequence[LogRecord]) -> Iterator[Chunk]:
     yield Start(message_id=_message_id(records[0]))
     names: dict[str, str] = {}
     step_open = False
+    written: list[dict[str, Any]] = []  # the step's data parts, shown after its tool results
     for record in records:
         payload = record.payload
         if record.role == "assistant":
+            yield from _data(written)
+            written = payload.get("_data") or []
             if step_open:
                 yield FinishStep(step_number=0, finish_reason="tool-calls")
             yield StartStep(step_number=0)
@@ -142,8 +146,14 @@ def _replay(records: Sequence[LogRecord]) -> Iterator[Chunk]:
         else:
             call_id = payload.get("tool_call_id", "")
             yield _tool_result(call_id, names.get(call_id, ""), payload)
+    yield from _data(written)
     if step_open:
         yield FinishStep(step_number=0, finish_reason="stop")
+
+
+def _data(written: list[dict[str, Any]]) -> Iterator[Chunk]:
+    for part in written:
+        yield DataChunk(name=part["name"], data=part["data"], id=part.get("id"))
 
 
 def _tool_result(call_id: str, name: str, payload: dict[str, Any]) -> Chunk:

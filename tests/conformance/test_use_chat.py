@@ -21,10 +21,19 @@ from tests.conformance._client import (
     run_chat,
     serve_app,
 )
-from tests.loopback import LoopbackServer, text
+from tests.loopback import LoopbackServer, text, tool_calls
 
 PNG = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\nfake").decode()
 PDF = "data:application/pdf;base64," + base64.b64encode(b"%PDF-1.4 fake").decode()
+
+
+@hs.tool
+async def index_files(count: int, ctx: hs.ToolContext) -> str:
+    """Index some files, reporting progress."""
+    for done in range(1, count + 1):
+        ctx.write_data("progress", {"done": done, "of": count}, id="index")
+    ctx.write_data("status", "indexing finished", transient=True)
+    return f"indexed {count}"
 
 
 @pytest.fixture(scope="module", params=AI_VERSIONS, ids=[f"ai@{v}" for v in AI_VERSIONS])
@@ -39,6 +48,7 @@ def server(
     agent = hs.Agent(
         name="use-chat",
         model="openai/loopback",
+        tools=[index_files],
         settings={"api_base": _loopback_server.api_base, "api_key": "sk-loopback"},
     )
     with serve_app(create_app(hs.Executor(), agent, client_version=version)) as base_url:
@@ -142,3 +152,16 @@ def test_an_answer_cut_by_a_model_failure_is_stored_as_the_user_saw_it(
     # ...and the next request alternates: user, assistant (the partial answer), user.
     roles = [m["role"] for m in json.loads(loopback.requests[-1])["messages"]]
     assert roles == ["user", "assistant", "user"]
+
+
+def test_a_tools_data_parts_stream_replace_by_id_and_transient_ones_are_not_kept(
+    server: tuple[int, str], loopback: LoopbackServer
+) -> None:
+    sid = f"data-{server[0]}"
+    loopback.script(tool_calls(("index_files", {"count": 3})), text("Done."))
+    steps = _chat(server, sid, {"send": {"text": "Index them"}})
+    assert steps[0]["error"] is None
+    answer = steps[0]["messages"][-1]
+    data = [p for p in answer["parts"] if p["type"].startswith("data-")]
+    assert data == [{"type": "data-progress", "id": "index", "data": {"done": 3, "of": 3}}]
+    assert _stored(server, sid)[-1] == answer

@@ -37,7 +37,10 @@ async def test_regenerate_remakes_the_turns_rows_once_and_keeps_one_answer(
     body = chat("s", *history[:-1], trigger="regenerate-message", messageId=answer)
     again = await client.post("/api/chat", json=body)
     chunks = [c for c in sse_data(again.content) if c != "[DONE]"]
-    assert chunks[0]["messageId"] != answer and chunks[-1] == {"type": "finish", "finishReason": "stop"}
+    assert chunks[0]["messageId"] != answer and chunks[-1] == {
+        "type": "finish",
+        "finishReason": "stop",
+    }
     after = (await client.get("/api/chat/s/messages")).json()
     assert [m["id"] for m in after[:-1]] == [m["id"] for m in history[:-1]]
     assert after[-1]["id"] == chunks[0]["messageId"]  # exactly one answer: the new one
@@ -53,7 +56,9 @@ async def test_regenerate_while_running_is_409_and_writes_nothing(
     await client.post("/api/chat", json=chat("s", user("one")))
     await executor.store.set_status("s", "running")
     before = await executor.store.read_snapshot("s")
-    response = await client.post("/api/chat", json=chat("s", user("one"), trigger="regenerate-message"))
+    response = await client.post(
+        "/api/chat", json=chat("s", user("one"), trigger="regenerate-message")
+    )
     assert (response.status_code, response.json()["error"]["code"]) == (409, "state_session_busy")
     assert await executor.store.read_snapshot("s") == before
 
@@ -79,8 +84,40 @@ class Target(BaseModel):
 
 
 def test_the_default_client_is_ai7_and_ai5_is_refused_for_an_agent_with_approvals() -> None:
-    deploy = hs.tool(name="deploy", input_schema=Target, execute=lambda t: "ok", needs_approval=True)
+    deploy = hs.tool(
+        name="deploy", input_schema=Target, execute=lambda t: "ok", needs_approval=True
+    )
     agent = hs.Agent(name="ops", model="helix/demo", tools=[deploy])
     create_app(hs.Executor(), agent)  # the default (ai@7) serves approvals
     with pytest.raises(ValueError, match=r"client_version=5 cannot serve agent 'ops'"):
         create_app(hs.Executor(), agent, client_version=5)
+
+
+async def test_a_tools_data_parts_are_streamed_and_the_kept_ones_stored(
+    executor: hs.Executor, make_client: Any
+) -> None:
+    @hs.tool
+    def get_weather(city: str, ctx: hs.ToolContext) -> str:
+        """The weather in a city."""
+        ctx.write_data("lookup", {"city": city, "state": "asking"}, id="w")
+        ctx.write_data("lookup", {"city": city, "state": "done"}, id="w")
+        ctx.write_data("debug", "not for keeps", transient=True)
+        return "sunny"
+
+    client = make_client(
+        create_app(executor, hs.Agent(name="d", model="helix/demo", tools=[get_weather]))
+    )
+    response = await client.post("/api/chat", json=chat("s", user("weather in Paris?")))
+    chunks = [c for c in sse_data(response.content) if c != "[DONE]"]
+    data = [c for c in chunks if c["type"].startswith("data-")]
+    assert data == [
+        {"type": "data-lookup", "data": {"city": "Paris", "state": "asking"}, "id": "w"},
+        {"type": "data-lookup", "data": {"city": "Paris", "state": "done"}, "id": "w"},
+        {"type": "data-debug", "data": "not for keeps", "transient": True},
+    ]
+    output = next(i for i, c in enumerate(chunks) if c["type"] == "tool-output-available")
+    assert chunks.index(data[-1]) < output  # what a tool writes comes before its output
+    stored = (await client.get("/api/chat/s/messages")).json()[-1]
+    assert [p for p in stored["parts"] if p["type"].startswith("data-")] == [
+        {"type": "data-lookup", "id": "w", "data": {"city": "Paris", "state": "done"}}
+    ]
