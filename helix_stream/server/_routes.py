@@ -167,16 +167,7 @@ def routes(
     Returns:
         A list of Starlette routes.
     """
-    if client_version not in (5, 6, 7):
-        raise ValueError(f"client_version must be 5, 6 or 7, not {client_version!r}")
-    approvals = sorted(n for n, t in agent.tool_map.items() if t.pauses_for == "approval")
-    if client_version == 5 and approvals:
-        raise ValueError(
-            f"client_version=5 cannot serve agent {agent.name!r}: its tools {approvals} need "
-            "approvals, which ai@5 clients can neither show nor answer (the calls would be "
-            "lost). Use client_version=6 or 7, the major version of the 'ai' package your "
-            "clients run."
-        )
+    _check_client(agent, client_version)
     handlers = _Handlers(
         executor=executor,
         agent=agent,
@@ -208,6 +199,20 @@ def routes(
             name="helix_resume",
         ),
     ]
+
+
+def _check_client(agent: Agent, client_version: int) -> None:
+    """Refuse, at startup, a client version that cannot serve the agent."""
+    if client_version not in (5, 6, 7):
+        raise ValueError(f"client_version must be 5, 6 or 7, not {client_version!r}")
+    approvals = sorted(n for n, t in agent.tool_map.items() if t.pauses_for == "approval")
+    if client_version == 5 and approvals:
+        raise ValueError(
+            f"client_version=5 cannot serve agent {agent.name!r}: its tools {approvals} need "
+            "approvals, which ai@5 clients can neither show nor answer (the calls would be "
+            "lost). Use client_version=6 or 7, the major version of the 'ai' package your "
+            "clients run."
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
