@@ -79,8 +79,10 @@ class SessionLink(Protocol):
         """Why ``call`` must not run (its tool is switched off), or ``None``."""
         ...
 
-    def tool_context(self, call: ToolCall, tool: Tool, context: Any) -> ToolContext:
-        """The ``ctx`` a tool receives."""
+    def tool_context(
+        self, call: ToolCall, tool: Tool, context: Any, write: Callable[[Chunk], None]
+    ) -> ToolContext:
+        """The ``ctx`` a tool receives; ``write`` puts a chunk into the stream."""
         ...
 
     async def after_step(self, step: StepResult, *, final: bool) -> None:
@@ -104,8 +106,10 @@ class _NoSession:
     async def gate(self, call: ToolCall) -> GateReason | None:
         return None
 
-    def tool_context(self, call: ToolCall, tool: Tool, context: Any) -> ToolContext:
-        return ToolContext(context=context, tool_call_id=call.id, tool_name=tool.name)
+    def tool_context(
+        self, call: ToolCall, tool: Tool, context: Any, write: Callable[[Chunk], None]
+    ) -> ToolContext:
+        return ToolContext(context=context, tool_call_id=call.id, tool_name=tool.name, _write=write)
 
     async def after_step(self, step: StepResult, *, final: bool) -> None:
         return None

@@ -314,6 +314,45 @@ class Executor:
             await self.store.rewind(session_id, to_seq)
         await self.store.set_status(session_id, "idle", expect=("idle", "paused", "failed"))
 
+    async def regenerate(self, session_id: str, message_id: str | None = None) -> None:
+        """Rewind the session to just after the user message that assistant message
+        ``message_id`` answers (default: the last user message), so that the next
+        ``run(agent, session_id)`` produces that answer again — what the AI SDK's
+        ``regenerate()`` asks a server for.
+
+        Everything after that user message goes, by the rewind rules of :meth:`retry` (queued
+        items delivered again once, a tool's items with its call, the cursor reverting): an
+        earlier message's regeneration truncates the conversation after it.
+
+        Raises:
+            SessionNotFoundError, SessionBusyError (running).
+            InvalidRequestError: the session has no assistant message ``message_id``, or no
+                user message to answer.
+        """
+        snapshot = await self.store.read_snapshot(session_id)
+        _check_idle(session_id, snapshot.session)
+        log = snapshot.log
+        end = len(log)
+        if message_id is not None:
+            end = next(
+                (
+                    i
+                    for i, r in enumerate(log)
+                    if r.role == "assistant" and r.payload.get("_message_id") == message_id
+                ),
+                -1,
+            )
+            if end < 0:
+                raise InvalidRequestError(
+                    f"session {session_id!r} has no assistant message {message_id[:200]!r}"
+                )
+        users = [r.seq for r in log[:end] if r.role == "user"]
+        if not users:
+            raise InvalidRequestError(f"session {session_id!r} has no user message to answer")
+        if users[-1] < log[-1].seq:
+            await self.store.rewind(session_id, users[-1])
+        await self.store.set_status(session_id, "idle", expect=("idle", "paused", "failed"))
+
     async def resume(
         self, session_id: str, mode: str = "continue", checkpoint_id: str | None = None
     ) -> None:
