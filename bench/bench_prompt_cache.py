@@ -12,8 +12,8 @@ the figures come back in the stream's usage (``cache_read_input_tokens``,
 JSON divided by 4.
 
 The same session runs three ways, through ``Executor.run`` (the real context pass and loop),
-litellm and HTTP: 20 user turns,
-every other one with a tool round trip, and a new app instruction before turns 5, 10 and 15:
+litellm and HTTP: 20 user turns, every other one with a tool round trip, and a new app
+instruction before turns 5, 10 and 15:
 
 * **helix** — the instruction is a context row, ``prompt_cache="auto"`` (the default);
 * **helix, prompt_cache=False** — the same rows, no cache markers;
