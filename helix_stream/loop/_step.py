@@ -109,7 +109,7 @@ class ModelCall:
 
         async def send(**final: Any) -> Any:
             # Cache markers go on last, after model middleware: they must mark the messages
-            # and the model that are really sent (README, "Context rows").
+            # and the model that are really sent (README, "Prompt caching").
             final = await with_cache_breakpoints(final, prompt_cache)
             recorder.request_sent(final)  # after middleware: what is really sent
             return await acompletion(**final)
