@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from .context import StepContextLimits
 from .middleware import ModelMiddleware, WrappedModel
+from .models._cache import PromptCache, check_prompt_cache
 from .prepare_step import PrepareStep
 from .tools import FINISH_TOOL_NAME, Tool, tools_by_name
 
@@ -47,6 +48,8 @@ class Agent:
             when ``max_steps`` is reached without that, one last call forces it.
         client_tool_timeout: Seconds a client tool may take to answer; a later answer is
             delivered as a ``late-answer`` notice instead (``None``: no deadline).
+        prompt_cache: ``"auto"`` (the default): cache breakpoints where the provider needs
+            them; ``False``: none (see ``stream_text``).
     """
 
     name: str
@@ -64,6 +67,7 @@ class Agent:
     settings: Mapping[str, Any] = field(default_factory=dict)
     output_schema: type[BaseModel] | None = None
     client_tool_timeout: float | None = None
+    prompt_cache: PromptCache = "auto"
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -71,6 +75,7 @@ class Agent:
         if self.max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         tools_by_name(self.tools)  # fail now on duplicate or non-Tool entries
+        check_prompt_cache(self.prompt_cache)
 
     def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:
         """This agent as a tool: each call runs it in a child session of the caller's.

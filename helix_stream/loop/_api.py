@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..middleware import ModelMiddleware, WrappedModel
+from ..models._cache import PromptCache, check_prompt_cache
 from ..prepare_step import PrepareStep
 from ..steps import StopCondition, step_count_is
 from ..tools import Tool, tools_by_name
@@ -48,6 +49,7 @@ def build_config(
     agent_name: str | None = None,
     conversation_id: str | None = None,
     finish_tool: str | None = None,
+    prompt_cache: PromptCache | None = "auto",
 ) -> LoopConfig:
     """Validate the arguments and build a run's config (shared with the executor, which
     completes it for its session with ``dataclasses.replace``)."""
@@ -61,6 +63,8 @@ def build_config(
     if prompt is not None:
         convo.append({"role": "user", "content": prompt})
     runtime = dict(runtime_context or {})
+    prompt_cache = "auto" if prompt_cache is None else prompt_cache
+    check_prompt_cache(prompt_cache)
     recorder = recorder_for(
         telemetry,
         operation=operation,
@@ -85,6 +89,7 @@ def build_config(
         recorder=recorder,
         session_id=conversation_id,
         finish_tool=finish_tool,
+        prompt_cache=prompt_cache,
         callbacks=Callbacks(
             on_chunk=callbacks.get("on_chunk"),
             on_step_finish=_as_tuple(callbacks.get("on_step_finish")),
@@ -107,6 +112,7 @@ def stream_text(
     stop_when: StopCondition | Sequence[StopCondition] | None = None,
     telemetry: TelemetrySettings | None = None,
     middleware: Sequence[ModelMiddleware] | None = None,
+    prompt_cache: PromptCache = "auto",
     on_chunk: Callable[..., Any] | None = None,
     on_step_finish: Callable[..., Any] | None = None,
     on_finish: Callable[..., Any] | None = None,
@@ -139,12 +145,17 @@ def stream_text(
             The loop also stops after a step without tool calls.
         telemetry: OpenTelemetry settings (off when ``None``).
         middleware: Model middleware around every call.
+        prompt_cache: ``"auto"`` (the default) marks the end of the stable prefix with the
+            provider's cache marker where the provider needs one (Anthropic, Bedrock);
+            ``False`` sends none. A ``prepare_step`` override ``{"prompt_cache": ...}`` wins
+            for its step. See the README, "Context rows".
         on_chunk, on_step_finish, on_finish, on_error: Callbacks, sync or async.
         **litellm_params: Passed through to ``litellm.acompletion`` (temperature, api_base,
             api_key, ...).
 
     Raises:
         ToolContextError: a tool's context is missing or invalid (nothing was sent).
+        InvalidRequestError: ``prompt_cache`` is neither ``"auto"`` nor ``False``.
     """
     return _start(
         "stream_text",
@@ -159,6 +170,7 @@ def stream_text(
         stop_when=stop_when,
         telemetry=telemetry,
         middleware=middleware,
+        prompt_cache=prompt_cache,
         on_chunk=on_chunk,
         on_step_finish=on_step_finish,
         on_finish=on_finish,
@@ -180,6 +192,7 @@ _OPTIONS = (
     "stop_when",
     "telemetry",
     "middleware",
+    "prompt_cache",
 )
 
 

@@ -23,6 +23,7 @@ from typing import Any, Literal, Protocol
 
 from ..chunks import Chunk
 from ..middleware import ModelMiddleware, WrappedModel
+from ..models._cache import PromptCache
 from ..prepare_step import PrepareStep
 from ..steps import StepResult, StopCondition, ToolCall
 from ..telemetry import Recorder
@@ -137,6 +138,8 @@ class LoopConfig:
         messages: The conversation before the first step (a session's log, rendered).
         message_id: The id the ``start`` chunk announces.
         finish_tool: The tool whose successful call ends the run (forced completion).
+        prompt_cache: ``"auto"`` to add cache breakpoints where the provider needs them,
+            ``False`` for none (a ``prepare_step`` override wins for its step).
     """
 
     model: str | WrappedModel
@@ -156,6 +159,7 @@ class LoopConfig:
     finish_tool: str | None = None
     callbacks: Callbacks = field(default_factory=Callbacks)
     session: SessionLink = NO_SESSION
+    prompt_cache: PromptCache = "auto"
 
 
 async def call_user(fn: Callback | None, *args: Any, session: SessionLink = NO_SESSION) -> Any:

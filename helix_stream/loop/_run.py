@@ -28,7 +28,9 @@ from ..chunks import (
     StartStep,
     Usage,
 )
+from ..context._envelope import escape_message
 from ..middleware import ModelMiddleware
+from ..models._cache import PromptCache, check_prompt_cache
 from ..models._litellm import translate_error
 from ..prepare_step import StepInput, run_step_chain
 from ..steps import StepResult, StopCondition
@@ -74,6 +76,7 @@ class _Prepared:
     step: StepInput
     params: dict[str, Any]
     middleware: tuple[ModelMiddleware, ...]
+    prompt_cache: PromptCache
 
 
 _GO_ON, _FORCE, _STOP = "go on", "force", "stop"
@@ -147,7 +150,9 @@ class _Run:
             context_rows=[c.row for c in prepared.context.chunks if isinstance(c, ContextRowChunk)],
             skipped=[c for c in prepared.context.chunks if isinstance(c, ContextSkipped)],
         )
-        call = ModelCall(prepared.params, prepared.middleware, recorder, step_number)
+        call = ModelCall(
+            prepared.params, prepared.middleware, recorder, step_number, prepared.prompt_cache
+        )
         async with aclosing(call.chunks()) as model_chunks:
             async for chunk in model_chunks:
                 yield chunk
@@ -173,8 +178,9 @@ class _Run:
         self.steps.append(step)
         self.usage = self.usage + model.usage
         # A `messages` override applies to its step only: the conversation goes on from the
-        # loop's own messages.
-        self.messages.extend(step.response_messages)
+        # loop's own messages. They are escaped as the context pass renders them when a later
+        # turn reads them from the log, so their bytes never change between calls.
+        self.messages.extend(escape_message(m) for m in step.response_messages)
         self.next = await self._decide(step, forced)
         await cfg.session.after_step(step, final=self.next == _STOP)
         for callback in cfg.callbacks.on_step_finish:
@@ -210,7 +216,15 @@ class _Run:
             self.contexts = resolve_contexts(dict(cfg.tools), self.tools_context)
         params = request_params(cfg, step_in, overrides, self.contexts, forced=forced)
         middleware = (*cfg.middleware, *model_name(step_in.model)[1])
-        return _Prepared(context=context, step=step_in, params=params, middleware=middleware)
+        prompt_cache = overrides.get("prompt_cache", cfg.prompt_cache)
+        check_prompt_cache(prompt_cache)  # a bad override fails before the call
+        return _Prepared(
+            context=context,
+            step=step_in,
+            params=params,
+            middleware=middleware,
+            prompt_cache=prompt_cache,
+        )
 
     def _step_result(
         self, step_number: int, model: Any, results: list[Any], messages: list[dict[str, Any]]

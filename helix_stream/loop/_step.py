@@ -13,6 +13,7 @@ from typing import Any
 
 from ..chunks import Chunk, FinishReason, Usage
 from ..middleware import ModelMiddleware, WrappedModel, call_with_middleware
+from ..models._cache import PromptCache, with_cache_breakpoints
 from ..models._litellm import acompletion, translate_error
 from ..models._parse import StepParser, map_finish_reason
 from ..prepare_step import STEP_OVERRIDE_KEYS, StepInput
@@ -83,6 +84,7 @@ class ModelCall:
         middleware: Model middleware, outermost first.
         recorder: Telemetry.
         step_number: The step this call belongs to.
+        prompt_cache: Cache breakpoints for this call (``"auto"`` or ``False``).
     """
 
     def __init__(
@@ -91,8 +93,10 @@ class ModelCall:
         middleware: Sequence[ModelMiddleware],
         recorder: Recorder,
         step_number: int,
+        prompt_cache: PromptCache = "auto",
     ) -> None:
         self._params = params
+        self._prompt_cache = prompt_cache
         self._middleware = middleware
         self._recorder = recorder
         self._parser = StepParser(step_number)
@@ -101,9 +105,12 @@ class ModelCall:
 
     async def chunks(self) -> AsyncGenerator[Chunk, None]:
         """The model's chunks as they stream, then the ones that close its open parts."""
-        recorder, parser = self._recorder, self._parser
+        recorder, parser, prompt_cache = self._recorder, self._parser, self._prompt_cache
 
         async def send(**final: Any) -> Any:
+            # Cache markers go on last, after model middleware: they must mark the messages
+            # and the model that are really sent (README, "Prompt caching").
+            final = await with_cache_breakpoints(final, prompt_cache)
             recorder.request_sent(final)  # after middleware: what is really sent
             return await acompletion(**final)
 

@@ -499,6 +499,7 @@ def _turn_config(
         agent_name=agent.name,
         conversation_id=session_id,
         finish_tool=finish,
+        prompt_cache=agent.prompt_cache,
     )
 
 

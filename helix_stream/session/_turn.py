@@ -43,6 +43,8 @@ from ..context import ContextPass, ContextRow, Gathered, validate_items
 from ..errors import HelixError, SessionBusyError, SessionNotFoundError
 from ..loop._config import GateReason, LoopConfig, StepContext
 from ..loop._run import run_loop
+from ..loop._step import model_name
+from ..models._family import params_family
 from ..state import AuthInfo, ParentInfo, SessionInfo, SessionScope, TurnInfo, bind_scope
 from ..steps import StepResult, ToolCall
 from ..store import Checkpoint, NewSession, SessionStatus, Snapshot, TurnWrite
@@ -179,6 +181,10 @@ class Turn:
             step_context=self.agent.step_context,
             limits=self.agent.step_context_limits,
             memory=self.agent.memory,
+            # Rows take the form of the provider family the turn's model is sent as.
+            family=await params_family(
+                model_name(self.config.model)[0], self.config.litellm_params
+            ),
         )
         self._begin(snapshot, view)
         if view.waiting:
