@@ -2,9 +2,10 @@
 
 Run: ``.venv/bin/python bench/bench_context_pass.py`` (or ``make bench``).
 
-It times the executor's real context pass — the step middleware that commits the queue in one
-transaction, emits the row chunks and renders the new rows — not just the store call. The
-queue is refilled (untimed) before each pass.
+It times what a turn does before each model call — the context pass's hook and memory (none
+here), the one ``write_turn`` transaction that commits the queue as rows, folding and
+rendering the new rows, and their chunks — not just the store call. The queue is refilled
+(untimed) before each pass.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from pathlib import Path
 import _common  # noqa: F401  (puts the repo on sys.path)
 
 import helix_stream as hs
-from helix_stream.context import ContextPass
-from helix_stream.middleware import StepInput
+from helix_stream.chunks import ContextRowChunk
+from helix_stream.context import ContextPass, ContextRow
+from helix_stream.store import TurnWrite
 
 ROWS = 1_000
 PASSES = 200
@@ -38,8 +40,9 @@ async def measure(store: hs.Store) -> list[float]:
             origin={"type": "app"},
         )
         await store.commit_context(sid)
-    context_pass = ContextPass(store, sid)
-    await context_pass.refresh()  # a run renders the log once, at its start
+    # A turn reads and renders the log once, at its start.
+    context_pass = ContextPass(sid, (await store.read_snapshot(sid)).log)
+    messages = list(context_pass.messages)
     times = []
     for n in range(PASSES):
         for i in range(10):
@@ -49,19 +52,14 @@ async def measure(store: hs.Store) -> list[float]:
                 source="app",
                 origin={"type": "app"},
             )
-        step = StepInput(
-            step_number=n,
-            steps=[],
-            messages=[],
-            model="m",
-            runtime_context={},
-            tools_context={},
-            session_id=sid,
-        )
         start = time.perf_counter()
-        out = await context_pass(step)
+        gathered = await context_pass.gather(n)
+        write = TurnWrite(deliver_queue=True, rows=gathered.rows)
+        records = (await store.write_turn(sid, write)).records
+        messages.extend(context_pass.take(records))
+        chunks = [ContextRowChunk(row=ContextRow.from_record(r)) for r in records]
         times.append(time.perf_counter() - start)
-        assert len(step.emitted) == 10 and len(out["messages"]) == ROWS + 10 * (n + 1)
+        assert len(chunks) == 10 and len(messages) == ROWS + 10 * (n + 1)
     await store.close()
     return times
 

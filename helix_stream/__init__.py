@@ -78,7 +78,9 @@ if TYPE_CHECKING:  # "X as X": explicit re-exports, so type checkers see the laz
         StepInput as StepInput,
     )
     from .session import (
+        ApprovalAnswer as ApprovalAnswer,
         Executor as Executor,
+        ToolAnswer as ToolAnswer,
     )
     from .state import (
         SessionInfo as SessionInfo,
@@ -120,7 +122,7 @@ _LAZY: dict[str, str] = {
         ],
         "context",
     ),
-    "Executor": "session",
+    **dict.fromkeys(["ApprovalAnswer", "Executor", "ToolAnswer"], "session"),
     **dict.fromkeys(["HookContext", "LifecycleEvent", "define_hook"], "hooks"),
     **dict.fromkeys(
         [

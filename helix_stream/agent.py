@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from .context import StepContextLimits
 from .middleware import ModelMiddleware, WrappedModel
+from .models._cache import PromptCache, check_prompt_cache
 from .models._output import check_output_schema
 from .models._params import check_params
 from .models._retry import DEFAULT_MAX_RETRIES, RetryPolicy
@@ -35,7 +36,9 @@ class Agent:
         system: The system prompt.
         model: A litellm model string or a :func:`~helix_stream.wrap_model` result.
         tools: A list of tools or a ``{name: Tool}`` dict.
-        max_steps: Model calls per turn at most.
+        max_steps: Model calls per turn at most — plus, for an agent with an
+            ``output_schema``, the one forced-completion call that follows when the limit is
+            reached without ``__finish__`` (so at most ``max_steps + 1`` calls).
         prepare_step: Step middleware run after the built-in context pass.
         step_context: The step_context hook (see the README).
         step_context_limits: Its limits.
@@ -57,6 +60,8 @@ class Agent:
             ``result.output`` is an instance of it.
         client_tool_timeout: Seconds a client tool may take to answer; a later answer is
             delivered as a ``late-answer`` notice instead (``None``: no deadline).
+        prompt_cache: ``"auto"`` (the default): cache breakpoints where the provider needs
+            them; ``False``: none (see ``stream_text``).
     """
 
     name: str
@@ -76,6 +81,7 @@ class Agent:
     max_retries: int = DEFAULT_MAX_RETRIES
     output_schema: type[BaseModel] | None = None
     client_tool_timeout: float | None = None
+    prompt_cache: PromptCache = "auto"
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -87,6 +93,7 @@ class Agent:
         if self.output_schema is not None:
             check_output_schema(self.output_schema, argument="output_schema")
         check_params(self.settings, where="Agent(settings=...)")
+        check_prompt_cache(self.prompt_cache)
 
     def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:
         """This agent as a tool: each call runs it in a child session of the caller's.

@@ -19,7 +19,6 @@ event and an error chunk, and the session stays usable — the next ``run()`` wo
 from __future__ import annotations
 
 import inspect
-import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,7 +36,6 @@ __all__ = [
     "dispatch",
 ]
 
-log = logging.getLogger("helix_stream.hooks")
 
 EVENTS = frozenset(
     {

@@ -2,10 +2,11 @@
 
 Each link receives a :class:`StepInput` and returns ``None`` or a dict of overrides: ``model``,
 ``system``, ``messages``, ``tool_choice``, ``active_tools``, ``runtime_context``,
-``tools_context`` or any litellm param. A list of links is a chain: each sees the input as the
-links before it left it (their ``messages``, ``model``, ``runtime_context`` and
-``tools_context`` applied); later links win. ``runtime_context`` and ``tools_context`` carry
-forward to later steps (as in the AI SDK); everything else applies to that step only.
+``tools_context``, ``prompt_cache`` or any litellm param. A list of links is a chain: each
+sees the input as the links before it left it (their ``messages``, ``model``,
+``runtime_context`` and ``tools_context`` applied); later links win. ``runtime_context`` and
+``tools_context`` carry forward to later steps (as in the AI SDK); everything else applies to
+that step only.
 
 Model middleware, which wraps the litellm call itself, is :mod:`helix_stream.middleware`.
 """
@@ -29,6 +30,7 @@ STEP_OVERRIDE_KEYS = frozenset(
         "messages",
         "runtime_context",
         "tools_context",
+        "prompt_cache",
     }
 )
 # The overrides later links of the chain see applied to their input.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, overload
@@ -33,6 +34,7 @@ __all__ = [
 ]
 
 FINISH_TOOL_NAME = "__finish__"
+_DATA_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 # A context item as a tool passes it: a dict, or a pydantic model of one.
 ItemLike = Mapping[str, Any] | BaseModel
@@ -64,6 +66,7 @@ class ToolContext:
     session: SessionInfo | None = None
     _add_context: Callable[[Sequence[ItemLike], int], Awaitable[int]] | None = None
     _add_calls: int = 0
+    _write: Callable[[Any], None] | None = None
 
     async def add_context(self, items: Sequence[ItemLike]) -> int:
         """Queue context items for the session; they reach the model at its next call, once.
@@ -85,6 +88,41 @@ class ToolContext:
                 "not stream_text(), to queue context from a tool."
             )
         return await self._add_context(items, position)
+
+    def write_data(
+        self, name: str, data: Any, *, id: str | None = None, transient: bool = False
+    ) -> None:
+        """Stream a custom ``data-<name>`` part to the chat UI now (the AI SDK's data parts).
+
+        Example::
+
+            ctx.write_data("progress", {"done": 3, "of": 10}, id="progress")
+
+        Args:
+            name: The part's name: the UI sees a part of type ``data-<name>``.
+            data: Its JSON-safe value.
+            id: A part keeps its id: a later write with the same id replaces the earlier one
+                in the client (a progress bar, a status line).
+            transient: Send it, but do not keep it: it is not in the UI message the client
+                keeps, nor in the stored messages.
+
+        Raises:
+            InvalidRequestError: ``name`` is not letters, digits, ``-`` or ``_``.
+            FrameworkNotSupportedError: the tool is not running in the loop.
+        """
+        from .chunks import DataChunk
+        from .errors import FrameworkNotSupportedError, InvalidRequestError
+
+        if not isinstance(name, str) or not _DATA_NAME.fullmatch(name):
+            raise InvalidRequestError(
+                f"data part name {name!r} must be letters, digits, '-' or '_' (1 to 64)"
+            )
+        if self._write is None:
+            raise FrameworkNotSupportedError(
+                "ctx.write_data needs a running loop: call the tool through stream_text, "
+                "generate_text or Executor.run"
+            )
+        self._write(DataChunk(name=name, data=data, id=id, transient=transient))
 
     @property
     def abort(self) -> bool:

@@ -31,6 +31,7 @@ class Reply:
     error: str = ""
     delay: float = 0.0  # seconds between chunks
     hang: bool = False  # after the deltas, keep the stream open until the client leaves
+    midstream_error: str = ""  # after the deltas, an error event in the stream (OpenAI's form)
     usage: tuple[int, int] = (10, 5)
     # Extra fields of the usage object (``prompt_tokens_details``, ``completion_tokens_details``;
     # for the Anthropic format ``cache_read_input_tokens``/``cache_creation_input_tokens``).
@@ -214,6 +215,12 @@ class LoopbackServer:
                     if reply.delay:
                         time.sleep(reply.delay)
                     self._event(self._chunk(delta))
+                if reply.midstream_error:
+                    self._event(json.dumps({"error": {"message": reply.midstream_error,
+                                                      "type": "server_error", "code": 500}}))  # fmt: skip
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                    return
                 if reply.hang:
                     # Keep the stream open; a closed client shows up as a failed write.
                     for _ in range(600):

@@ -3,8 +3,8 @@ context rows")."""
 
 from __future__ import annotations
 
+from ._envelope import escape_envelopes, escape_message
 from ._fold import LogFold, apply_tools_item
-from ._hook import StepContextLimits, StepContextRequest
 from ._items import (
     MAX_ITEM_BYTES,
     ContextItem,
@@ -19,7 +19,15 @@ from ._items import (
     validate_items,
 )
 from ._pass import ContextPass, Gathered
-from ._rows import SYSTEM_FORM_SOURCES, ContextRow, render_record, render_row_payload
+from ._rows import (
+    SYSTEM_FORM_SOURCES,
+    ContextRow,
+    render_record,
+    render_row,
+    render_row_payload,
+    row_role,
+)
+from ._step_context import StepContextLimits, StepContextRequest
 
 __all__ = [
     "MAX_ITEM_BYTES",
@@ -36,11 +44,15 @@ __all__ = [
     "apply_tools_item",
     "disable_tools",
     "enable_tools",
+    "escape_envelopes",
+    "escape_message",
     "instruction",
     "item_size",
     "memory",
     "notice",
     "render_record",
+    "render_row",
     "render_row_payload",
+    "row_role",
     "validate_items",
 ]

@@ -98,7 +98,8 @@ def instruction(text: str) -> dict[str, Any]:
     """``{"kind": "instruction", "content": text}``: something the model should do from now on.
 
     Keep tool output, documents and web content out of instructions: an app's instruction
-    takes a system form, with operator authority. Put such text in a :func:`notice`.
+    is sent with operator authority (a system message or the application's envelope, by
+    provider: README, "Rows on each provider"). Put such text in a :func:`notice`.
     """
     return {"kind": "instruction", "content": text}
 

@@ -15,8 +15,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..chunks import ContextSkipped
-from ._hook import log_skipped
 from ._items import MAX_ITEM_BYTES, item_size
+from ._step_context import log_skipped
 
 __all__ = ["recall_memories"]
 

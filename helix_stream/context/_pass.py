@@ -19,11 +19,12 @@ from typing import Any
 
 from .._messages import message_text
 from ..chunks import ContextSkipped
+from ..models._family import Family
 from ..store import LogRecord
 from ._fold import LogFold
-from ._hook import StepContextLimits, StepContextRequest, run_step_context
 from ._memory import recall_memories
 from ._rows import render_record
+from ._step_context import StepContextLimits, StepContextRequest, run_step_context
 
 __all__ = ["ContextPass", "Gathered"]
 
@@ -45,6 +46,8 @@ class ContextPass:
         step_context: The step_context hook, if any.
         limits: Its limits.
         memory: The memory recall, if any.
+        family: The provider family the turn's model is sent as: it decides the rows' form
+            (README, "Context rows").
 
     Attributes:
         fold: What the log adds up to so far (active tools, cursor, memory ids).
@@ -58,8 +61,10 @@ class ContextPass:
         step_context: Callable[[StepContextRequest], Any] | None = None,
         limits: StepContextLimits | None = None,
         memory: Callable[[str, str], Any] | None = None,
+        family: Family = "openai",
     ) -> None:
         self.session_id = session_id
+        self.family: Family = family
         self.step_context = step_context
         self.limits = limits or StepContextLimits()
         self.memory = memory
@@ -73,7 +78,7 @@ class ContextPass:
         for record in records:
             if record.role == "user":
                 self._last_user = message_text(record.payload)
-        return [render_record(record) for record in records]
+        return [render_record(record, self.family) for record in records]
 
     async def gather(self, step_number: int, *, user_text: str | None = None) -> Gathered:
         """Run the hook and the memory recall for the call about to be made.

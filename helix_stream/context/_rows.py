@@ -1,9 +1,14 @@
 """Context rows (role ``context`` in the log) and how they are shown to the model.
 
 Rendering is deterministic and documented, because a row is sent on every later call exactly
-as it was first sent — that is what keeps earlier request messages byte-identical:
+as it was first sent — that is what keeps earlier request messages byte-identical. The form
+depends on the row's source and on the provider family the request goes to (README, "Context
+rows", per-provider table):
 
-* source ``app`` or ``hook`` → a **system** message (operator authority);
+* source ``app`` or ``hook`` (operator authority) → a **system** message on the families whose
+  wire format keeps a mid-conversation system message in place (OpenAI-compatible), a **user**
+  message everywhere else (Anthropic, Bedrock, Gemini, Mistral, ...), so that litellm neither
+  hoists it into the system prompt nor rewrites it;
 * source ``tool``, ``memory`` or ``late-answer`` → a **user** message (as a tool's output is);
 
 with the content in an envelope that names the kind and the source::
@@ -11,6 +16,10 @@ with the content in an envelope that names the kind and the source::
     <context kind="instruction" source="app">
     Answer in French.
     </context>
+
+The envelope is what tells a row from user text, so every other text the model gets from the
+log — user messages, tool results, assistant text, and the row's own content — is escaped so
+that it cannot open or close one (see :mod:`helix_stream.context._envelope`).
 """
 
 from __future__ import annotations
@@ -19,9 +28,18 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from ..models._family import Family, traits
 from ..store import LogRecord
+from ._envelope import envelope, escape_envelopes, escape_message
 
-__all__ = ["SYSTEM_FORM_SOURCES", "ContextRow", "render_record", "render_row_payload"]
+__all__ = [
+    "SYSTEM_FORM_SOURCES",
+    "ContextRow",
+    "render_record",
+    "render_row",
+    "render_row_payload",
+    "row_role",
+]
 
 SYSTEM_FORM_SOURCES = frozenset({"app", "hook"})
 
@@ -71,11 +89,6 @@ class ContextRow(BaseModel):
         )
 
 
-def _escape(text: str) -> str:
-    # Text inside the envelope must not be able to close it.
-    return text.replace("</context", "<\\/context")
-
-
 def _body(payload: dict[str, Any]) -> str:
     kind = payload["kind"]
     if kind == "tools":
@@ -93,18 +106,29 @@ def _body(payload: dict[str, Any]) -> str:
     return str(payload.get("content", ""))
 
 
+def row_role(source: str, family: Family = "openai") -> str:
+    """The message role a row of ``source`` is sent with to a ``family`` provider."""
+    if source in SYSTEM_FORM_SOURCES and traits(family).row_form == "system":
+        return "system"
+    return "user"
+
+
+def render_row(payload: dict[str, Any], family: Family = "openai") -> dict[str, Any]:
+    """The model message for a row payload sent to a ``family`` provider (module docstring)."""
+    text = envelope(payload["kind"], payload["source"], escape_envelopes(_body(payload)))
+    return {"role": row_role(payload["source"], family), "content": text}
+
+
 def render_row_payload(payload: dict[str, Any]) -> dict[str, Any]:
-    """The model message for a row payload (see the module docstring)."""
-    source = payload["source"]
-    role = "system" if source in SYSTEM_FORM_SOURCES else "user"
-    head = f'<context kind="{payload["kind"]}" source="{source}">'
-    text = f"{head}\n{_escape(_body(payload))}\n</context>"
-    return {"role": role, "content": text}
+    """The model message for a row payload on the OpenAI wire format (``render_row``)."""
+    return render_row(payload, "openai")
 
 
-def render_record(record: LogRecord) -> dict[str, Any]:
-    """A log record as the model sees it: rows rendered, messages as stored — without the
+def render_record(record: LogRecord, family: Family = "openai") -> dict[str, Any]:
+    """A log record as a ``family`` provider is sent it: rows rendered, messages as stored
+    with their text escaped (so that it cannot open or close an envelope) and without the
     executor's bookkeeping keys (those starting with ``_``)."""
     if record.role == "context":
-        return render_row_payload(record.payload)
-    return {k: v for k, v in record.payload.items() if not k.startswith("_")}
+        return render_row(record.payload, family)
+    message = {k: v for k, v in record.payload.items() if not k.startswith("_")}
+    return escape_message(message)

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from ..errors import InvalidRequestError
 from ..middleware import ModelMiddleware, WrappedModel
+from ..models._cache import PromptCache, check_prompt_cache
 from ..models._output import check_output_schema
 from ..models._params import check_params
 from ..models._retry import DEFAULT_MAX_RETRIES, RetryPolicy
@@ -59,6 +60,7 @@ def build_config(
     output: type[BaseModel] | None = None,
     output_mode: Literal["auto", "tool"] = "auto",
     where: str | None = None,
+    prompt_cache: PromptCache | None = "auto",
 ) -> LoopConfig:
     """Validate the arguments and build a run's config (shared with the executor, which
     completes it for its session with ``dataclasses.replace``).
@@ -89,6 +91,8 @@ def build_config(
     if prompt is not None:
         convo.append({"role": "user", "content": prompt})
     runtime = dict(runtime_context or {})
+    prompt_cache = "auto" if prompt_cache is None else prompt_cache
+    check_prompt_cache(prompt_cache)
     recorder = recorder_for(
         telemetry,
         operation=operation,
@@ -118,6 +122,7 @@ def build_config(
         output=output,
         output_mode=output_mode,
         where=where,
+        prompt_cache=prompt_cache,
         callbacks=Callbacks(
             on_chunk=callbacks.get("on_chunk"),
             on_step_finish=_as_tuple(callbacks.get("on_step_finish")),
@@ -143,6 +148,7 @@ def stream_text(
     router: Any = None,
     max_retries: int = DEFAULT_MAX_RETRIES,
     output: type[BaseModel] | None = None,
+    prompt_cache: PromptCache = "auto",
     on_chunk: Callable[..., Any] | None = None,
     on_step_finish: Callable[..., Any] | None = None,
     on_finish: Callable[..., Any] | None = None,
@@ -186,6 +192,10 @@ def stream_text(
             ``result.partial_output_stream()`` yields the partial object as it streams. Asked
             for through the provider's JSON-schema ``response_format`` where litellm reports
             support, else through a ``__finish__`` tool.
+        prompt_cache: ``"auto"`` (the default) marks the end of the stable prefix with the
+            provider's cache marker where the provider needs one (Anthropic, Bedrock);
+            ``False`` sends none. A ``prepare_step`` override ``{"prompt_cache": ...}`` wins
+            for its step. See the README, "Context rows".
         on_chunk, on_step_finish, on_finish, on_error: Callbacks, sync or async.
         **litellm_params: Passed through to ``litellm.acompletion`` (temperature, api_base,
             api_key, fallbacks, ...).
@@ -193,8 +203,8 @@ def stream_text(
     Raises:
         ToolContextError: a tool's context is missing or invalid (nothing was sent).
         InvalidRequestError: a keyword that belongs elsewhere (``output_schema=`` is an
-            Agent's) or cannot be sent, litellm's own ``num_retries``, a wrong ``output``
-            (nothing was sent).
+            Agent's) or cannot be sent, litellm's own ``num_retries``, a wrong ``output``,
+            a ``prompt_cache`` that is neither ``"auto"`` nor ``False`` (nothing was sent).
     """
     return _start(
         "stream_text",
@@ -212,6 +222,7 @@ def stream_text(
         router=router,
         max_retries=max_retries,
         output=output,
+        prompt_cache=prompt_cache,
         on_chunk=on_chunk,
         on_step_finish=on_step_finish,
         on_finish=on_finish,
@@ -235,6 +246,7 @@ _OPTIONS = (
     "middleware",
     "router",
     "output",
+    "prompt_cache",
 )
 
 

@@ -25,6 +25,7 @@ from pydantic import BaseModel
 
 from ..chunks import Chunk
 from ..middleware import ModelMiddleware, WrappedModel
+from ..models._cache import PromptCache
 from ..models._retry import RetryPolicy
 from ..prepare_step import PrepareStep
 from ..steps import StepResult, StopCondition, ToolCall
@@ -81,8 +82,10 @@ class SessionLink(Protocol):
         """Why ``call`` must not run (its tool is switched off), or ``None``."""
         ...
 
-    def tool_context(self, call: ToolCall, tool: Tool, context: Any) -> ToolContext:
-        """The ``ctx`` a tool receives."""
+    def tool_context(
+        self, call: ToolCall, tool: Tool, context: Any, write: Callable[[Chunk], None]
+    ) -> ToolContext:
+        """The ``ctx`` a tool receives; ``write`` puts a chunk into the stream."""
         ...
 
     async def after_step(self, step: StepResult, *, final: bool) -> None:
@@ -106,8 +109,10 @@ class _NoSession:
     async def gate(self, call: ToolCall) -> GateReason | None:
         return None
 
-    def tool_context(self, call: ToolCall, tool: Tool, context: Any) -> ToolContext:
-        return ToolContext(context=context, tool_call_id=call.id, tool_name=tool.name)
+    def tool_context(
+        self, call: ToolCall, tool: Tool, context: Any, write: Callable[[Chunk], None]
+    ) -> ToolContext:
+        return ToolContext(context=context, tool_call_id=call.id, tool_name=tool.name, _write=write)
 
     async def after_step(self, step: StepResult, *, final: bool) -> None:
         return None
@@ -143,6 +148,8 @@ class LoopConfig:
             schema where litellm reports support, the finish tool otherwise); ``"tool"``
             always uses the finish tool (an ``Agent``).
         where: Where the litellm params came from (for the message of a refused one).
+        prompt_cache: ``"auto"`` to add cache breakpoints where the provider needs them,
+            ``False`` for none (a ``prepare_step`` override wins for its step).
     """
 
     model: str | WrappedModel
@@ -167,6 +174,7 @@ class LoopConfig:
     where: str = "stream_text"
     callbacks: Callbacks = field(default_factory=Callbacks)
     session: SessionLink = NO_SESSION
+    prompt_cache: PromptCache = "auto"
 
 
 async def call_user(fn: Callback | None, *args: Any, session: SessionLink = NO_SESSION) -> Any:

@@ -28,8 +28,10 @@ from ..chunks import (
     StartStep,
     Usage,
 )
+from ..context._envelope import escape_message
 from ..errors import OutputValidationError
 from ..middleware import ModelMiddleware
+from ..models._cache import PromptCache, check_prompt_cache
 from ..models._litellm import translate_error
 from ..models._output import OutputSpec, output_from_value, parse_output
 from ..prepare_step import StepInput, run_step_chain
@@ -76,6 +78,7 @@ class _Prepared:
     step: StepInput
     params: dict[str, Any]
     middleware: tuple[ModelMiddleware, ...]
+    prompt_cache: PromptCache
 
 
 _GO_ON, _FORCE, _STOP = "go on", "force", "stop"
@@ -157,6 +160,7 @@ class _Run:
             prepared.middleware,
             recorder,
             step_number,
+            prepared.prompt_cache,
             router=cfg.router,
             retry=cfg.retry,
             where=cfg.where,
@@ -188,8 +192,9 @@ class _Run:
         self.steps.append(step)
         self.usage = self.usage + model.usage
         # A `messages` override applies to its step only: the conversation goes on from the
-        # loop's own messages.
-        self.messages.extend(step.response_messages)
+        # loop's own messages. They are escaped as the context pass renders them when a later
+        # turn reads them from the log, so their bytes never change between calls.
+        self.messages.extend(escape_message(m) for m in step.response_messages)
         self.next = await self._decide(step, forced)
         await cfg.session.after_step(step, final=self.next == _STOP)
         for callback in cfg.callbacks.on_step_finish:
@@ -227,7 +232,15 @@ class _Run:
             cfg, step_in, overrides, self.contexts, forced=forced, output=self.output_spec
         )
         middleware = (*cfg.middleware, *model_name(step_in.model)[1])
-        return _Prepared(context=context, step=step_in, params=params, middleware=middleware)
+        prompt_cache = overrides.get("prompt_cache", cfg.prompt_cache)
+        check_prompt_cache(prompt_cache)  # a bad override fails before the call
+        return _Prepared(
+            context=context,
+            step=step_in,
+            params=params,
+            middleware=middleware,
+            prompt_cache=prompt_cache,
+        )
 
     def _step_result(
         self, step_number: int, model: Any, results: list[Any], messages: list[dict[str, Any]]
@@ -274,10 +287,10 @@ class _Run:
             return None
         if cfg.output_mode == "tool":
             return OutputSpec(schema=cfg.output, mode="tool")
-        from ..models._litellm import ensure_loaded
+        from ..models._litellm import ensure_litellm
         from ..models._output import output_spec
 
-        await ensure_loaded()
+        await ensure_litellm()
         return output_spec(cfg.output, model=model_name(cfg.model)[0], router=cfg.router)
 
     def _finish_required(self) -> bool:

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..chunks import Chunk, FinishReason, Usage
 from ..middleware import ModelMiddleware, WrappedModel, call_with_middleware
+from ..models._cache import PromptCache, with_cache_breakpoints
 from ..models._litellm import acompletion, translate_error
 from ..models._output import OutputSpec
 from ..models._parse import ResponseInfo, StepParser, map_finish_reason
@@ -96,6 +97,7 @@ class ModelCall:
         middleware: Model middleware, outermost first.
         recorder: Telemetry.
         step_number: The step this call belongs to.
+        prompt_cache: Cache breakpoints for this call (``"auto"`` or ``False``).
         router: A ``litellm.Router`` to call instead of ``litellm.acompletion``.
         retry: The retry policy (until the first chunk).
         where: Where the litellm params came from (for the message of a refused one).
@@ -107,12 +109,14 @@ class ModelCall:
         middleware: Sequence[ModelMiddleware],
         recorder: Recorder,
         step_number: int,
+        prompt_cache: PromptCache = "auto",
         *,
         router: Any = None,
         retry: RetryPolicy | None = None,
         where: str = "stream_text",
     ) -> None:
         self._params = params
+        self._prompt_cache = prompt_cache
         self._middleware = middleware
         self._recorder = recorder
         self._router = router
@@ -130,8 +134,12 @@ class ModelCall:
             self._router,
             self._middleware,
         )
+        prompt_cache = self._prompt_cache
 
         async def send(**final: Any) -> Any:
+            # Cache markers go on last, after model middleware: they must mark the messages
+            # and the model that are really sent (README, "Prompt caching").
+            final = await with_cache_breakpoints(final, prompt_cache)
             recorder.request_sent(final)  # after middleware: what is really sent
             return await acompletion(router=router, **final)
 

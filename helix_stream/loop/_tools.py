@@ -90,6 +90,8 @@ class ToolCalls:
         self._approved = approved
         self._results: dict[str, ToolResult] = {}
         self._contents: dict[str, str] = {}
+        # Data parts the tools write while they run (ctx.write_data), streamed as they come.
+        self._written: asyncio.Queue[Chunk] = asyncio.Queue()
 
     def outcome(self) -> ToolOutcome:
         """Results and tool messages in call order (after :meth:`chunks` has finished)."""
@@ -178,7 +180,8 @@ class ToolCalls:
         tasks: dict[asyncio.Task[tuple[ToolResult, str]], ToolCall] = {}
         with self._session.bind():
             for call, tool, parsed in to_start:
-                ctx = self._session.tool_context(call, tool, self._contexts.get(tool.name))
+                context = self._contexts.get(tool.name)
+                ctx = self._session.tool_context(call, tool, context, self._written.put_nowait)
                 task = asyncio.ensure_future(_execute(tool, parsed, ctx, call, self._recorder))
                 tasks[task] = call
         return tasks
@@ -188,20 +191,39 @@ class ToolCalls:
     ) -> AsyncGenerator[Chunk, None]:
         order = {call.id: index for index, call in enumerate(self._calls)}
         pending = set(tasks)
-        while pending:
-            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            # In call order among those that finished together (deterministic streams).
-            for task in sorted(done, key=lambda t: order[tasks[t].id]):
-                result, content = task.result()
-                self._settle(result, content)
-                if result.status == "output":
-                    yield ToolOutputAvailable(
-                        tool_call_id=result.tool_call_id, output=result.output
-                    )
-                else:
-                    yield ToolOutputError(
-                        tool_call_id=result.tool_call_id, error_text=result.error or ""
-                    )
+        written = asyncio.ensure_future(self._written.get())
+        try:
+            while pending:
+                done, _ = await asyncio.wait(
+                    {*pending, written}, return_when=asyncio.FIRST_COMPLETED
+                )
+                got = written if written in done else None
+                # What a tool wrote comes before its output.
+                for chunk in self._drain(got):
+                    yield chunk
+                if got is not None:
+                    written = asyncio.ensure_future(self._written.get())
+                finished = [task for task in pending if task in done]
+                pending.difference_update(finished)
+                # In call order among those that finished together (deterministic streams).
+                for task in sorted(finished, key=lambda t: order[tasks[t].id]):
+                    result, content = task.result()
+                    self._settle(result, content)
+                    yield _output_chunk(result)
+        finally:
+            written.cancel()
+
+    def _drain(self, got: asyncio.Future[Chunk] | None) -> list[Chunk]:
+        chunks = [got.result()] if got is not None else []
+        while not self._written.empty():
+            chunks.append(self._written.get_nowait())
+        return chunks
+
+
+def _output_chunk(result: ToolResult) -> Chunk:
+    if result.status == "output":
+        return ToolOutputAvailable(tool_call_id=result.tool_call_id, output=result.output)
+    return ToolOutputError(tool_call_id=result.tool_call_id, error_text=result.error or "")
 
 
 async def _execute(

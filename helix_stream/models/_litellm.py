@@ -19,6 +19,7 @@ import os
 import threading
 import warnings
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
@@ -27,10 +28,12 @@ from ..telemetry._filters import credential_strings, redact
 
 __all__ = [
     "NO_INNER_RETRIES",
+    "ProviderInfo",
     "acompletion",
-    "ensure_loaded",
+    "ensure_litellm",
     "is_litellm_param",
     "litellm_module",
+    "llm_provider",
     "load_litellm",
     "response_to_stream",
     "router_credentials",
@@ -76,9 +79,9 @@ def load_litellm() -> None:
     litellm_module()
 
 
-async def ensure_loaded() -> ModuleType:
-    """litellm, imported off the event loop if it was not loaded at startup."""
-    return await _loaded()
+async def ensure_litellm() -> None:
+    """Import litellm now if it is not loaded yet (off the event loop, as a model call does)."""
+    await _loaded()
 
 
 async def _loaded() -> ModuleType:
@@ -328,3 +331,39 @@ async def response_to_stream(response: Any) -> AsyncIterator[Any]:
     if usage is not None:
         last.usage = usage
     yield last
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderInfo:
+    """Where litellm sends a model string (see :func:`llm_provider`)."""
+
+    model: str
+    provider: str
+    bedrock_route: str | None
+    openai_compatible: frozenset[str]
+
+
+def llm_provider(
+    model: str, *, custom_llm_provider: str | None = None, api_base: str | None = None
+) -> ProviderInfo | None:
+    """litellm's provider for ``model`` (``get_llm_provider``), its Bedrock route, and the
+    providers litellm sends in the OpenAI format as it is; ``None`` if litellm cannot place it."""
+    litellm = litellm_module()
+    try:
+        name, provider, _, _ = litellm.get_llm_provider(
+            model=model, custom_llm_provider=custom_llm_provider, api_base=api_base
+        )
+    except Exception:
+        return None
+    route = None
+    if provider == "bedrock":
+        from litellm.llms.bedrock.common_utils import BedrockModelInfo
+
+        route = BedrockModelInfo.get_bedrock_route(name)
+    custom = {entry["provider"] for entry in litellm.custom_provider_map}
+    return ProviderInfo(
+        model=name,
+        provider=provider,
+        bedrock_route=route,
+        openai_compatible=frozenset(litellm.openai_compatible_providers) | custom,
+    )

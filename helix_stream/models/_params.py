@@ -48,6 +48,7 @@ _HELIX_KEYWORDS: dict[str, tuple[str, str]] = {
     "client_tool_timeout": ("the client tool deadline", _AGENT),
     "settings": ("an Agent's litellm params", f"{_AGENT}; here, pass them as keywords"),
     "router": ("the litellm Router", f"{_LOOP} or {_AGENT} as router="),
+    "prompt_cache": ("cache breakpoints", f"{_LOOP}, {_AGENT} or a prepare_step override"),
     "tools_context": ("per-tool contexts", f"{_LOOP} or Executor.run()"),
     "runtime_context": ("the runtime context", f"{_LOOP} or Executor.run()"),
     "prepare_step": ("step middleware", f"{_LOOP} or {_AGENT}"),

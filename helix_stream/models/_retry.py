@@ -143,9 +143,9 @@ async def open_stream(
             :func:`~helix_stream.models._params.check_params`).
         ModelError: the last attempt's error (an error that is not retryable at once).
     """
-    from ._litellm import NO_INNER_RETRIES, ensure_loaded, is_litellm_param, translate_error
+    from ._litellm import NO_INNER_RETRIES, ensure_litellm, is_litellm_param, translate_error
 
-    await ensure_loaded()
+    await ensure_litellm()
     check_params(params, where=where, is_litellm_param=is_litellm_param)
     policy = policy or RetryPolicy()
     request = {**params, **NO_INNER_RETRIES}

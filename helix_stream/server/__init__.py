@@ -85,7 +85,7 @@ def create_app(
     executor: Executor,
     agent: Agent,
     authenticate: Authenticate | None = None,
-    client_version: int = 5,
+    client_version: int = 7,
     max_body_bytes: int = 1_000_000,
     **options: Any,
 ) -> Starlette:

@@ -25,6 +25,7 @@ from starlette.requests import ClientDisconnect, Request
 
 from ..errors import InvalidRequestError, PayloadTooLargeError, describe_validation
 from ..session import ApprovalAnswer, ToolAnswer
+from ._parts import user_content
 
 __all__ = [
     "ApprovalAnswer",
@@ -140,19 +141,22 @@ class ChatActions:
     """What a ``useChat`` body asks the server to do.
 
     Attributes:
-        user_text: The new user message's text (its text parts joined), or ``None`` when the
-            last message is the assistant's: the turn continues without new input.
+        user_content: The new user message as model content (its text, or text and file
+            content parts), or ``None`` when the last message is the assistant's: the turn
+            continues without new input.
+        user_parts: That message's text and file parts as sent (stored with it).
         user_message_id: The client's id of that user message.
         continued_id: The id of the assistant message being continued (``None`` for new input).
         approvals: Approval answers found in the last assistant message.
         tool_answers: Client tool outputs found in the last assistant message.
     """
 
-    user_text: str | None
+    user_content: str | list[dict[str, Any]] | None
     user_message_id: str | None
     continued_id: str | None
     approvals: list[ApprovalAnswer] = field(default_factory=list)
     tool_answers: list[ToolAnswer] = field(default_factory=list)
+    user_parts: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _is_tool_part(part: Mapping[str, Any]) -> bool:
@@ -204,7 +208,7 @@ def chat_actions(body: ChatRequest) -> ChatActions:
 
     Raises:
         InvalidRequestError: the last message is a system message, a user message without
-            text, or a tool part is malformed.
+            text or file, a file the model cannot be sent, or a malformed tool part.
     """
     last = body.messages[-1]
     assistant = next((m for m in reversed(body.messages) if m.role == "assistant"), None)
@@ -213,11 +217,5 @@ def chat_actions(body: ChatRequest) -> ChatActions:
         return ChatActions(None, None, last.id, approvals, outputs)
     if last.role != "user":
         raise InvalidRequestError("the last message must be the user's or the assistant's")
-    texts = [p.get("text") for p in last.parts if p.get("type") == "text"]
-    if not texts or not all(isinstance(t, str) for t in texts):
-        kinds = sorted({str(p.get("type")) for p in last.parts})
-        raise InvalidRequestError(
-            f"the last user message has no text part (parts: {', '.join(kinds) or 'none'}); "
-            "this server takes text input only"
-        )
-    return ChatActions("".join(str(t) for t in texts), last.id, None, approvals, outputs)
+    content, parts = user_content(last.parts, f"the last user message ({last.id!r})")
+    return ChatActions(content, last.id, None, approvals, outputs, user_parts=parts)

@@ -16,7 +16,7 @@ import inspect
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from starlette.exceptions import HTTPException
@@ -25,7 +25,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from ..agent import Agent
-from ..errors import FrameworkNotSupportedError, HelixError
+from ..errors import HelixError
 from ..session import Executor
 from ..transformers import UIMessageStreamResponse, to_ui_message_stream
 from ._bodies import ChatActions, ChatRequest, ContextRequest, chat_actions, parse_body, read_body
@@ -127,7 +127,7 @@ def routes(
     authenticate: Authenticate | None = None,
     *,
     authorize: Authorize | None = None,
-    client_version: int = 5,
+    client_version: int = 7,
     max_body_bytes: int = 1_000_000,
     api_path: str = "/api/chat",
     context_path: str = "/context",
@@ -167,8 +167,7 @@ def routes(
     Returns:
         A list of Starlette routes.
     """
-    if client_version not in (5, 6, 7):
-        raise ValueError(f"client_version must be 5, 6 or 7, not {client_version!r}")
+    _check_client(agent, client_version)
     handlers = _Handlers(
         executor=executor,
         agent=agent,
@@ -200,6 +199,20 @@ def routes(
             name="helix_resume",
         ),
     ]
+
+
+def _check_client(agent: Agent, client_version: int) -> None:
+    """Refuse, at startup, a client version that cannot serve the agent."""
+    if client_version not in (5, 6, 7):
+        raise ValueError(f"client_version must be 5, 6 or 7, not {client_version!r}")
+    approvals = sorted(n for n, t in agent.tool_map.items() if t.pauses_for == "approval")
+    if client_version == 5 and approvals:
+        raise ValueError(
+            f"client_version=5 cannot serve agent {agent.name!r}: its tools {approvals} need "
+            "approvals, which ai@5 clients can neither show nor answer (the calls would be "
+            "lost). Use client_version=6 or 7, the major version of the 'ai' package your "
+            "clients run."
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -241,14 +254,17 @@ class _Handlers:
         body = parse_body(await read_body(request, self.max_body_bytes), ChatRequest)
         session_id = body.id
         await self._authorized(auth, session_id)
-        if body.trigger == "regenerate-message":
-            raise FrameworkNotSupportedError(
-                "regenerate-message is not supported by this server yet; send a new message, "
-                "or rewind with executor.retry() in your own route"
-            )
         actions = chat_actions(body)
         options = await self._run_options(request, auth)
-        message_id, user_input = self._turn_input(actions)
+        message_id: str | None
+        if body.trigger == "regenerate-message":
+            # The client dropped the message it regenerates; the session drops it too, and
+            # the turn answers the stored user message again, as a new message.
+            await self.executor.regenerate(session_id, body.messageId)
+            message_id, user_input = self.new_message_id(), None
+            actions = replace(actions, approvals=[], tool_answers=[])
+        else:
+            message_id, user_input = self._turn_input(actions)
         # Claims the session before the response starts: a refusal (busy, unanswered calls,
         # an unknown session to continue) is still a JSON error with its status.
         result = await self.executor.start(
@@ -270,16 +286,18 @@ class _Handlers:
 
     def _turn_input(self, actions: ChatActions) -> tuple[str | None, dict[str, Any] | None]:
         """The turn's assistant message id and the user's message (``None``: continue)."""
-        if actions.user_text is None:
+        if actions.user_content is None:
             # Continue the assistant message the client shows, under its id, so that the
             # stream's `start` and the stored messages agree.
             return actions.continued_id, None
-        user_input = {
+        user_input: dict[str, Any] = {
             "role": "user",
-            "content": actions.user_text,
+            "content": actions.user_content,
             # Kept with the record: GET .../messages answers with the client's own id.
             "_message_id": actions.user_message_id,
         }
+        if not isinstance(actions.user_content, str):
+            user_input["_parts"] = actions.user_parts  # the file parts as the user sent them
         return self.new_message_id(), user_input
 
     async def add_context(self, request: Request) -> Response:

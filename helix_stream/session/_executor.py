@@ -7,6 +7,7 @@ the stored UI messages). The chat server calls nothing else.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import replace
@@ -17,7 +18,8 @@ from ..context import ContextItemLike, ContextRow, validate_items
 from ..errors import InvalidRequestError, SessionBusyError, SessionNotFoundError, StateError
 from ..loop import StreamTextResult, has_tool_call, step_count_is
 from ..loop._api import build_config
-from ..state import ParentInfo, check_json
+from ..loop._config import LoopConfig
+from ..state import ParentInfo
 from ..store import Checkpoint, LogRecord, MemoryStore, SessionRecord, Store
 from ..tools import FINISH_TOOL_NAME
 from ._answers import ApprovalAnswer, ToolAnswer, by_call
@@ -131,44 +133,24 @@ class Executor:
 
         Raises:
             ToolContextError: a tool's context is missing or invalid (nothing was written).
-            InvalidRequestError: ``input`` has the wrong shape, or ``identify(auth)`` is not
-                JSON-safe.
+            InvalidRequestError: ``input`` has the wrong shape.
+            TypeError: ``identify(auth)`` is not JSON-safe (nothing was written).
         """
         message = _input_message(input)
-        initiator = self.identify(auth)
-        check_json("the session's initiator (Executor(identify=...))", initiator)
-        stop_when = [step_count_is(agent.max_steps)]
-        finish = FINISH_TOOL_NAME if agent.output_schema is not None else None
-        if finish is not None:
-            stop_when.append(has_tool_call(finish))
-        config = build_config(
-            model=agent.model,
-            system=agent.system,
-            messages=[],
-            prompt=None,
-            tools=agent.tool_map,
-            tools_context=tools_context,
+        _check_identity(self.identify(auth))
+        config = _turn_config(
+            agent,
+            session_id,
             runtime_context=runtime_context,
-            prepare_step=agent.prepare_step,
-            stop_when=stop_when,
+            tools_context=tools_context,
             telemetry=telemetry or agent.telemetry or self.telemetry,
-            middleware=agent.middleware,
             callbacks={
                 "on_chunk": on_chunk,
                 "on_step_finish": on_step_finish,
                 "on_finish": on_finish,
                 "on_error": on_error,
             },
-            litellm_params={**agent.settings, **litellm_params},
-            operation="invoke_agent",
-            agent_name=agent.name,
-            conversation_id=session_id,
-            finish_tool=finish,
-            router=agent.router,
-            max_retries=agent.max_retries,
-            output=agent.output_schema,
-            output_mode="tool",
-            where="Agent(settings=...) or Executor.run()",
+            litellm_params=litellm_params,
         )
         turn = Turn(
             executor=self,
@@ -332,6 +314,45 @@ class Executor:
             await self.store.rewind(session_id, to_seq)
         await self.store.set_status(session_id, "idle", expect=("idle", "paused", "failed"))
 
+    async def regenerate(self, session_id: str, message_id: str | None = None) -> None:
+        """Rewind the session to just after the user message that assistant message
+        ``message_id`` answers (default: the last user message), so that the next
+        ``run(agent, session_id)`` produces that answer again — what the AI SDK's
+        ``regenerate()`` asks a server for.
+
+        Everything after that user message goes, by the rewind rules of :meth:`retry` (queued
+        items delivered again once, a tool's items with its call, the cursor reverting): an
+        earlier message's regeneration truncates the conversation after it.
+
+        Raises:
+            SessionNotFoundError, SessionBusyError (running).
+            InvalidRequestError: the session has no assistant message ``message_id``, or no
+                user message to answer.
+        """
+        snapshot = await self.store.read_snapshot(session_id)
+        _check_idle(session_id, snapshot.session)
+        log = snapshot.log
+        end = len(log)
+        if message_id is not None:
+            end = next(
+                (
+                    i
+                    for i, r in enumerate(log)
+                    if r.role == "assistant" and r.payload.get("_message_id") == message_id
+                ),
+                -1,
+            )
+            if end < 0:
+                raise InvalidRequestError(
+                    f"session {session_id!r} has no assistant message {message_id[:200]!r}"
+                )
+        users = [r.seq for r in log[:end] if r.role == "user"]
+        if not users:
+            raise InvalidRequestError(f"session {session_id!r} has no user message to answer")
+        if users[-1] < log[-1].seq:
+            await self.store.rewind(session_id, users[-1])
+        await self.store.set_status(session_id, "idle", expect=("idle", "paused", "failed"))
+
     async def resume(
         self, session_id: str, mode: str = "continue", checkpoint_id: str | None = None
     ) -> None:
@@ -431,6 +452,60 @@ class Executor:
         if snapshot.session is None:
             raise SessionNotFoundError(f"no session {session_id!r}")
         return ui_messages(snapshot.log, client_version=client_version, on_error=on_error)
+
+
+def _check_identity(initiator: Any) -> None:
+    """Refuse (a programming error, not the caller's) an initiator no store can hold."""
+    try:
+        json.dumps(initiator, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"Executor(identify=...) returned a {type(initiator).__name__}, which cannot be "
+            f"stored as the session's initiator: it must be JSON-safe ({exc}). Return an id."
+        ) from None
+
+
+def _turn_config(
+    agent: Agent,
+    session_id: str,
+    *,
+    runtime_context: Mapping[str, Any] | None,
+    tools_context: Mapping[str, Any] | None,
+    telemetry: TelemetrySettings | None,
+    callbacks: Mapping[str, Any],
+    litellm_params: Mapping[str, Any],
+) -> LoopConfig:
+    """The loop config of one of ``agent``'s turns (the turn completes it once it has read
+    the session: messages, message id, itself as the session link)."""
+    stop_when = [step_count_is(agent.max_steps)]
+    finish = FINISH_TOOL_NAME if agent.output_schema is not None else None
+    if finish is not None:
+        stop_when.append(has_tool_call(finish))
+    return build_config(
+        model=agent.model,
+        system=agent.system,
+        messages=[],
+        prompt=None,
+        tools=agent.tool_map,
+        tools_context=tools_context,
+        runtime_context=runtime_context,
+        prepare_step=agent.prepare_step,
+        stop_when=stop_when,
+        telemetry=telemetry,
+        middleware=agent.middleware,
+        callbacks=callbacks,
+        litellm_params={**agent.settings, **litellm_params},
+        operation="invoke_agent",
+        agent_name=agent.name,
+        conversation_id=session_id,
+        finish_tool=finish,
+        prompt_cache=agent.prompt_cache,
+        router=agent.router,
+        max_retries=agent.max_retries,
+        output=agent.output_schema,
+        output_mode="tool",
+        where="Agent(settings=...) or Executor.run()",
+    )
 
 
 def _check_idle(session_id: str, session: SessionRecord | None) -> None:

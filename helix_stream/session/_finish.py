@@ -10,6 +10,10 @@ in that step's write). Otherwise, this module owns what happens:
 * the consumer stopped (a client went away, the task was cancelled): the session becomes
   ``idle``, consistent, with every committed row and step kept.
 
+Either way the text the unfinished step had already streamed — what the user saw — is stored
+with that write as the turn's assistant message, marked interrupted, so that the stored chat
+matches the screen and the next request still alternates user and assistant.
+
 The status write runs shielded from cancellation (a cancelled request cancels every later
 await under anyio) and is retried briefly: a session must never stay ``running`` because one
 write failed.
@@ -23,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ..store import TurnWrite
+from ..store import SessionStatus, TurnWrite
 
 if TYPE_CHECKING:
     from ._turn import Turn
@@ -52,8 +56,9 @@ async def finish_turn(turn: Turn, *, error: BaseException | None, done: bool) ->
             await _set_status(turn, "idle")
 
 
-async def _set_status(turn: Turn, status: str) -> None:
-    write = TurnWrite(status=status)  # type: ignore[arg-type]
+async def _set_status(turn: Turn, status: SessionStatus) -> None:
+    partial = turn.interrupted_message()
+    write = TurnWrite(status=status, messages=[partial] if partial else [])
     for delay in (*_RETRY_DELAYS, None):
         try:
             await turn.store.write_turn(turn.session_id, write)

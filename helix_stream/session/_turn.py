@@ -23,17 +23,28 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import AbstractContextManager, aclosing
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .._messages import message_text
-from ..chunks import Chunk, ContextRowChunk, ErrorChunk, Finish
+from ..chunks import (
+    Chunk,
+    ContextRowChunk,
+    DataChunk,
+    ErrorChunk,
+    Finish,
+    FinishStep,
+    StartStep,
+    TextDelta,
+)
 from ..context import ContextPass, ContextRow, Gathered, validate_items
 from ..errors import HelixError, SessionBusyError, SessionNotFoundError
 from ..loop._config import GateReason, LoopConfig, StepContext
 from ..loop._run import run_loop
+from ..loop._step import model_name
+from ..models._family import params_family
 from ..state import AuthInfo, ParentInfo, SessionInfo, SessionScope, TurnInfo, bind_scope
 from ..steps import StepResult, ToolCall
 from ..store import Checkpoint, NewSession, SessionStatus, Snapshot, TurnWrite
@@ -91,6 +102,8 @@ class Turn:
         self.first: StepContext | None = None  # step 0's commit, made when the turn opened
         self.settlement: Settlement | None = None
         self.in_step = False
+        self.partial: list[str] = []  # the text the current step has streamed so far
+        self.written: list[dict[str, Any]] = []  # the data parts its tools wrote (kept ones)
         self.claimed = False  # the session is ours: from here on, the turn must end it
         self.ended = False  # the last step's write set the final status
 
@@ -111,13 +124,37 @@ class Turn:
         try:
             async with aclosing(run_loop(self.config)) as chunks:
                 async for chunk in chunks:
-                    if isinstance(chunk, ErrorChunk):
+                    cls = chunk.__class__
+                    if cls is TextDelta:
+                        self.partial.append(chunk.delta)  # type: ignore[union-attr]
+                    elif cls is StartStep:
+                        self.partial, self.written = [], []
+                    elif cls is FinishStep:
+                        self.partial = []
+                    elif isinstance(chunk, DataChunk) and not chunk.transient:
+                        self.written.append(
+                            {"name": chunk.name, "id": chunk.id, "data": chunk.data}
+                        )
+                    elif isinstance(chunk, ErrorChunk):
                         error = chunk.error
-                    elif chunk.__class__ is Finish:
+                    elif cls is Finish:
                         done = True
                     yield chunk
         finally:
             await finish_turn(self, error=error, done=done)
+
+    def interrupted_message(self) -> dict[str, Any] | None:
+        """The text the current step streamed before the turn failed or was cut short, as
+        the assistant message to store (what the user saw is what is stored)."""
+        text = "".join(self.partial)
+        if not text or self.ended:
+            return None
+        return {
+            "role": "assistant",
+            "content": text,
+            "_message_id": self.config.message_id,
+            "_interrupted": True,
+        }
 
     async def _open(self) -> None:
         """Read the session once, refuse what cannot run, and claim the session."""
@@ -144,6 +181,10 @@ class Turn:
             step_context=self.agent.step_context,
             limits=self.agent.step_context_limits,
             memory=self.agent.memory,
+            # Rows take the form of the provider family the turn's model is sent as.
+            family=await params_family(
+                model_name(self.config.model)[0], self.config.litellm_params
+            ),
         )
         self._begin(snapshot, view)
         if view.waiting:
@@ -301,7 +342,9 @@ class Turn:
             return "tool_inactive"
         return None
 
-    def tool_context(self, call: ToolCall, tool: Tool, context: Any) -> ToolContext:
+    def tool_context(
+        self, call: ToolCall, tool: Tool, context: Any, write: Callable[[Chunk], None]
+    ) -> ToolContext:
         async def add(items: Sequence[Any], position: int) -> int:
             # A tool's items always carry source "tool"; a re-run of the same call site (same
             # call id, same position) records nothing: first wins, never refused.
@@ -338,6 +381,7 @@ class Turn:
             tool_name=tool.name,
             session=self.scope.info,
             _add_context=add,
+            _write=write,
         )
 
     async def after_step(self, step: StepResult, *, final: bool) -> None:
@@ -393,7 +437,9 @@ class Turn:
         records: list[dict[str, Any]] = []
         for m in step.response_messages:
             if m["role"] == "assistant":
-                extra = {"_awaiting_approval": approvals} if approvals else {}
+                extra: dict[str, Any] = {"_awaiting_approval": approvals} if approvals else {}
+                if self.written:
+                    extra["_data"] = list(self.written)  # the tools' data parts, for the UI
                 records.append({**m, "_message_id": self.config.message_id, **extra})
             else:
                 records.append({**m, "_status": statuses.get(m.get("tool_call_id", ""), "output")})

@@ -15,6 +15,7 @@ from typing import Any
 from .._messages import message_text
 from ..chunks import (
     Chunk,
+    DataChunk,
     FinishStep,
     Start,
     StartStep,
@@ -73,10 +74,13 @@ def _message_id(record: LogRecord) -> str:
 
 def _user(record: LogRecord) -> dict[str, Any]:
     payload = record.payload
+    # A message with files keeps the parts as the user sent them (the model's content parts
+    # do not say a file's media type or name).
+    parts = payload.get("_parts") or [{"type": "text", "text": message_text(payload)}]
     return {
         "id": payload.get("_message_id") or f"log-{record.seq}",
         "role": record.role,
-        "parts": [{"type": "text", "text": message_text(payload)}],
+        "parts": parts,
     }
 
 
@@ -104,7 +108,11 @@ def _assistant(
     for chunk in _replay(records):
         mapper.handle(chunk)
     mapper.end()
-    return fold.message
+    message = fold.message
+    if any(r.payload.get("_interrupted") for r in records):
+        # The stream stopped mid-answer (an error, a disconnect): say so, as metadata.
+        message["metadata"] = {**message.get("metadata", {}), "interrupted": True}
+    return message
 
 
 def _replay(records: Sequence[LogRecord]) -> Iterator[Chunk]:
@@ -112,9 +120,12 @@ def _replay(records: Sequence[LogRecord]) -> Iterator[Chunk]:
     yield Start(message_id=_message_id(records[0]))
     names: dict[str, str] = {}
     step_open = False
+    written: list[dict[str, Any]] = []  # the step's data parts, shown after its tool results
     for record in records:
         payload = record.payload
         if record.role == "assistant":
+            yield from _data(written)
+            written = payload.get("_data") or []
             if step_open:
                 yield FinishStep(step_number=0, finish_reason="tool-calls")
             yield StartStep(step_number=0)
@@ -135,8 +146,14 @@ def _replay(records: Sequence[LogRecord]) -> Iterator[Chunk]:
         else:
             call_id = payload.get("tool_call_id", "")
             yield _tool_result(call_id, names.get(call_id, ""), payload)
+    yield from _data(written)
     if step_open:
         yield FinishStep(step_number=0, finish_reason="stop")
+
+
+def _data(written: list[dict[str, Any]]) -> Iterator[Chunk]:
+    for part in written:
+        yield DataChunk(name=part["name"], data=part["data"], id=part.get("id"))
 
 
 def _tool_result(call_id: str, name: str, payload: dict[str, Any]) -> Chunk:

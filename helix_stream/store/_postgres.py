@@ -305,7 +305,9 @@ class PostgresStore(PostgresDatabase):
         It starts with the session row's lock, like every append: a compare-and-set on the
         status there is decided against the newest committed row, across processes.
         """
-        return await self._write(lambda tx: _postgres_turns.write_turn(tx, session_id, write))
+        return await self._write(
+            lambda tx: _postgres_turns.write_turn(tx, session_id, write), pipeline=True
+        )
 
     async def checkpoints(self, session_id: str) -> list[Checkpoint]:
         """The session's checkpoints, oldest first."""

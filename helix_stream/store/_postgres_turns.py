@@ -2,7 +2,8 @@
 
 :func:`read_snapshot` sends its four reads pipelined inside one ``REPEATABLE READ`` read-only
 transaction: one consistent view, about one round trip. :func:`write_turn` is the body of one
-``BEGIN … COMMIT`` (run by ``PostgresDatabase._write``, pipelined) and returns
+``BEGIN … COMMIT`` (run by ``PostgresDatabase._write`` pipelined: statements go out without
+waiting for the previous one's result until one is read) and returns
 ``(result, wrote_anything)``. It starts, as every append does, with the session row's lock
 (creating the row first when asked), so it sees everything committed before it: the status it
 compares, and the queue entries it delivers.
@@ -44,7 +45,7 @@ _SQL_LOCK = (
 )
 _SQL_CREATE = (
     "INSERT INTO {s}.sessions (id, agent_name, status, parent_id, created_at, updated_at, meta)"
-    " VALUES (%s, %s, 'idle', %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING"
+    " VALUES (%s, %s, 'idle', %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING RETURNING 1"
 )
 _SQL_TAKE_PENDING = (
     "SELECT id, items, source, key, origin FROM {s}.context_queue"
@@ -74,30 +75,37 @@ async def read_snapshot(tx: Tx, session_id: str) -> Snapshot:
     )
 
 
-async def _lock(tx: Tx, session_id: str, write: TurnWrite, now: float) -> tuple[Row, bool]:
-    """The locked session row (``last_seq`` first), creating it when asked; and whether the
-    row was created by this write."""
-    created = False
+async def _lock(
+    tx: Tx, session_id: str, write: TurnWrite, now: float
+) -> tuple[Row, bool, list[Row]]:
+    """The locked session row (``last_seq`` first), whether this write created it, and the
+    undelivered queue entries (when the write delivers them).
+
+    The statements go out together (the store runs this transaction pipelined); the server
+    still runs them in order, so the queue is read once the lock is granted.
+    """
+    created = None
     if write.create is not None:
         create = write.create
-        created = bool(
-            await tx.execute(
-                _SQL_CREATE,
-                (session_id, create.agent_name, create.parent_id, now, now, encode(create.meta)),
-            )
+        created = await tx.send(
+            _SQL_CREATE,
+            (session_id, create.agent_name, create.parent_id, now, now, encode(create.meta)),
         )
-    row = await tx.one(_SQL_LOCK, (session_id,))
+    locked = await tx.send(_SQL_LOCK, (session_id,))
+    pending = await tx.send(_SQL_TAKE_PENDING, (session_id,)) if write.deliver_queue else None
+    made = created is not None and await created.fetchone() is not None
+    row = await locked.fetchone()
     if row is None:
         raise session_not_found(session_id)
-    return row, created
+    return row, made, await pending.fetchall() if pending is not None else []
 
 
-async def _queue_rows(
-    tx: Tx, session_id: str, seq: int, rows: list[tuple[str, JSON]]
+def _queue_rows(
+    entries: list[Row], seq: int, rows: list[tuple[str, JSON]]
 ) -> list[tuple[int, int]]:
-    """Add the undelivered queue entries to ``rows``; return (queue id, seq of first row)."""
+    """Add the queue entries' items to ``rows``; return (queue id, seq of its first row)."""
     delivered: list[tuple[int, int]] = []
-    for qid, items, source, key, origin in await tx.all(_SQL_TAKE_PENDING, (session_id,)):
+    for qid, items, source, key, origin in entries:
         delivered.append((qid, seq + len(rows) + 1))
         origin_dict = decode(origin)
         rows.extend(
@@ -108,15 +116,15 @@ async def _queue_rows(
 
 
 async def write_turn(tx: Tx, session_id: str, write: TurnWrite) -> tuple[TurnWriteResult, bool]:
-    """One turn boundary (see ``Store.write_turn``)."""
+    """One turn boundary (see ``Store.write_turn``); run it pipelined."""
     roles, expected = check_turn_write(write)
     now = time.time()
-    row, created = await _lock(tx, session_id, write, now)
+    row, created, entries = await _lock(tx, session_id, write, now)
     seq, session = row[0], session_record(row[1:])
     if expected is not None and session.status not in expected:
         return TurnWriteResult(applied=False, session=session), False
     rows: list[tuple[str, JSON]] = list(roles)
-    delivered = await _queue_rows(tx, session_id, seq, rows) if write.deliver_queue else []
+    delivered = _queue_rows(entries, seq, rows)
     rows.extend(("context", r) for r in write.rows)
     records: list[LogRecord] = (
         await tx.append(session_id, seq, rows, now, delivered) if rows else []
@@ -146,10 +154,10 @@ async def _checkpoint(tx: Tx, session_id: str, write: TurnWrite, log_seq: int, n
     checkpoint = write.checkpoint
     assert checkpoint is not None
     cp_id = checkpoint_id(checkpoint.id)
-    inserted = await tx.execute(
+    inserted = await tx.one(
         "INSERT INTO {s}.checkpoints (session_id, id, step_number, log_seq, state, created_at)"
-        " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (session_id, id) DO NOTHING",
+        " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (session_id, id) DO NOTHING RETURNING 1",
         (session_id, cp_id, checkpoint.step_number, log_seq, encode(checkpoint.state), now),
     )
-    if not inserted:
+    if inserted is None:
         raise duplicate_checkpoint(session_id, cp_id)

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, ClassVar
 
 __all__ = ["UIMessageFold", "read_ui_message"]
 
@@ -159,100 +159,153 @@ class UIMessageFold:
         """Apply one UI chunk dict to :attr:`message`."""
         kind = chunk["type"]
         if kind == "text-delta" or kind == "reasoning-delta":
-            active = self._text if kind == "text-delta" else self._reasoning
-            part = active.get(chunk["id"])
-            if part is None:
-                raise ValueError(f'Received {kind} for missing part with ID "{chunk["id"]}".')
-            pending = self._pending.get(id(part))
-            if pending is None:
-                self._pending[id(part)] = (part, [chunk["delta"]])
-            else:
-                pending[1].append(chunk["delta"])
-            if chunk.get("providerMetadata") is not None:
-                part["providerMetadata"] = chunk["providerMetadata"]
+            self._delta(chunk, self._text if kind == "text-delta" else self._reasoning)
             return
         if kind == "tool-input-delta":
-            partial = self._partial.get(chunk["toolCallId"])
-            if partial is None:
-                raise ValueError(
-                    f'Received tool-input-delta for missing tool call "{chunk["toolCallId"]}".'
-                )
-            partial[0].append(chunk["inputTextDelta"])
-            self._dirty_tools[chunk["toolCallId"]] = None
+            self._tool_input_delta(chunk)
             return
         self._flush()
-        parts: list[UIPart] = self._message["parts"]
-        if kind == "text-start" or kind == "reasoning-start":
-            part = {"type": "text", "text": "", "state": "streaming"}
-            if kind == "reasoning-start":
-                part = {"type": "reasoning", "id": chunk["id"], "text": "", "state": "streaming"}
-            if chunk.get("providerMetadata") is not None:
-                part["providerMetadata"] = chunk["providerMetadata"]
-            (self._text if kind == "text-start" else self._reasoning)[chunk["id"]] = part
-            parts.append(part)
-        elif kind == "text-end" or kind == "reasoning-end":
-            active = self._text if kind == "text-end" else self._reasoning
-            part = active.pop(chunk["id"], None)
-            if part is None:
-                raise ValueError(f'Received {kind} for missing part with ID "{chunk["id"]}".')
-            part["state"] = "done"
-            if chunk.get("providerMetadata") is not None:
-                part["providerMetadata"] = chunk["providerMetadata"]
-        elif kind == "tool-input-start":
-            dynamic = bool(chunk.get("dynamic"))
-            self._partial[chunk["toolCallId"]] = ([], chunk["toolName"], dynamic)
-            self._update_tool(chunk, "input-streaming", {}, dynamic)
-        elif kind == "tool-input-available":
-            self._partial.pop(chunk["toolCallId"], None)
-            values = {"input": chunk.get("input")}
-            self._update_tool(chunk, "input-available", values, bool(chunk.get("dynamic")))
-        elif kind == "tool-input-error":
-            self._partial.pop(chunk["toolCallId"], None)
-            values = {"rawInput": chunk.get("input"), "errorText": chunk["errorText"]}
-            self._update_tool(chunk, "output-error", values, bool(chunk.get("dynamic")))
-        elif kind == "tool-output-available":
-            part = self._require_tool(chunk)
-            self._finish_tool(part, "output-available", {"output": chunk.get("output")})
-            if chunk.get("preliminary") is not None:
-                part["preliminary"] = chunk["preliminary"]
-        elif kind == "tool-output-error":
-            part = self._require_tool(chunk)
-            self._finish_tool(part, "output-error", {"errorText": chunk["errorText"]})
-        elif kind == "tool-output-denied":
-            self._require_tool(chunk)["state"] = "output-denied"
-        elif kind == "tool-approval-request":
-            part = self._require_tool(chunk)
-            part["state"] = "approval-requested"
-            part["approval"] = {"id": chunk["approvalId"]}
-        elif kind == "start-step":
-            parts.append({"type": "step-start"})
-        elif kind == "finish-step":
-            self._text = {}
-            self._reasoning = {}
-        elif kind == "start":
-            if chunk.get("messageId") is not None:
-                self._message["id"] = chunk["messageId"]
-            self._set_metadata(chunk.get("messageMetadata"))
-        elif kind == "finish":
-            if chunk.get("finishReason") is not None:
-                self.finish_reason = chunk["finishReason"]
-            self._set_metadata(chunk.get("messageMetadata"))
-        elif kind == "message-metadata":
-            self._set_metadata(chunk.get("messageMetadata"))
-        elif kind in ("source-url", "source-document", "file"):
-            parts.append({k: v for k, v in chunk.items() if v is not None})
+        handler = self._handlers.get(kind)
+        if handler is not None:
+            handler(self, chunk)
         elif kind.startswith("data-"):
-            if chunk.get("transient"):
-                return
-            data_id = chunk.get("id")
-            if data_id is not None:
-                for part in parts:
-                    if part.get("type") == kind and part.get("id") == data_id:
-                        part["data"] = chunk.get("data")
-                        return
-            parts.append(dict(chunk))  # the client stores the chunk itself as the part
+            self._data(chunk)
         # "error", "abort" and the rest leave the message as it is (the client reports errors
         # through its onError callback).
+
+    def _delta(self, chunk: Mapping[str, Any], active: dict[str, UIPart]) -> None:
+        part = active.get(chunk["id"])
+        if part is None:
+            raise ValueError(f'Received {chunk["type"]} for missing part with ID "{chunk["id"]}".')
+        pending = self._pending.get(id(part))
+        if pending is None:
+            self._pending[id(part)] = (part, [chunk["delta"]])
+        else:
+            pending[1].append(chunk["delta"])
+        if chunk.get("providerMetadata") is not None:
+            part["providerMetadata"] = chunk["providerMetadata"]
+
+    def _tool_input_delta(self, chunk: Mapping[str, Any]) -> None:
+        partial = self._partial.get(chunk["toolCallId"])
+        if partial is None:
+            raise ValueError(
+                f'Received tool-input-delta for missing tool call "{chunk["toolCallId"]}".'
+            )
+        partial[0].append(chunk["inputTextDelta"])
+        self._dirty_tools[chunk["toolCallId"]] = None
+
+    def _part_start(self, chunk: Mapping[str, Any]) -> None:
+        if chunk["type"] == "text-start":
+            part: UIPart = {"type": "text", "text": "", "state": "streaming"}
+            active = self._text
+        else:
+            part = {"type": "reasoning", "id": chunk["id"], "text": "", "state": "streaming"}
+            active = self._reasoning
+        if chunk.get("providerMetadata") is not None:
+            part["providerMetadata"] = chunk["providerMetadata"]
+        active[chunk["id"]] = part
+        self._message["parts"].append(part)
+
+    def _part_end(self, chunk: Mapping[str, Any]) -> None:
+        active = self._text if chunk["type"] == "text-end" else self._reasoning
+        part = active.pop(chunk["id"], None)
+        if part is None:
+            raise ValueError(f'Received {chunk["type"]} for missing part with ID "{chunk["id"]}".')
+        part["state"] = "done"
+        if chunk.get("providerMetadata") is not None:
+            part["providerMetadata"] = chunk["providerMetadata"]
+
+    def _tool_input_start(self, chunk: Mapping[str, Any]) -> None:
+        dynamic = bool(chunk.get("dynamic"))
+        self._partial[chunk["toolCallId"]] = ([], chunk["toolName"], dynamic)
+        self._update_tool(chunk, "input-streaming", {}, dynamic)
+
+    def _tool_input_available(self, chunk: Mapping[str, Any]) -> None:
+        self._partial.pop(chunk["toolCallId"], None)
+        values = {"input": chunk.get("input")}
+        self._update_tool(chunk, "input-available", values, bool(chunk.get("dynamic")))
+
+    def _tool_input_error(self, chunk: Mapping[str, Any]) -> None:
+        self._partial.pop(chunk["toolCallId"], None)
+        values = {"rawInput": chunk.get("input"), "errorText": chunk["errorText"]}
+        self._update_tool(chunk, "output-error", values, bool(chunk.get("dynamic")))
+
+    def _tool_output_available(self, chunk: Mapping[str, Any]) -> None:
+        part = self._require_tool(chunk)
+        self._finish_tool(part, "output-available", {"output": chunk.get("output")})
+        if chunk.get("preliminary") is not None:
+            part["preliminary"] = chunk["preliminary"]
+
+    def _tool_output_error(self, chunk: Mapping[str, Any]) -> None:
+        self._finish_tool(
+            self._require_tool(chunk), "output-error", {"errorText": chunk["errorText"]}
+        )
+
+    def _tool_output_denied(self, chunk: Mapping[str, Any]) -> None:
+        self._require_tool(chunk)["state"] = "output-denied"
+
+    def _approval_request(self, chunk: Mapping[str, Any]) -> None:
+        part = self._require_tool(chunk)
+        part["state"] = "approval-requested"
+        part["approval"] = {"id": chunk["approvalId"]}
+
+    def _start_step(self, chunk: Mapping[str, Any]) -> None:
+        self._message["parts"].append({"type": "step-start"})
+
+    def _finish_step(self, chunk: Mapping[str, Any]) -> None:
+        self._text = {}
+        self._reasoning = {}
+
+    def _start(self, chunk: Mapping[str, Any]) -> None:
+        if chunk.get("messageId") is not None:
+            self._message["id"] = chunk["messageId"]
+        self._set_metadata(chunk.get("messageMetadata"))
+
+    def _finish(self, chunk: Mapping[str, Any]) -> None:
+        if chunk.get("finishReason") is not None:
+            self.finish_reason = chunk["finishReason"]
+        self._set_metadata(chunk.get("messageMetadata"))
+
+    def _metadata(self, chunk: Mapping[str, Any]) -> None:
+        self._set_metadata(chunk.get("messageMetadata"))
+
+    def _source(self, chunk: Mapping[str, Any]) -> None:
+        self._message["parts"].append({k: v for k, v in chunk.items() if v is not None})
+
+    def _data(self, chunk: Mapping[str, Any]) -> None:
+        if chunk.get("transient"):
+            return
+        parts: list[UIPart] = self._message["parts"]
+        data_id = chunk.get("id")
+        if data_id is not None:
+            for part in parts:
+                if part.get("type") == chunk["type"] and part.get("id") == data_id:
+                    part["data"] = chunk.get("data")
+                    return
+        parts.append(dict(chunk))  # the client stores the chunk itself as the part
+
+    # The handler of each chunk type (deltas are handled before this table: the hot path).
+    _handlers: ClassVar[dict[str, Callable[[UIMessageFold, Mapping[str, Any]], None]]] = {
+        "text-start": _part_start,
+        "reasoning-start": _part_start,
+        "text-end": _part_end,
+        "reasoning-end": _part_end,
+        "tool-input-start": _tool_input_start,
+        "tool-input-available": _tool_input_available,
+        "tool-input-error": _tool_input_error,
+        "tool-output-available": _tool_output_available,
+        "tool-output-error": _tool_output_error,
+        "tool-output-denied": _tool_output_denied,
+        "tool-approval-request": _approval_request,
+        "start-step": _start_step,
+        "finish-step": _finish_step,
+        "start": _start,
+        "finish": _finish,
+        "message-metadata": _metadata,
+        "source-url": _source,
+        "source-document": _source,
+        "file": _source,
+    }
 
     @staticmethod
     def _finish_tool(part: UIPart, state: str, values: Mapping[str, Any]) -> None:

@@ -33,7 +33,14 @@ from typing import Any
 
 import uvicorn
 
-__all__ = ["AI_VERSIONS", "ensure_ai", "missing_node_reason", "run_client", "serve_app"]
+__all__ = [
+    "AI_VERSIONS",
+    "ensure_ai",
+    "missing_node_reason",
+    "run_chat",
+    "run_client",
+    "serve_app",
+]
 
 AI_VERSIONS = (5, 6, 7)
 # ai@5, ai@6 and ai@7 all declare the peer "zod": "^3.25.76 || ^4.1.8".
@@ -41,6 +48,7 @@ ZOD_SPEC = "zod@^4.1.8"
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".cache" / "conformance"
 CLIENT_SCRIPT = Path(__file__).with_name("client.mjs")
+CHAT_SCRIPT = Path(__file__).with_name("chat.mjs")
 
 
 def missing_node_reason() -> str | None:
@@ -84,10 +92,11 @@ def ensure_ai(version: int) -> Path:
                     f"npm install ai@{version} {ZOD_SPEC} into {folder} failed "
                     f"(exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
                 )
-        script = folder / CLIENT_SCRIPT.name
-        source = CLIENT_SCRIPT.read_bytes()
-        if not script.exists() or script.read_bytes() != source:
-            script.write_bytes(source)  # must sit next to node_modules/ to import "ai"
+        for original in (CLIENT_SCRIPT, CHAT_SCRIPT):
+            script = folder / original.name
+            source = original.read_bytes()
+            if not script.exists() or script.read_bytes() != source:
+                script.write_bytes(source)  # must sit next to node_modules/ to import "ai"
     return folder
 
 
@@ -110,6 +119,22 @@ def run_client(url: str, body: dict[str, Any], version: int) -> dict[str, Any]:
     return result
 
 
+def run_chat(url: str, scenario: dict[str, Any], version: int) -> dict[str, Any]:
+    """Drive the ``ai@<version>`` package's own chat (``AbstractChat``, what ``useChat``
+    wraps) through ``scenario`` (see ``chat.mjs``); return its state after each action."""
+    folder = ensure_ai(version)
+    proc = subprocess.run(
+        [shutil.which("node") or "node", str(folder / CHAT_SCRIPT.name), url, json.dumps(scenario)],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    if proc.returncode != 0 or not proc.stdout.strip():
+        raise RuntimeError(f"chat.mjs failed (exit {proc.returncode}):\n{proc.stderr}")
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
 @contextlib.contextmanager
 def serve_app(app: Any) -> Iterator[str]:
     """Serve an ASGI app with uvicorn on 127.0.0.1 (a free port, a background thread).
@@ -123,7 +148,8 @@ def serve_app(app: Any) -> Iterator[str]:
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
+    # Generous: the app's startup imports litellm, seconds on a busy machine.
+    deadline = time.monotonic() + 90
     while not server.started:
         if not thread.is_alive() or time.monotonic() > deadline:
             raise RuntimeError("uvicorn did not start")

@@ -68,7 +68,8 @@ def server(
         name="conformance",
         system="You are a test.",
         model="openai/loopback",
-        tools=[get_weather, deploy],
+        # ai@5 cannot answer approvals: a server for it refuses an agent that needs them.
+        tools=[get_weather] if version == 5 else [get_weather, deploy],
         step_context=_step_context,
         settings={"api_base": _loopback_server.api_base, "api_key": "sk-loopback"},
     )
@@ -204,15 +205,16 @@ def test_context_rows_reach_the_model_and_never_the_client(
 
 def test_an_approval_round_trip(server: tuple[int, str], loopback: LoopbackServer) -> None:
     version, _ = server
+    if version == 5:  # ai@5 cannot show or answer an approval: such a server is refused
+        agent = hs.Agent(name="approvals", model="helix/demo", tools=[deploy])
+        with pytest.raises(ValueError, match=r"tools \['deploy'\] need approvals"):
+            create_app(hs.Executor(), agent, client_version=5)
+        return
     sid = f"approval-{version}"
     loopback.script(tool_calls(("deploy", {"target": "prod"})))
     first = _chat(server, sid, _user("Deploy to prod"))
     assert first["error"] is None
     asked = first["finalMessage"]
-    if version == 5:  # ai@5 has no approval chunks: the request is dropped, the call shown
-        assert "tool-approval-request" not in [c["type"] for c in first["chunks"]]
-        assert asked["parts"][1]["state"] == "input-available"
-        return
     assert asked["parts"][1]["state"] == "approval-requested"
     # What useChat holds after addToolApprovalResponse({id, approved: true}), sent back.
     approval = {**asked["parts"][1]["approval"], "approved": True}

@@ -52,6 +52,11 @@ async def test_a_disconnect_closes_the_model_stream_and_leaves_the_session_idle(
             assert len(registry) == 0
         assert len(loopback.requests) == 1  # one model call, cancelled; nothing retried it
         assert [c["type"] for c in seen][:2] == ["start", "start-step"]
-        assert [m["role"] for m in await executor.ui_messages("s1")] == ["user"]
+        # What the user saw before leaving is stored, marked interrupted.
+        messages = await executor.ui_messages("s1")
+        assert [m["role"] for m in messages] == ["user", "assistant"]
+        shown = "".join(c["delta"] for c in seen if c["type"] == "text-delta")
+        assert messages[1]["parts"][-1]["text"].startswith(shown)
+        assert messages[1]["metadata"] == {"interrupted": True}
     finally:
         await executor.store.close()

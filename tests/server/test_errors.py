@@ -47,8 +47,18 @@ CASES: dict[str, tuple[str, Any, int, str, str]] = {
     ),
     "chat-no-messages": ("/api/chat", chat(SID), 400, "invalid_request", "messages: List should have at least 1"),
     "chat-user-without-text": (
-        "/api/chat", chat(SID, {"id": "u1", "role": "user", "parts": [{"type": "file", "url": "x"}]}),
-        400, "invalid_request", "no text part (parts: file)",
+        "/api/chat", chat(SID, {"id": "u1", "role": "user", "parts": [{"type": "step-start"}]}),
+        400, "invalid_request", "no text or file part (parts: step-start)",
+    ),
+    "chat-file-of-unknown-type": (
+        "/api/chat", chat(SID, {"id": "u1", "role": "user", "parts": [
+            {"type": "file", "mediaType": "application/zip", "url": "data:application/zip;base64,UEsD"}]}),
+        400, "invalid_request", "'application/zip' cannot be sent to the model",
+    ),
+    "chat-file-url-scheme": (
+        "/api/chat", chat(SID, {"id": "u1", "role": "user", "parts": [
+            {"type": "file", "mediaType": "image/png", "url": "file:///etc/passwd"}]}),
+        400, "invalid_request", "data: URL or an https:// URL",
     ),
     "chat-last-is-system": (
         "/api/chat", chat(SID, {"id": "x", "role": "system", "parts": []}), 400, "invalid_request", "last message"
@@ -62,9 +72,9 @@ CASES: dict[str, tuple[str, Any, int, str, str]] = {
     "chat-continue-unknown-session": (
         "/api/chat", chat("nope", user("Hi"), ASSISTANT), 404, "state_session_not_found", "'nope'"
     ),
-    "chat-regenerate": (
-        "/api/chat", chat(SID, user("Hi"), trigger="regenerate-message"), 501, "framework_not_supported",
-        "regenerate-message",
+    "chat-regenerate-unknown-message": (
+        "/api/chat", chat(SID, user("Hi"), trigger="regenerate-message", messageId="msg-nope"), 400,
+        "invalid_request", "no assistant message 'msg-nope'",
     ),
     "context-not-json": ("/context", b"sessionId=s1", 400, "invalid_request", "not valid JSON"),
     "context-extra-field": (

@@ -1,0 +1,63 @@
+// The AI SDK's own chat (AbstractChat, what useChat wraps) against a helix_stream server.
+//
+//   node chat.mjs <url> '<json scenario>'
+//
+// The scenario is {id, actions: [...]}; each action is one of
+//   {"send": {"text": "...", "files": [{type: "file", mediaType, url, filename?}]}}
+//   {"regenerate": {"index": n}}     (the message at index n of the chat; none: the last one)
+// Prints one JSON line: {steps: [{messages, status, error}], aiVersion}, a snapshot of the
+// chat's state after each action.
+import { readFileSync } from "node:fs";
+import { AbstractChat, DefaultChatTransport } from "ai";
+
+const [url, scenarioText] = process.argv.slice(2);
+const scenario = JSON.parse(scenarioText);
+const aiVersion = JSON.parse(
+  readFileSync(new URL("./node_modules/ai/package.json", import.meta.url), "utf8"),
+).version;
+
+// The smallest ChatState: what the React, Vue and Svelte bindings keep in their stores.
+class State {
+  constructor() {
+    this.status = "ready";
+    this.error = undefined;
+    this.messages = [];
+  }
+  pushMessage = (message) => {
+    this.messages = this.messages.concat(message);
+  };
+  popMessage = () => {
+    this.messages = this.messages.slice(0, -1);
+  };
+  replaceMessage = (index, message) => {
+    this.messages = [...this.messages.slice(0, index), message, ...this.messages.slice(index + 1)];
+  };
+  snapshot = (thing) => structuredClone(thing);
+}
+
+class Chat extends AbstractChat {
+  constructor(init) {
+    super({ ...init, state: new State() });
+  }
+}
+
+const chat = new Chat({ id: scenario.id, transport: new DefaultChatTransport({ api: url }) });
+const steps = [];
+for (const action of scenario.actions) {
+  try {
+    if (action.send) {
+      await chat.sendMessage({ text: action.send.text, files: action.send.files });
+    } else if (action.regenerate) {
+      const index = action.regenerate.index;
+      await chat.regenerate(index === undefined ? {} : { messageId: chat.messages[index].id });
+    }
+  } catch (error) {
+    steps.push({ thrown: String(error?.message ?? error) });
+  }
+  steps.push({
+    messages: structuredClone(chat.messages),
+    status: chat.status,
+    error: chat.error ? String(chat.error.message ?? chat.error) : null,
+  });
+}
+process.stdout.write(JSON.stringify({ steps, aiVersion }) + "\n");
