@@ -11,8 +11,11 @@ from pydantic import BaseModel
 from .context import StepContextLimits
 from .middleware import ModelMiddleware, WrappedModel
 from .models._cache import PromptCache, check_prompt_cache
+from .models._output import check_output_schema
+from .models._params import check_params
+from .models._retry import DEFAULT_MAX_RETRIES, RetryPolicy
 from .prepare_step import PrepareStep
-from .tools import FINISH_TOOL_NAME, Tool, tools_by_name
+from .tools import FINISH_TOOL_NAME, Tool, finish_tool, tools_by_name
 
 if TYPE_CHECKING:
     from .telemetry import TelemetrySettings
@@ -43,9 +46,18 @@ class Agent:
         memory: A recall function for memory auto-inject.
         telemetry: Telemetry settings for this agent's turns.
         middleware: Model middleware.
-        settings: litellm params for every call (temperature, api_base, ...).
+        settings: litellm params for every call (temperature, api_base, ...). A keyword that
+            is the agent's own (``output_schema``, ``max_steps``...) or that litellm cannot
+            send raises :class:`~helix_stream.errors.InvalidRequestError` here.
+        router: A ``litellm.Router``: ``model`` then names one of its model groups, and each
+            model call goes through ``router.acompletion`` (its fallbacks, load balancing and
+            cooldowns apply).
+        max_retries: Retries of a model call that failed before its first chunk (429, 5xx,
+            timeout, lost connection), with exponential backoff that honours ``Retry-After``.
+            litellm's, the Router's and the OpenAI client's own retries are switched off.
         output_schema: A pydantic model: the agent finishes by calling ``__finish__`` with it;
-            when ``max_steps`` is reached without that, one last call forces it.
+            when ``max_steps`` is reached without that, one last call forces it. The run's
+            ``result.output`` is an instance of it.
         client_tool_timeout: Seconds a client tool may take to answer; a later answer is
             delivered as a ``late-answer`` notice instead (``None``: no deadline).
         prompt_cache: ``"auto"`` (the default): cache breakpoints where the provider needs
@@ -65,6 +77,8 @@ class Agent:
     telemetry: TelemetrySettings | None = None
     middleware: Sequence[ModelMiddleware] = ()
     settings: Mapping[str, Any] = field(default_factory=dict)
+    router: Any = None
+    max_retries: int = DEFAULT_MAX_RETRIES
     output_schema: type[BaseModel] | None = None
     client_tool_timeout: float | None = None
     prompt_cache: PromptCache = "auto"
@@ -75,6 +89,10 @@ class Agent:
         if self.max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         tools_by_name(self.tools)  # fail now on duplicate or non-Tool entries
+        RetryPolicy(max_retries=self.max_retries)  # InvalidRequestError for a wrong count
+        if self.output_schema is not None:
+            check_output_schema(self.output_schema, argument="output_schema")
+        check_params(self.settings, where="Agent(settings=...)")
         check_prompt_cache(self.prompt_cache)
 
     def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:
@@ -108,7 +126,10 @@ class Agent:
                 ),
             )
             text = await result.text()
-            return result.output if result.output is not None else text
+            output = result.output
+            if isinstance(output, BaseModel):  # a tool's output is JSON in the log
+                return output.model_dump(mode="json")
+            return output if output is not None else text
 
         return Tool(
             name=name or self.name,
@@ -122,11 +143,5 @@ class Agent:
         """The agent's tools by name, with ``__finish__`` when it has an output schema."""
         tools = tools_by_name(self.tools)
         if self.output_schema is not None:
-            schema = self.output_schema
-            tools[FINISH_TOOL_NAME] = Tool(
-                name=FINISH_TOOL_NAME,
-                description="Call this once, with the final answer, to finish.",
-                input_schema=schema,
-                execute=lambda output, ctx: output.model_dump(mode="json"),
-            )
+            tools[FINISH_TOOL_NAME] = finish_tool(self.output_schema)
         return tools

@@ -49,17 +49,38 @@ FinishReason = Literal["stop", "length", "content-filter", "tool-calls", "error"
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Usage:
-    """Token counts as the provider reported them (0 when it reported nothing)."""
+    """Token counts as the provider reported them (0 when it reported nothing).
+
+    Attributes:
+        input_tokens: Prompt tokens, cached ones included (as litellm reports them: for
+            Anthropic, litellm adds the cache reads and writes into the prompt count).
+        output_tokens: Completion tokens, reasoning tokens included.
+        total_tokens: As reported.
+        cached_input_tokens: Input tokens read from the provider's prompt cache (OpenAI's
+            ``prompt_tokens_details.cached_tokens``, Anthropic's ``cache_read_input_tokens``).
+        cache_creation_input_tokens: Input tokens written to the prompt cache (Anthropic's
+            ``cache_creation_input_tokens``; 0 for providers that cache implicitly).
+        reasoning_tokens: Output tokens spent on reasoning
+            (``completion_tokens_details.reasoning_tokens``).
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    reasoning_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             total_tokens=self.total_tokens + other.total_tokens,
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
+            cache_creation_input_tokens=(
+                self.cache_creation_input_tokens + other.cache_creation_input_tokens
+            ),
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
         )
 
 

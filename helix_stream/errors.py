@@ -22,7 +22,8 @@ The tree::
         ├── ModelBadRequestError      model_bad_request           400
         ├── ModelRateLimitError       model_rate_limited          429 retryable
         ├── ModelTimeoutError         model_timeout               504 retryable
-        └── ModelUnavailableError     model_unavailable           503 retryable
+        ├── ModelUnavailableError     model_unavailable           503 retryable
+        └── OutputValidationError     output_invalid              502 (carries the raw text)
 
 Foreign exceptions (litellm's) are translated in exactly one place,
 :func:`helix_stream.models._litellm.translate_error`, with ``raise ... from exc``.
@@ -48,6 +49,7 @@ __all__ = [
     "ModelTimeoutError",
     "ModelUnavailableError",
     "NoActiveContextError",
+    "OutputValidationError",
     "PayloadTooLargeError",
     "PermissionDeniedError",
     "SessionBusyError",
@@ -256,3 +258,25 @@ class ModelUnavailableError(ModelError):
     code = "model_unavailable"
     http_status = 503
     retryable = True
+
+
+class OutputValidationError(ModelError):
+    """The model's structured output does not match the requested schema (or is not JSON).
+
+    Attributes:
+        text: The raw text the model produced (or the finish tool's arguments), unchanged.
+        schema_name: The name of the pydantic model it was validated against.
+        errors: What was wrong, field by field.
+    """
+
+    code = "output_invalid"
+    http_status = 502
+
+    def __init__(self, text: str, *, schema_name: str, errors: str) -> None:
+        super().__init__(
+            f"The model's output is not a valid {schema_name}: {errors}. The raw text is on "
+            "this error's .text."
+        )
+        self.text = text
+        self.schema_name = schema_name
+        self.errors = errors

@@ -68,11 +68,18 @@ class WrappedModel:
 
 
 def wrap_model(model: str | WrappedModel, middleware: Sequence[ModelMiddleware]) -> WrappedModel:
-    """Wrap a model with middleware; usable wherever a model string is.
+    """Wrap a model with middleware, for this package's own model arguments.
+
+    The result goes where helix_stream takes a model: ``stream_text(model=...)``,
+    ``generate_text(model=...)``, ``Agent(model=...)`` and a ``prepare_step`` override's
+    ``"model"``; the middleware then runs around each of that model's calls. It is not a
+    litellm model: ``litellm.acompletion(model=wrapped)`` fails (``str(wrapped)`` is the bare
+    model string, without the middleware). To put middleware around your own litellm calls,
+    use :func:`wrap_acompletion`.
 
     Args:
-        model: A litellm model string, or an already wrapped model (its middleware stays
-            innermost).
+        model: A litellm model string (with ``router=``, a Router's model group), or an
+            already wrapped model (its middleware stays innermost).
         middleware: The first is the outermost.
     """
     if isinstance(model, WrappedModel):

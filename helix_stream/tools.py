@@ -28,6 +28,7 @@ __all__ = [
     "ToolContext",
     "approval_id",
     "dump_output",
+    "finish_tool",
     "tool",
     "tools_by_name",
 ]
@@ -366,6 +367,17 @@ def _body(f: ExecuteFn) -> ExecuteFn:
     if len(inspect.signature(f).parameters) > 1:
         return f
     return lambda input, ctx: f(input)
+
+
+def finish_tool(schema: type[BaseModel]) -> Tool:
+    """The ``__finish__`` tool of a structured answer: its input is the answer (``schema``);
+    its output is the answer as JSON (what the log keeps; the loop returns the instance)."""
+    return Tool(
+        name=FINISH_TOOL_NAME,
+        description="Call this once, with the final answer, to finish.",
+        input_schema=schema,
+        execute=lambda output, ctx: output.model_dump(mode="json"),
+    )
 
 
 def tools_by_name(tools: Sequence[Tool] | Mapping[str, Tool] | None) -> dict[str, Tool]:

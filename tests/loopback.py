@@ -3,6 +3,11 @@
 Tests reach it through litellm (``model="openai/loopback"``, ``api_base=server.api_base``), so
 every request crosses a real socket. Each request body is recorded byte for byte, which is
 what prefix-stability and "never sent" assertions read.
+
+A request to a path ending in ``/messages`` is answered in Anthropic's Messages wire format
+instead (``model="anthropic/..."``, ``api_base=server.anthropic_base``): text replies and usage
+with Anthropic's prompt-cache counters, so that litellm's own Anthropic adapter is what reads
+them.
 """
 
 from __future__ import annotations
@@ -28,6 +33,12 @@ class Reply:
     hang: bool = False  # after the deltas, keep the stream open until the client leaves
     midstream_error: str = ""  # after the deltas, an error event in the stream (OpenAI's form)
     usage: tuple[int, int] = (10, 5)
+    # Extra fields of the usage object (``prompt_tokens_details``, ``completion_tokens_details``;
+    # for the Anthropic format ``cache_read_input_tokens``/``cache_creation_input_tokens``).
+    usage_details: dict[str, Any] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)  # extra response headers
+    fail_after: int | None = None  # after this many deltas, an SSE error event ends the stream
+    response_id: str = "chatcmpl-loopback"
 
 
 def text(content: str, pieces: int = 3, **kw: Any) -> Reply:
@@ -65,8 +76,11 @@ def tool_calls(
     return Reply(deltas=deltas, finish_reason="tool_calls", **kw)
 
 
-def error(status: int, message: str = "scripted failure") -> Reply:
-    return Reply(status=status, error=message)
+def error(
+    status: int, message: str = "scripted failure", headers: dict[str, str] | None = None
+) -> Reply:
+    """An HTTP error reply (``headers``: e.g. ``{"retry-after": "1"}``)."""
+    return Reply(status=status, error=message, headers=dict(headers or {}))
 
 
 class LoopbackServer:
@@ -82,6 +96,7 @@ class LoopbackServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            _reply_id = "chatcmpl-loopback"
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -99,8 +114,13 @@ class LoopbackServer:
                     self.send_response(reply.status)
                     self.send_header("content-type", "application/json")
                     self.send_header("content-length", str(len(payload)))
+                    for name, value in reply.headers.items():
+                        self.send_header(name, value)
                     self.end_headers()
                     self.wfile.write(payload)
+                    return
+                if self.path.rstrip("/").endswith("/messages"):
+                    self._anthropic(reply)
                     return
                 if not json.loads(body or b"{}").get("stream"):
                     self._whole(reply)
@@ -108,6 +128,8 @@ class LoopbackServer:
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
                 self.send_header("transfer-encoding", "chunked")
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
                 self.end_headers()
                 with server._lock:
                     server.open_streams += 1
@@ -170,7 +192,7 @@ class LoopbackServer:
                 self, delta: dict[str, Any], finish: str | None = None, usage: Any = None
             ) -> str:
                 body: dict[str, Any] = {
-                    "id": "chatcmpl-loopback",
+                    "id": self._reply_id,
                     "object": "chat.completion.chunk",
                     "created": 1700000000,
                     "model": "loopback-model",
@@ -182,8 +204,14 @@ class LoopbackServer:
                 return json.dumps(body)
 
             def _stream(self, reply: Reply) -> None:
+                self._reply_id = reply.response_id
                 self._event(self._chunk({"role": "assistant", "content": ""}))
-                for delta in reply.deltas:
+                for sent, delta in enumerate(reply.deltas):
+                    if reply.fail_after is not None and sent == reply.fail_after:
+                        self._event(json.dumps({"error": {"message": reply.error or "broke"}}))
+                        self.wfile.write(b"0\r\n\r\n")
+                        self.wfile.flush()
+                        return
                     if reply.delay:
                         time.sleep(reply.delay)
                     self._event(self._chunk(delta))
@@ -202,13 +230,57 @@ class LoopbackServer:
                     return
                 self._event(self._chunk({}, reply.finish_reason))
                 p, c = reply.usage
-                self._event(
-                    self._chunk(
-                        {},
-                        usage={"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c},
-                    )
-                )
+                usage = {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+                self._event(self._chunk({}, usage={**usage, **reply.usage_details}))
                 self._event("[DONE]")
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+
+            def _anthropic(self, reply: Reply) -> None:
+                """The reply as an Anthropic Messages stream (text deltas and usage)."""
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("transfer-encoding", "chunked")
+                self.end_headers()
+                p, c = reply.usage
+
+                def event(name: str, data: dict[str, Any]) -> None:
+                    raw = f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+                    self.wfile.write(f"{len(raw):x}\r\n".encode() + raw + b"\r\n")
+                    self.wfile.flush()
+
+                message = {
+                    "id": "msg_loopback",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "claude-loopback",
+                    "content": [],
+                    "stop_reason": None,
+                    "usage": {"input_tokens": p, "output_tokens": 1, **reply.usage_details},
+                }
+                event("message_start", {"type": "message_start", "message": message})
+                block = {"type": "text", "text": ""}
+                event(
+                    "content_block_start",
+                    {"type": "content_block_start", "index": 0, "content_block": block},
+                )
+                for delta in reply.deltas:
+                    piece = {"type": "text_delta", "text": delta.get("content", "")}
+                    event(
+                        "content_block_delta",
+                        {"type": "content_block_delta", "index": 0, "delta": piece},
+                    )
+                event("content_block_stop", {"type": "content_block_stop", "index": 0})
+                stop = "end_turn" if reply.finish_reason == "stop" else reply.finish_reason
+                event(
+                    "message_delta",
+                    {
+                        "type": "message_delta",
+                        "delta": {"stop_reason": stop, "stop_sequence": None},
+                        "usage": {"output_tokens": c},
+                    },
+                )
+                event("message_stop", {"type": "message_stop"})
                 self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
 
@@ -220,6 +292,12 @@ class LoopbackServer:
     def api_base(self) -> str:
         host, port = self._httpd.server_address[:2]
         return f"http://{host}:{port}/v1"
+
+    @property
+    def anthropic_base(self) -> str:
+        """The ``api_base`` for ``model="anthropic/..."`` (litellm appends ``/v1/messages``)."""
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
 
     def start(self) -> LoopbackServer:
         self._thread.start()

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
+from pydantic import BaseModel
+
+from ..errors import InvalidRequestError
 from ..middleware import ModelMiddleware, WrappedModel
 from ..models._cache import PromptCache, check_prompt_cache
+from ..models._output import check_output_schema
+from ..models._params import check_params
+from ..models._retry import DEFAULT_MAX_RETRIES, RetryPolicy
 from ..prepare_step import PrepareStep
 from ..steps import StopCondition, step_count_is
-from ..tools import Tool, tools_by_name
+from ..tools import FINISH_TOOL_NAME, Tool, finish_tool as make_finish_tool, tools_by_name
 from ._config import Callbacks, LoopConfig
 from ._result import GenerateTextResult, StreamTextResult
 from ._run import resolve_contexts, run_loop
@@ -49,13 +55,35 @@ def build_config(
     agent_name: str | None = None,
     conversation_id: str | None = None,
     finish_tool: str | None = None,
+    router: Any = None,
+    max_retries: int = DEFAULT_MAX_RETRIES,
+    output: type[BaseModel] | None = None,
+    output_mode: Literal["auto", "tool"] = "auto",
+    where: str | None = None,
     prompt_cache: PromptCache | None = "auto",
 ) -> LoopConfig:
     """Validate the arguments and build a run's config (shared with the executor, which
-    completes it for its session with ``dataclasses.replace``)."""
+    completes it for its session with ``dataclasses.replace``).
+
+    Refuses before any request: a misplaced or unsendable litellm param, a retry count that
+    is not one, an ``output`` that is not a pydantic model (or given with ``response_format``).
+    """
     from ..telemetry import recorder_for
 
+    where = where or f"{operation}()"
+    check_params(litellm_params, where=where)
+    retry = RetryPolicy(max_retries=max_retries)
     tool_map = tools_by_name(tools)
+    if output is not None:
+        output = check_output_schema(output)
+        if "response_format" in litellm_params:
+            raise InvalidRequestError(
+                "output= and response_format= ask for the answer's shape twice: pass one "
+                "(output= takes a pydantic model and returns an instance in result.output)."
+            )
+        if FINISH_TOOL_NAME not in tool_map:
+            tool_map[FINISH_TOOL_NAME] = make_finish_tool(output)
+        finish_tool = FINISH_TOOL_NAME
     tools_context = dict(tools_context or {})
     # Fails here, before any model call, naming the tool (reference 002).
     contexts = resolve_contexts(tool_map, tools_context)
@@ -89,6 +117,11 @@ def build_config(
         recorder=recorder,
         session_id=conversation_id,
         finish_tool=finish_tool,
+        router=router,
+        retry=retry,
+        output=output,
+        output_mode=output_mode,
+        where=where,
         prompt_cache=prompt_cache,
         callbacks=Callbacks(
             on_chunk=callbacks.get("on_chunk"),
@@ -112,6 +145,9 @@ def stream_text(
     stop_when: StopCondition | Sequence[StopCondition] | None = None,
     telemetry: TelemetrySettings | None = None,
     middleware: Sequence[ModelMiddleware] | None = None,
+    router: Any = None,
+    max_retries: int = DEFAULT_MAX_RETRIES,
+    output: type[BaseModel] | None = None,
     prompt_cache: PromptCache = "auto",
     on_chunk: Callable[..., Any] | None = None,
     on_step_finish: Callable[..., Any] | None = None,
@@ -129,8 +165,8 @@ def stream_text(
         print(await result.text())
 
     Args:
-        model: Any litellm model string (``"helix/demo"`` is the embedded demo), or a
-            :func:`~helix_stream.wrap_model` result.
+        model: Any litellm model string (``"helix/demo"`` is the embedded demo), a
+            :func:`~helix_stream.wrap_model` result, or with ``router=`` a model group name.
         messages: The conversation so far, OpenAI format. ``prompt`` appends a user message.
         system: The system prompt (sent first on every call, never changed by the loop).
         tools: A list of tools or a ``{name: Tool}`` dict.
@@ -145,17 +181,30 @@ def stream_text(
             The loop also stops after a step without tool calls.
         telemetry: OpenTelemetry settings (off when ``None``).
         middleware: Model middleware around every call.
+        router: A ``litellm.Router``: ``model`` names one of its model groups and each model
+            call goes through ``router.acompletion`` (fallbacks, load balancing, cooldowns);
+            a step's ``response_model`` names the deployment's model that answered.
+        max_retries: Retries of a model call that fails before its first chunk (429, 5xx,
+            timeout, lost connection), with exponential backoff and jitter, honouring
+            ``Retry-After``; never after a chunk was emitted. litellm's, the Router's and the
+            OpenAI client's own retries are switched off. Default 2.
+        output: A pydantic model for a structured answer: ``result.output`` is an instance,
+            ``result.partial_output_stream()`` yields the partial object as it streams. Asked
+            for through the provider's JSON-schema ``response_format`` where litellm reports
+            support, else through a ``__finish__`` tool.
         prompt_cache: ``"auto"`` (the default) marks the end of the stable prefix with the
             provider's cache marker where the provider needs one (Anthropic, Bedrock);
             ``False`` sends none. A ``prepare_step`` override ``{"prompt_cache": ...}`` wins
             for its step. See the README, "Context rows".
         on_chunk, on_step_finish, on_finish, on_error: Callbacks, sync or async.
         **litellm_params: Passed through to ``litellm.acompletion`` (temperature, api_base,
-            api_key, ...).
+            api_key, fallbacks, ...).
 
     Raises:
         ToolContextError: a tool's context is missing or invalid (nothing was sent).
-        InvalidRequestError: ``prompt_cache`` is neither ``"auto"`` nor ``False``.
+        InvalidRequestError: a keyword that belongs elsewhere (``output_schema=`` is an
+            Agent's) or cannot be sent, litellm's own ``num_retries``, a wrong ``output``,
+            a ``prompt_cache`` that is neither ``"auto"`` nor ``False`` (nothing was sent).
     """
     return _start(
         "stream_text",
@@ -170,6 +219,9 @@ def stream_text(
         stop_when=stop_when,
         telemetry=telemetry,
         middleware=middleware,
+        router=router,
+        max_retries=max_retries,
+        output=output,
         prompt_cache=prompt_cache,
         on_chunk=on_chunk,
         on_step_finish=on_step_finish,
@@ -192,6 +244,8 @@ _OPTIONS = (
     "stop_when",
     "telemetry",
     "middleware",
+    "router",
+    "output",
     "prompt_cache",
 )
 
@@ -203,8 +257,13 @@ def _start(operation: str, **kwargs: Any) -> StreamTextResult:
         raise TypeError(f"{operation}() needs model=")
     options = {name: kwargs.pop(name, None) for name in _OPTIONS}
     callbacks = {name: kwargs.pop(name, None) for name in _CALLBACKS}
+    max_retries = kwargs.pop("max_retries", DEFAULT_MAX_RETRIES)
     config = build_config(
-        **options, callbacks=callbacks, litellm_params=kwargs, operation=operation
+        **options,
+        max_retries=max_retries,
+        callbacks=callbacks,
+        litellm_params=kwargs,
+        operation=operation,
     )
     return StreamTextResult(lambda: run_loop(config))
 

@@ -21,9 +21,12 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from pydantic import BaseModel
+
 from ..chunks import Chunk
 from ..middleware import ModelMiddleware, WrappedModel
 from ..models._cache import PromptCache
+from ..models._retry import RetryPolicy
 from ..prepare_step import PrepareStep
 from ..steps import StepResult, StopCondition, ToolCall
 from ..telemetry import Recorder
@@ -138,6 +141,13 @@ class LoopConfig:
         messages: The conversation before the first step (a session's log, rendered).
         message_id: The id the ``start`` chunk announces.
         finish_tool: The tool whose successful call ends the run (forced completion).
+        router: A ``litellm.Router``; model calls go through ``router.acompletion``.
+        retry: The retry policy of each model call (before its first chunk).
+        output: The pydantic model of a structured answer: ``finish.output`` is an instance.
+        output_mode: How it is asked for: ``"auto"`` decides per run (the provider's JSON
+            schema where litellm reports support, the finish tool otherwise); ``"tool"``
+            always uses the finish tool (an ``Agent``).
+        where: Where the litellm params came from (for the message of a refused one).
         prompt_cache: ``"auto"`` to add cache breakpoints where the provider needs them,
             ``False`` for none (a ``prepare_step`` override wins for its step).
     """
@@ -157,6 +167,11 @@ class LoopConfig:
     message_id: str | None = None
     session_id: str | None = None
     finish_tool: str | None = None
+    router: Any = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    output: type[BaseModel] | None = None
+    output_mode: Literal["auto", "tool"] = "tool"
+    where: str = "stream_text"
     callbacks: Callbacks = field(default_factory=Callbacks)
     session: SessionLink = NO_SESSION
     prompt_cache: PromptCache = "auto"

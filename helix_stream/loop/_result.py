@@ -14,7 +14,18 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..chunks import Chunk, ErrorChunk, Finish, FinishReason, FinishStep, Usage
+from ..chunks import (
+    Chunk,
+    ErrorChunk,
+    Finish,
+    FinishReason,
+    FinishStep,
+    StartStep,
+    TextDelta,
+    ToolInputDelta,
+    ToolInputStart,
+    Usage,
+)
 from ..steps import StepResult
 
 if TYPE_CHECKING:
@@ -153,8 +164,41 @@ class StreamTextResult:
 
     @property
     def output(self) -> Any:
-        """What the agent's finish tool was called with (an ``output_schema`` agent), else None."""
+        """The structured answer: an instance of ``output=`` (``stream_text``) or of the
+        agent's ``output_schema``, once the run has finished; else ``None``."""
         return self._state.output
+
+    async def partial_output_stream(self) -> AsyncIterator[Any]:
+        """The structured answer as it streams: each partial object (a dict whose fields
+        appear as they arrive, not validated) when it changed.
+
+        It iterates the run (instead of ``async for chunk in result``); the validated
+        instance is ``result.output`` afterwards. Follows the answer's JSON whichever way it
+        comes: the last step's text (a JSON-schema ``response_format``) or the arguments of
+        the ``__finish__`` tool call.
+        """
+        from ..models._partial_json import PartialJSON
+        from ..tools import FINISH_TOOL_NAME
+
+        partial = PartialJSON()
+        finish_call: str | None = None
+        async for chunk in self:
+            cls = chunk.__class__
+            delta: str | None = None
+            if cls is StartStep:
+                partial, finish_call = PartialJSON(), None  # a new step: a new answer
+            elif cls is TextDelta and finish_call is None:
+                delta = chunk.delta  # type: ignore[union-attr]
+            elif cls is ToolInputStart and chunk.tool_name == FINISH_TOOL_NAME:  # type: ignore[union-attr]
+                partial, finish_call = PartialJSON(), chunk.tool_call_id  # type: ignore[union-attr]
+            elif cls is ToolInputDelta and chunk.tool_call_id == finish_call:  # type: ignore[union-attr]
+                delta = chunk.delta  # type: ignore[union-attr]
+            if delta is not None:
+                value = partial.feed(delta)
+                if value is not None:
+                    yield value
+        if self._state.error is not None:
+            raise self._state.error
 
     @property
     def finish_reason(self) -> FinishReason | None:
@@ -207,7 +251,8 @@ class GenerateTextResult:
         usage: The total usage.
         finish_reason: The last step's finish reason.
         response_messages: The assistant and tool messages of all steps (OpenAI format).
-        output: The finish tool's value (an agent with an ``output_schema``), else ``None``.
+        output: The structured answer, an instance of ``output=`` or of the agent's
+            ``output_schema``; else ``None``.
     """
 
     text: str

@@ -29,9 +29,11 @@ from ..chunks import (
     Usage,
 )
 from ..context._envelope import escape_message
+from ..errors import OutputValidationError
 from ..middleware import ModelMiddleware
 from ..models._cache import PromptCache, check_prompt_cache
 from ..models._litellm import translate_error
+from ..models._output import OutputSpec, output_from_value, parse_output
 from ..prepare_step import StepInput, run_step_chain
 from ..steps import StepResult, StopCondition
 from ..tools import Tool
@@ -94,6 +96,7 @@ class _Run:
         self.tools_context = cfg.tools_context
         self.contexts = cfg.contexts
         self.output: Any = None
+        self.output_spec: OutputSpec | None = None  # decided when the run starts
         self.next = _STOP  # set by each step: go on, force the finish tool, or stop
 
     async def chunks(self) -> AsyncGenerator[Chunk, None]:
@@ -102,9 +105,11 @@ class _Run:
             model=model_name(cfg.model)[0],
             runtime_context=self.runtime_context,
             messages=self.messages,
+            system=cfg.system,
         )
         ended = False
         try:
+            self.output_spec = await self._output_spec()
             yield Start(message_id=cfg.message_id)
             async with aclosing(cfg.session.preamble()) as preamble:
                 async for chunk in preamble:
@@ -151,7 +156,14 @@ class _Run:
             skipped=[c for c in prepared.context.chunks if isinstance(c, ContextSkipped)],
         )
         call = ModelCall(
-            prepared.params, prepared.middleware, recorder, step_number, prepared.prompt_cache
+            prepared.params,
+            prepared.middleware,
+            recorder,
+            step_number,
+            prepared.prompt_cache,
+            router=cfg.router,
+            retry=cfg.retry,
+            where=cfg.where,
         )
         async with aclosing(call.chunks()) as model_chunks:
             async for chunk in model_chunks:
@@ -164,7 +176,9 @@ class _Run:
             recorder=recorder,
             session=cfg.session,
         )
-        recorder.step_finished(step=self._step_result(step_number, model, [], []))
+        recorder.step_finished(
+            step=self._step_result(step_number, model, [], []), response=model.response
+        )
         if model.calls:
             # aclosing: if this run is closed mid-way, the tools still running are cancelled
             # now, not whenever the inner generator is collected.
@@ -214,7 +228,9 @@ class _Run:
         if step_in.tools_context is not self.tools_context:
             self.tools_context = step_in.tools_context
             self.contexts = resolve_contexts(dict(cfg.tools), self.tools_context)
-        params = request_params(cfg, step_in, overrides, self.contexts, forced=forced)
+        params = request_params(
+            cfg, step_in, overrides, self.contexts, forced=forced, output=self.output_spec
+        )
         middleware = (*cfg.middleware, *model_name(step_in.model)[1])
         prompt_cache = overrides.get("prompt_cache", cfg.prompt_cache)
         check_prompt_cache(prompt_cache)  # a bad override fails before the call
@@ -250,15 +266,56 @@ class _Run:
                 if result.tool_name == finish_tool and result.status == "output":
                     self.output = result.output
                     return _STOP
-        if forced or not step.tool_calls or step.pending:
+        if forced or step.pending:
             return _STOP
+        if not step.tool_calls:
+            # A structured answer asked for through the finish tool must come through it.
+            return _FORCE if self._finish_required() else _STOP
         if await _should_stop(self.cfg.stop_when, self.steps):
             return _STOP if finish_tool is None else _FORCE
         return _GO_ON
 
     def _finish(self) -> Finish:
         reason: FinishReason = self.steps[-1].finish_reason if self.steps else "stop"
+        self.output = self._structured_output()
         return Finish(finish_reason=reason, usage=self.usage, output=self.output)
+
+    async def _output_spec(self) -> OutputSpec | None:
+        """How this run asks for its structured answer (needs litellm for ``auto``)."""
+        cfg = self.cfg
+        if cfg.output is None:
+            return None
+        if cfg.output_mode == "tool":
+            return OutputSpec(schema=cfg.output, mode="tool")
+        from ..models._litellm import ensure_litellm
+        from ..models._output import output_spec
+
+        await ensure_litellm()
+        return output_spec(cfg.output, model=model_name(cfg.model)[0], router=cfg.router)
+
+    def _finish_required(self) -> bool:
+        spec = self.output_spec
+        return spec is not None and spec.mode == "tool" and self.cfg.output_mode == "auto"
+
+    def _structured_output(self) -> Any:
+        """The run's structured answer as an instance of its model (raises
+        OutputValidationError with the raw text when it is not one)."""
+        spec, last = self.output_spec, self.steps[-1] if self.steps else None
+        if spec is None or last is None or last.pending:
+            return self.output
+        if spec.mode == "json_schema":
+            return parse_output(last.text, spec.schema)
+        if self.output is not None:
+            return output_from_value(self.output, spec.schema)
+        if self.cfg.output_mode == "tool":
+            return None  # an agent's turn may end without finishing (it answered in text)
+        finish = [c for c in last.tool_calls if c.name == self.cfg.finish_tool]
+        error = next((r.error for r in last.tool_results if r.status == "error"), None)
+        raise OutputValidationError(
+            finish[-1].arguments if finish else last.text,
+            schema_name=spec.schema.__name__,
+            errors=error or "the model did not call the finish tool",
+        )
 
     def summary(self, finish: Finish) -> GenerateTextResult:
         """What ``on_finish`` receives (the same as ``generate_text`` returns)."""

@@ -2,7 +2,9 @@
 
 This module owns :func:`request_params` (the ``litellm.acompletion`` params of a step, from
 the config and the step's overrides) and :class:`ModelCall` (send, stream, parse; the litellm
-stream is closed whatever happens).
+stream is closed whatever happens). The stream is opened by
+:func:`~helix_stream.models._retry.open_stream`: the retry policy applies until the first
+chunk, never after it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from ..chunks import Chunk, FinishReason, Usage
 from ..middleware import ModelMiddleware, WrappedModel, call_with_middleware
 from ..models._cache import PromptCache, with_cache_breakpoints
 from ..models._litellm import acompletion, translate_error
-from ..models._parse import StepParser, map_finish_reason
+from ..models._output import OutputSpec
+from ..models._parse import ResponseInfo, StepParser, map_finish_reason
+from ..models._retry import RetryPolicy, open_stream
 from ..prepare_step import STEP_OVERRIDE_KEYS, StepInput
 from ..steps import ToolCall
 from ..telemetry import Recorder
@@ -39,12 +43,15 @@ def request_params(
     contexts: Mapping[str, Any],
     *,
     forced: bool,
+    output: OutputSpec | None = None,
 ) -> dict[str, Any]:
-    """The ``litellm.acompletion`` params of one model call."""
+    """The ``litellm.acompletion`` params of one model call (``output``: a structured answer
+    asked for through the provider's JSON schema, which replaces the finish tool)."""
     system = overrides.get("system", cfg.system)
     active = overrides.get("active_tools")
+    hidden = cfg.finish_tool if output is not None and output.mode == "json_schema" else None
     offered: Sequence[Tool] = [
-        t for name, t in cfg.tools.items() if active is None or name in active
+        t for name, t in cfg.tools.items() if (active is None or name in active) and name != hidden
     ]
     params: dict[str, Any] = {**cfg.litellm_params}
     # Litellm params from prepare_step apply to this call only.
@@ -57,9 +64,14 @@ def request_params(
         params["tools"] = [t.schema(contexts[t.name]) for t in offered]
     if "tool_choice" in overrides:
         params["tool_choice"] = overrides["tool_choice"]
-    if forced:
+    if output is not None:
+        params.update(output.request_params())
+    if forced and hidden is None:
         # Forced completion: the model must call the finish tool now.
         params["tool_choice"] = {"type": "function", "function": {"name": cfg.finish_tool}}
+    elif forced and offered:
+        # Forced completion of a JSON-schema answer: no more tool calls, the answer now.
+        params["tool_choice"] = "none"
     return params
 
 
@@ -74,6 +86,7 @@ class ModelResult:
     usage: Usage
     response_model: str | None
     assistant: dict[str, Any]
+    response: ResponseInfo | None = None
 
 
 class ModelCall:
@@ -85,6 +98,9 @@ class ModelCall:
         recorder: Telemetry.
         step_number: The step this call belongs to.
         prompt_cache: Cache breakpoints for this call (``"auto"`` or ``False``).
+        router: A ``litellm.Router`` to call instead of ``litellm.acompletion``.
+        retry: The retry policy (until the first chunk).
+        where: Where the litellm params came from (for the message of a refused one).
     """
 
     def __init__(
@@ -94,33 +110,55 @@ class ModelCall:
         recorder: Recorder,
         step_number: int,
         prompt_cache: PromptCache = "auto",
+        *,
+        router: Any = None,
+        retry: RetryPolicy | None = None,
+        where: str = "stream_text",
     ) -> None:
         self._params = params
         self._prompt_cache = prompt_cache
         self._middleware = middleware
         self._recorder = recorder
+        self._router = router
+        self._retry = retry
+        self._where = where
         self._parser = StepParser(step_number)
         self._closing: list[Chunk] = []
         self._calls: list[ToolCall] = []
 
     async def chunks(self) -> AsyncGenerator[Chunk, None]:
         """The model's chunks as they stream, then the ones that close its open parts."""
-        recorder, parser, prompt_cache = self._recorder, self._parser, self._prompt_cache
+        recorder, parser, router, middleware = (
+            self._recorder,
+            self._parser,
+            self._router,
+            self._middleware,
+        )
+        prompt_cache = self._prompt_cache
 
         async def send(**final: Any) -> Any:
             # Cache markers go on last, after model middleware: they must mark the messages
             # and the model that are really sent (README, "Prompt caching").
             final = await with_cache_breakpoints(final, prompt_cache)
             recorder.request_sent(final)  # after middleware: what is really sent
-            return await acompletion(**final)
+            return await acompletion(router=router, **final)
 
-        stream = await call_with_middleware(send, self._middleware, self._params)
+        async def attempt(params: dict[str, Any]) -> Any:
+            return await call_with_middleware(send, middleware, params)
+
+        first, stream = await open_stream(
+            attempt,
+            self._params,
+            self._retry,
+            on_attempt=recorder.attempt_failed,
+            where=self._where,
+        )
         try:
-            first = True
+            if first is not None:
+                recorder.first_chunk()
+                for chunk in parser.feed(first):
+                    yield chunk
             async for raw in stream:
-                if first:
-                    recorder.first_chunk()
-                    first = False
                 for chunk in parser.feed(raw):
                     yield chunk
         except Exception as exc:
@@ -147,4 +185,5 @@ class ModelCall:
             usage=parser.usage,
             response_model=parser.response_model,
             assistant=parser.assistant_message(calls),
+            response=parser.response,
         )

@@ -1,7 +1,10 @@
 """The one module that imports litellm (lazily: importing it takes seconds).
 
-It calls ``litellm.acompletion``, registers the embedded demo provider, and translates
-litellm's exceptions into the package's error tree — the only place where that happens.
+It calls ``litellm.acompletion`` (or a ``litellm.Router``'s), registers the embedded demo
+provider, and translates litellm's exceptions into the package's error tree — the only place
+where that happens. It also holds what the rest of the package needs to know of litellm's
+knobs: how to switch its own retries off, which params are litellm's own, and whether a model
+takes a JSON-schema ``response_format``.
 
 Importing litellm takes seconds of CPU. A server imports it at startup (:func:`load_litellm`;
 ``create_app`` and ``helix-stream serve`` do it for you). If a model call finds it not loaded
@@ -14,21 +17,27 @@ import asyncio
 import logging
 import os
 import threading
-from collections.abc import AsyncIterator
+import warnings
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
 from .. import errors
+from ..telemetry._filters import credential_strings, redact
 
 __all__ = [
+    "NO_INNER_RETRIES",
     "ProviderInfo",
     "acompletion",
     "ensure_litellm",
+    "is_litellm_param",
     "litellm_module",
     "llm_provider",
     "load_litellm",
     "response_to_stream",
+    "router_credentials",
+    "supports_response_schema",
     "translate_error",
 ]
 
@@ -70,6 +79,11 @@ def load_litellm() -> None:
     litellm_module()
 
 
+async def ensure_litellm() -> None:
+    """Import litellm now if it is not loaded yet (off the event loop, as a model call does)."""
+    await _loaded()
+
+
 async def _loaded() -> ModuleType:
     if _litellm is not None:
         return _litellm
@@ -82,35 +96,117 @@ async def _loaded() -> ModuleType:
     return await asyncio.to_thread(litellm_module)
 
 
-async def ensure_litellm() -> None:
-    """Import litellm now if it is not loaded yet (off the event loop, as a model call does)."""
-    await _loaded()
+# What switches litellm's own retries off, so that one policy (``max_retries`` of the loop)
+# decides how often a call is made, on every path:
+# - ``num_retries=0``: litellm's wrapper retries (``litellm.num_retries``, a ``retry_policy``) and,
+#   with a Router, the Router's own retries (it defaults to retrying; a call's ``num_retries``
+#   overrides the Router's setting);
+# - ``max_retries=0``: the OpenAI/Azure SDK client under litellm, which otherwise retries a 429
+#   or a 5xx twice by itself (a Router already passes 0 to its deployments).
+NO_INNER_RETRIES: dict[str, int] = {"num_retries": 0, "max_retries": 0}
 
 
-async def acompletion(**params: Any) -> Any:
-    """``litellm.acompletion(**params)``, with litellm's errors translated."""
+async def acompletion(*, router: Any = None, **params: Any) -> Any:
+    """``litellm.acompletion(**params)``, with litellm's errors translated.
+
+    Args:
+        router: A ``litellm.Router``: the call is ``router.acompletion(**params)`` instead, so
+            that ``model`` names one of its model groups and its fallbacks, load balancing
+            and cooldowns apply.
+        **params: The call's params.
+
+    Raises:
+        ModelError: a subclass per failure (translated; credentials redacted from the text).
+        InvalidRequestError: the call failed in this process before reaching the provider
+            (an argument that cannot be serialised, ...).
+    """
     litellm = await _loaded()
+    call = router.acompletion if router is not None else litellm.acompletion
     try:
-        return await litellm.acompletion(**params)
+        return await call(**params)
     except Exception as exc:
-        raise translate_error(exc) from exc
+        secrets = credential_strings(params)
+        if router is not None:
+            secrets |= router_credentials(router)
+        raise translate_error(exc, secrets=secrets) from exc
 
 
-def translate_error(exc: BaseException) -> BaseException:
+def _deployments(router: Any) -> list[Mapping[str, Any]]:
+    """A Router's deployments (``model_name``, ``litellm_params``, ``model_info`` each)."""
+    with warnings.catch_warnings():
+        # Newer litellm versions deprecate ``model_list`` for ``registry().all()``.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        registry = getattr(router, "registry", None)
+        try:
+            entries = registry().all() if callable(registry) else getattr(router, "model_list", ())
+        except Exception:  # an unexpected Router shape: no deployments known
+            return []
+    return [e for e in entries or () if isinstance(e, Mapping)]
+
+
+def router_credentials(router: Any) -> set[str]:
+    """The credential strings of a Router's deployments (their ``litellm_params``)."""
+    out: set[str] = set()
+    for entry in _deployments(router):
+        params = entry.get("litellm_params")
+        if isinstance(params, Mapping):
+            out |= credential_strings(params)
+    return out
+
+
+def translate_error(exc: BaseException, *, secrets: set[str] | None = None) -> BaseException:
     """Map a litellm (or openai/httpx) exception to a :class:`~helix_stream.errors.ModelError`.
 
     Our own errors, and anything that is not an exception of the model call, pass unchanged.
+    A litellm error that wraps a ``TypeError`` raised in this process (litellm reports "Object
+    of type ... is not JSON serializable" as a provider 500) becomes a non-retryable
+    :class:`~helix_stream.errors.InvalidRequestError`: it is a programming error, and retrying
+    it would only repeat it.
+
+    Args:
+        exc: The exception.
+        secrets: Strings to redact from the message (the call's credentials: a provider may
+            echo the API key it refused).
     """
     if isinstance(exc, errors.HelixError) or _litellm is None:
         return exc
+    import openai  # loaded with litellm
+
+    if not isinstance(exc, openai.OpenAIError):
+        return exc
     lx = _litellm.exceptions
-    message = f"{type(exc).__name__}: {getattr(exc, 'message', None) or exc}"
-    table: list[tuple[tuple[type[BaseException], ...], type[errors.ModelError]]] = [
+    detail = f"{type(exc).__name__}: {getattr(exc, 'message', None) or exc}"
+    message = redact(detail, secrets) if secrets else detail
+    # Only the kinds litellm gives an error it does not recognise: a rate limit or a refusal
+    # is the provider's, whatever else happened to be in flight when it was raised.
+    if isinstance(exc, (lx.InternalServerError, lx.APIConnectionError, lx.APIError)):
+        local = _local_cause(exc)
+        if local is not None:
+            text = f"{type(local).__name__}: {local}"
+            return errors.InvalidRequestError(
+                "The model call failed in this process, before the provider answered "
+                f"({redact(text, secrets) if secrets else text}). An argument that cannot be "
+                "sent as JSON causes this: check the keyword arguments given to the call. "
+                "This is not a provider failure."
+            )
+    for types, target in _error_table(lx):
+        if isinstance(exc, types):
+            return target(message)
+    return _by_status(getattr(exc, "status_code", None))(message)
+
+
+def _error_table(lx: Any) -> list[tuple[tuple[type[BaseException], ...], type[errors.ModelError]]]:
+    return [
         ((lx.AuthenticationError, lx.PermissionDeniedError), errors.ModelAuthError),
         ((lx.RateLimitError,), errors.ModelRateLimitError),
         ((lx.Timeout,), errors.ModelTimeoutError),
         (
-            (lx.ServiceUnavailableError, lx.InternalServerError, lx.APIConnectionError),
+            (
+                lx.ServiceUnavailableError,
+                lx.InternalServerError,
+                lx.BadGatewayError,
+                lx.APIConnectionError,
+            ),
             errors.ModelUnavailableError,
         ),
         (
@@ -122,12 +218,74 @@ def translate_error(exc: BaseException) -> BaseException:
             ),
             errors.ModelBadRequestError,
         ),
-        ((lx.APIError, lx.OpenAIError), errors.ModelError),
     ]
-    for types, target in table:
-        if isinstance(exc, types):
-            return target(message)
-    return exc
+
+
+def _by_status(status: Any) -> type[errors.ModelError]:
+    """A generic API error by its HTTP status (a 5xx is the provider's, so it is retryable)."""
+    if not isinstance(status, int):
+        return errors.ModelError
+    if status == 429:
+        return errors.ModelRateLimitError
+    if status == 408:
+        return errors.ModelTimeoutError
+    if status >= 500:
+        return errors.ModelUnavailableError
+    if status in (401, 403):
+        return errors.ModelAuthError
+    return errors.ModelError
+
+
+def _local_cause(exc: BaseException) -> BaseException | None:
+    """The ``TypeError`` (or JSON circular reference) under a litellm error, if it has one.
+
+    litellm wraps what ``json.dumps`` raised on an argument into an error that looks like the
+    provider's (a 500); the chain of causes still holds the original.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen and len(seen) < 16:
+        seen.add(id(current))
+        if isinstance(current, TypeError):
+            return current
+        if isinstance(current, ValueError) and "Circular reference" in str(current):
+            return current
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def supports_response_schema(model: str, router: Any = None) -> bool:
+    """Whether ``model`` takes a JSON-schema ``response_format``, as litellm's model map says.
+
+    With a Router, ``model`` is a model group: true only if every deployment of the group
+    supports it (any of them may answer). Unknown models are ``False``. Needs litellm loaded.
+    """
+    litellm = litellm_module()
+    if router is None:
+        return bool(litellm.supports_response_schema(model=model))
+    models = _group_models(router, model)
+    return bool(models) and all(litellm.supports_response_schema(model=m) for m in models)
+
+
+def _group_models(router: Any, group: str) -> list[str]:
+    out: list[str] = []
+    for entry in _deployments(router):
+        params = entry.get("litellm_params")
+        if entry.get("model_name") == group and isinstance(params, Mapping):
+            model = params.get("model")
+            if isinstance(model, str):
+                out.append(model)
+    return out
+
+
+def is_litellm_param(name: str) -> bool:
+    """Whether litellm consumes ``name`` itself rather than sending it to the provider
+    (``api_key``, ``metadata``, ``timeout``, ...). Needs litellm loaded."""
+    litellm = litellm_module()
+    owned = getattr(litellm.types.utils, "is_litellm_owned_kwarg", None)
+    if callable(owned):
+        return bool(owned(name))
+    return name in getattr(litellm.types.utils, "all_litellm_params", ())
 
 
 async def response_to_stream(response: Any) -> AsyncIterator[Any]:

@@ -8,6 +8,11 @@ Streamed tool calls arrive as fragments keyed by ``index``: the id and the name 
 a call's first fragment, the arguments in pieces (sometimes before the name). Several calls
 may interleave (parallel tool calls). This is the hot path: plain attribute access, no
 validation per chunk.
+
+What a step's stream says about its response — the id, the model and deployment that
+answered (a ``litellm.Router`` picks one per call, and a fallback may answer instead), the
+server — is read once, from the first chunk, into :class:`ResponseInfo`. Token usage, cache
+and reasoning counts included, comes on one chunk near the end and is read only there.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from ..chunks import (
 )
 from ..steps import ToolCall
 
-__all__ = ["StepParser", "map_finish_reason", "parse_arguments"]
+__all__ = ["ResponseInfo", "StepParser", "map_finish_reason", "parse_arguments", "read_usage"]
 
 # litellm's (OpenAI's) finish reasons, and a few providers' own, as the AI SDK names them
 # (ai-sdk-protocol.md). Anything else, a missing reason included, is "other"; never "unknown".
@@ -99,6 +104,90 @@ def _declares(cls: type, name: str) -> bool:
     return found
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResponseInfo:
+    """Who answered a model call, as litellm reports it on the stream's first chunk.
+
+    Attributes:
+        id: The provider's response id (``gen_ai.response.id``).
+        model: The model that answered, as litellm names it (for a Router, the deployment's
+            model: a fallback's model when a fallback answered).
+        provider: litellm's provider name for it (``openai``, ``anthropic``, ...).
+        deployment_id: The Router deployment that answered (its ``model_info.id``, or the
+            id litellm derived for it); ``None`` without a Router.
+        api_base: The URL the request went to, when litellm reports it.
+    """
+
+    id: str | None = None
+    model: str | None = None
+    provider: str | None = None
+    deployment_id: str | None = None
+    api_base: str | None = None
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def read_usage(usage: Any) -> Usage:
+    """litellm's usage object (or dict) as a :class:`~helix_stream.chunks.Usage`.
+
+    Cached input tokens come from ``prompt_tokens_details.cached_tokens`` (OpenAI, and where
+    litellm maps Anthropic's and DeepSeek's counters), else Anthropic's
+    ``cache_read_input_tokens``; cache writes from Anthropic's ``cache_creation_input_tokens``
+    (litellm also copies them to ``prompt_tokens_details.cache_write_tokens``); reasoning
+    tokens from ``completion_tokens_details.reasoning_tokens``. Absent counters are 0.
+    """
+    get = usage.get if isinstance(usage, dict) else (lambda name: read_field(usage, name))
+    prompt = get("prompt_tokens_details")
+    completion = get("completion_tokens_details")
+    pget = _getter(prompt)
+    cached = _int(pget("cached_tokens")) or _int(get("cache_read_input_tokens"))
+    created = _int(get("cache_creation_input_tokens")) or _int(pget("cache_write_tokens"))
+    return Usage(
+        input_tokens=_int(get("prompt_tokens")),
+        output_tokens=_int(get("completion_tokens")),
+        total_tokens=_int(get("total_tokens")),
+        cached_input_tokens=cached,
+        cache_creation_input_tokens=created,
+        reasoning_tokens=_int(_getter(completion)("reasoning_tokens")),
+    )
+
+
+def _getter(obj: Any) -> Any:
+    if obj is None:
+        return lambda name: None
+    if isinstance(obj, dict):
+        return obj.get
+    return lambda name: read_field(obj, name)
+
+
+def _hidden_params(raw: Any) -> dict[str, Any]:
+    """litellm's ``_hidden_params`` of a chunk (a pydantic private attribute: read from the
+    private dict, which skips pydantic's slow attribute path)."""
+    private = getattr(raw, "__pydantic_private__", None)
+    hidden = private.get("_hidden_params") if isinstance(private, dict) else None
+    if hidden is None:
+        hidden = getattr(raw, "_hidden_params", None)
+    return hidden if isinstance(hidden, dict) else {}
+
+
+def _response_info(raw: Any) -> ResponseInfo:
+    hidden = _hidden_params(raw)
+    model = read_field(raw, "model")
+    response_id = read_field(raw, "id")
+    deployment = hidden.get("model_id")
+    api_base = hidden.get("api_base")
+    provider = hidden.get("custom_llm_provider")
+    return ResponseInfo(
+        id=response_id if isinstance(response_id, str) and response_id else None,
+        model=model if isinstance(model, str) and model else None,
+        provider=provider if isinstance(provider, str) and provider else None,
+        deployment_id=deployment if isinstance(deployment, str) and deployment else None,
+        api_base=api_base if isinstance(api_base, str) and api_base else None,
+    )
+
+
 def parse_arguments(text: str) -> Any:
     """A tool call's arguments: the parsed JSON, ``{}`` for none, the raw text if invalid."""
     if not text.strip():
@@ -119,7 +208,7 @@ class StepParser:
         "_text_id",
         "finish_reason",
         "reasoning",
-        "response_model",
+        "response",
         "step_number",
         "text",
         "usage",
@@ -135,7 +224,12 @@ class StepParser:
         self.reasoning: list[str] = []
         self.finish_reason: str | None = None
         self.usage = Usage()
-        self.response_model: str | None = None
+        self.response: ResponseInfo | None = None
+
+    @property
+    def response_model(self) -> str | None:
+        """The model that answered, as litellm names it (see :class:`ResponseInfo`)."""
+        return self.response.model if self.response is not None else None
 
     def feed(self, raw: Any) -> list[Chunk]:
         """The chunks one litellm streaming chunk makes."""
@@ -166,14 +260,10 @@ class StepParser:
             if finish_reason:
                 self.finish_reason = finish_reason
         usage = read_field(raw, "usage")
-        if usage is not None:
-            self.usage = Usage(
-                input_tokens=usage.prompt_tokens or 0,
-                output_tokens=usage.completion_tokens or 0,
-                total_tokens=usage.total_tokens or 0,
-            )
-        if self.response_model is None:
-            self.response_model = read_field(raw, "model")
+        if usage is not None:  # one chunk near the end: the details are read only here
+            self.usage = read_usage(usage)
+        if self.response is None:
+            self.response = _response_info(raw)
         return out
 
     def _feed_reasoning(self, reasoning: str, out: list[Chunk]) -> None:

@@ -500,6 +500,11 @@ def _turn_config(
         conversation_id=session_id,
         finish_tool=finish,
         prompt_cache=agent.prompt_cache,
+        router=agent.router,
+        max_retries=agent.max_retries,
+        output=agent.output_schema,
+        output_mode="tool",
+        where="Agent(settings=...) or Executor.run()",
     )
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "attribute_value",
     "check_tools_filter",
     "context_attributes",
+    "credential_strings",
     "input_messages",
     "output_messages",
     "redact",
@@ -163,6 +164,29 @@ def secret_strings(context: Any, include: Mapping[str, bool] | None) -> set[str]
     out: set[str] = set()
     for key, value in _properties(context):
         if include is not None and include.get(key) is True:
+            continue
+        _strings(value, out)
+    return out
+
+
+# Param names whose string values are credentials (api_key, aws_secret_access_key, extra_headers,
+# azure_ad_token, ...): redacted from anything recorded and from every model error's text.
+_CREDENTIAL_HINTS = ("key", "secret", "token", "password", "headers", "authorization")
+
+
+def credential_strings(params: Mapping[str, Any]) -> set[str]:
+    """The credential strings among a model call's params (the one rule for what is one).
+
+    A param whose name contains ``key``, ``secret``, ``token``, ``password``, ``headers`` or
+    ``authorization`` holds credentials: each string in its value (at any depth) of at least
+    four characters is one. ``messages`` and ``tools`` are content, not credentials. Used by
+    telemetry (nothing recorded carries them) and by the model error translation (a provider
+    that echoes the key in its error message does not get it into ``ModelAuthError``).
+    """
+    out: set[str] = set()
+    for key, value in params.items():
+        lowered = key.lower()
+        if key in ("messages", "tools") or not any(h in lowered for h in _CREDENTIAL_HINTS):
             continue
         _strings(value, out)
     return out

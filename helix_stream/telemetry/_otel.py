@@ -37,6 +37,7 @@ from ._filters import (
     AttributeValue,
     attribute_value,
     context_attributes,
+    credential_strings,
     input_messages,
     output_messages,
     redact,
@@ -48,7 +49,16 @@ from ._filters import (
     to_json,
     tool_arguments,
 )
+from ._metrics import CallMeter, error_type as _error_type, instruments_for, meters_nothing
 from ._recorder import Recorder
+from ._semconv import (
+    provider_name,
+    response_attributes,
+    server_attributes,
+    split_system,
+    system_parts,
+    usage_attributes,
+)
 from ._settings import TelemetrySettings
 
 __all__ = ["OtelRecorder", "provider_name", "records_nothing"]
@@ -57,54 +67,23 @@ _SCOPE = "helix_stream"
 # The semconv version these spans follow (the GenAI conventions are "Development" status).
 _SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
 
-# litellm provider prefixes whose gen_ai.provider.name is a semconv well-known value; any
-# other prefix is used as it is ("openai", "anthropic", "groq", "helix" for the demo).
-_PROVIDERS = {
-    "azure": "azure.ai.openai",
-    "azure_ai": "azure.ai.inference",
-    "bedrock": "aws.bedrock",
-    "bedrock_converse": "aws.bedrock",
-    "cohere_chat": "cohere",
-    "gemini": "gcp.gemini",
-    "vertex_ai": "gcp.vertex_ai",
-    "vertex_ai_beta": "gcp.vertex_ai",
-    "mistral": "mistral_ai",
-    "watsonx": "ibm.watsonx.ai",
-    "xai": "x_ai",
-}
-_BARE_MODELS = (("claude", "anthropic"), ("gemini", "gcp.gemini"))
-# Param names whose string values are credentials: redacted from anything recorded.
-_CREDENTIAL_HINTS = ("key", "secret", "token", "password", "headers", "authorization")
-
-
-def provider_name(model: str) -> tuple[str, str]:
-    """``(gen_ai.provider.name, gen_ai.request.model)`` from a litellm model string."""
-    prefix, sep, rest = model.partition("/")
-    if sep:
-        return _PROVIDERS.get(prefix, prefix), rest
-    for start, provider in _BARE_MODELS:
-        if model.startswith(start):
-            return provider, model
-    return "openai", model  # litellm's own default for a bare model name
-
 
 def records_nothing(settings: TelemetrySettings) -> bool:
-    """True when no tracer provider is configured: the global one is OpenTelemetry's no-op.
+    """True when neither a tracer provider nor a meter provider is configured (the global
+    ones are OpenTelemetry's no-ops).
 
-    The call then gets the no-op recorder, instead of building attributes for spans that
-    go nowhere. Checked per call: a provider set globally later is used from then on.
+    The call then gets the no-op recorder, instead of building attributes for spans and
+    measurements that go nowhere. Checked per call: a provider set globally later is used
+    from then on.
     """
+    return _traces_nothing(settings) and meters_nothing(settings.meter_provider)
+
+
+def _traces_nothing(settings: TelemetrySettings) -> bool:
     if settings.tracer_provider is not None:
         return False
     provider = trace.get_tracer_provider()
     return isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider))
-
-
-def _error_type(error: BaseException) -> str:
-    cls = type(error)
-    if cls.__module__ == "builtins":
-        return cls.__qualname__
-    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 class _ToolSpan:
@@ -118,7 +97,8 @@ class _ToolSpan:
 
 
 class OtelRecorder(Recorder):
-    """Records one call as GenAI spans (built by :func:`~helix_stream.telemetry.recorder_for`)."""
+    """Records one call as GenAI spans and metrics (built by
+    :func:`~helix_stream.telemetry.recorder_for`)."""
 
     def __init__(
         self,
@@ -133,6 +113,9 @@ class OtelRecorder(Recorder):
     ) -> None:
         provider = settings.tracer_provider or trace.get_tracer_provider()
         self._tracer = provider.get_tracer(_SCOPE, schema_url=_SCHEMA_URL)
+        self._meter: CallMeter | None = None
+        if not meters_nothing(settings.meter_provider):
+            self._meter = CallMeter(instruments_for(settings.meter_provider))
         self._settings = settings
         self._operation = operation
         self._agent_name = agent_name or settings.function_id or "agent"
@@ -155,24 +138,32 @@ class OtelRecorder(Recorder):
         self._step: Span | None = None
         self._step_number = 0
         self._step_t0 = 0.0
+        self._failed_attempts = 0
         self._ended = False
 
     # -- the call -------------------------------------------------------------------------
 
     def call_started(
-        self, *, model: str, runtime_context: Mapping[str, Any], messages: Sequence[Any]
+        self,
+        *,
+        model: str,
+        runtime_context: Mapping[str, Any],
+        messages: Sequence[Any],
+        system: str | None = None,
     ) -> None:
         provider, request_model = provider_name(model)
         attrs: dict[str, AttributeValue] = {
             **self._common,
             "helix.operation.name": self._operation,
+            # A stream_text/generate_text call is a tool loop of model calls: semconv names
+            # that an agent invocation (its chat spans are the model calls).
+            "gen_ai.operation.name": "invoke_agent",
             "gen_ai.provider.name": provider,
             "gen_ai.request.model": request_model,
         }
         if self._operation == "invoke_agent":
             # semconv "Invoke agent" span: named "invoke_agent {gen_ai.agent.name}".
             name = f"invoke_agent {self._agent_name}"
-            attrs["gen_ai.operation.name"] = "invoke_agent"
             attrs["gen_ai.agent.name"] = self._agent_name
         else:
             name = self._operation
@@ -182,8 +173,13 @@ class OtelRecorder(Recorder):
         span = self._tracer.start_span(name, kind=SpanKind.INTERNAL, attributes=attrs)
         # Content is built only for a span that records (not for one sampled out).
         if self._settings.record_inputs and span.is_recording():
-            span.set_attribute("gen_ai.input.messages", self._content(input_messages(messages)))
+            content = {"gen_ai.input.messages": self._content(input_messages(messages))}
+            if system:
+                content["gen_ai.system_instructions"] = self._content(system_parts(system))
+            span.set_attributes(content)
         self._call = span
+        if self._meter is not None:
+            self._meter.call_started(provider, request_model)
         self._parent = trace.set_span_in_context(span)
 
     def call_finished(
@@ -199,8 +195,7 @@ class OtelRecorder(Recorder):
         reason = semconv_finish_reason(finish_reason)
         attrs: dict[str, AttributeValue] = {
             "gen_ai.response.finish_reasons": [reason],
-            "gen_ai.usage.input_tokens": int(getattr(usage, "input_tokens", 0)),
-            "gen_ai.usage.output_tokens": int(getattr(usage, "output_tokens", 0)),
+            **usage_attributes(usage),
             "helix.steps": len(steps),
         }
         last_model = getattr(steps[-1], "response_model", None) if steps else None
@@ -210,11 +205,17 @@ class OtelRecorder(Recorder):
             attrs["gen_ai.output.messages"] = self._content(output_messages(text, [], reason))
         span.set_attributes(attrs)
         span.end()
+        if self._meter is not None:
+            self._meter.call_finished(str(last_model) if last_model else None)
 
     def call_failed(self, error: BaseException) -> None:
         if self._ended:
             return
         self._ended = True
+        if self._meter is not None:
+            self._meter.failed(error)
+        if self._step is not None and self._failed_attempts:
+            self._step.set_attribute("helix.attempts", self._failed_attempts)
         spans = [s for s in (self._step, self._call) if s is not None]
         self._step = None
         for span in spans:
@@ -235,16 +236,19 @@ class OtelRecorder(Recorder):
     ) -> None:
         self._end_step()
         self._step_number = step_number
+        self._failed_attempts = 0
         self._set_runtime(runtime_context)
         self._remember_credentials(params)
         record_inputs = self._settings.record_inputs
         provider, request_model = provider_name(model)
+        server = server_attributes(params.get("api_base") or params.get("base_url"))
         attrs: dict[str, AttributeValue] = {
             **self._common,
             "gen_ai.operation.name": "chat",
             "gen_ai.provider.name": provider,
             "gen_ai.request.model": request_model,
             "helix.step_number": step_number,
+            **server,
         }
         attrs.update(request_attributes(params))
         attrs.update(self._runtime_attributes())
@@ -255,9 +259,10 @@ class OtelRecorder(Recorder):
             f"chat {request_model}", context=self._parent, kind=kind, attributes=attrs
         )
         if record_inputs and span.is_recording():
-            content = {
-                "gen_ai.input.messages": self._content(input_messages(params.get("messages") or []))
-            }
+            system, messages = split_system(params.get("messages") or [])
+            content = {"gen_ai.input.messages": self._content(input_messages(messages))}
+            if system:
+                content["gen_ai.system_instructions"] = self._content(system_parts(system))
             if context_rows:
                 content["helix.context.contents"] = self._content(row_contents(context_rows))
             span.set_attributes(content)
@@ -270,13 +275,46 @@ class OtelRecorder(Recorder):
             span.add_event("context_skipped", event)
         self._step = span
         self._step_t0 = time.perf_counter()
+        if self._meter is not None:
+            self._meter.step_started(
+                {
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.provider.name": provider,
+                    "gen_ai.request.model": request_model,
+                    **server,
+                }
+            )
+
+    def attempt_failed(self, attempt: Any) -> None:
+        span = self._step
+        if span is None:
+            return
+        self._failed_attempts += 1
+        error = getattr(attempt, "error", None)
+        delay = getattr(attempt, "delay", None)
+        event: dict[str, AttributeValue] = {
+            "helix.attempt": int(getattr(attempt, "number", self._failed_attempts)),
+            "helix.attempt.will_retry": delay is not None,
+            "helix.attempt.duration_s": round(float(getattr(attempt, "elapsed", 0.0)), 6),
+        }
+        if delay is not None:
+            event["helix.attempt.retry_delay_s"] = round(float(delay), 6)
+        if isinstance(error, BaseException):
+            event["error.type"] = _error_type(error)
+            code = getattr(error, "code", None)
+            if isinstance(code, str):
+                event["helix.error.code"] = code
+            event["exception.message"] = self._scrub(str(error))
+        span.add_event("helix.attempt_failed", event)
 
     def first_chunk(self) -> None:
         if self._step is not None:
-            elapsed_ms = (time.perf_counter() - self._step_t0) * 1000.0
-            self._step.set_attribute("helix.time_to_first_chunk_ms", round(elapsed_ms, 3))
+            elapsed = time.perf_counter() - self._step_t0
+            self._step.set_attribute("helix.time_to_first_chunk_ms", round(elapsed * 1000.0, 3))
+        if self._meter is not None:
+            self._meter.first_chunk()
 
-    def step_finished(self, *, step: Any) -> None:
+    def step_finished(self, *, step: Any, response: Any = None) -> None:
         span = self._step
         if span is None:
             return
@@ -286,18 +324,26 @@ class OtelRecorder(Recorder):
         calls = list(getattr(step, "tool_calls", None) or ())
         attrs: dict[str, AttributeValue] = {
             "gen_ai.response.finish_reasons": [reason],
-            "gen_ai.usage.input_tokens": int(getattr(usage, "input_tokens", 0)),
-            "gen_ai.usage.output_tokens": int(getattr(usage, "output_tokens", 0)),
+            **usage_attributes(usage),
             "helix.tool_calls": len(calls),
+            "helix.attempts": self._failed_attempts + 1,
         }
         response_model = getattr(step, "response_model", None)
         if response_model:
             attrs["gen_ai.response.model"] = str(response_model)
+        # Who answered (a Router's deployment, a fallback): what the stream reported wins
+        # over what the request named.
+        answered = response_attributes(response)
+        attrs.update(answered)
         if self._settings.record_outputs and span.is_recording():
             text = str(getattr(step, "text", ""))
             attrs["gen_ai.output.messages"] = self._content(output_messages(text, calls, reason))
         span.set_attributes(attrs)
         span.end()
+        if self._meter is not None:
+            if response_model:
+                answered["gen_ai.response.model"] = str(response_model)
+            self._meter.step_finished(usage, answered)
 
     # -- tools ----------------------------------------------------------------------------
 
@@ -379,14 +425,10 @@ class OtelRecorder(Recorder):
         self._remember_credentials(params)
 
     def _remember_credentials(self, params: Mapping[str, Any]) -> None:
-        for key, value in params.items():
-            lowered = key.lower()
-            if key in ("messages", "tools") or not any(h in lowered for h in _CREDENTIAL_HINTS):
-                continue
-            found = secret_strings({key: value}, None)
-            if not found <= self._credentials:
-                self._credentials |= found
-                self._secrets = None
+        found = credential_strings(params)
+        if not found <= self._credentials:
+            self._credentials |= found
+            self._secrets = None
 
     def _secret_set(self) -> set[str]:
         """Every string this call's filters keep out of its spans, plus its credentials."""

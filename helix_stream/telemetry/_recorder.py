@@ -18,9 +18,17 @@ class Recorder:
     """Receives the loop's lifecycle; every method is a no-op here."""
 
     def call_started(
-        self, *, model: str, runtime_context: Mapping[str, Any], messages: Sequence[Any]
+        self,
+        *,
+        model: str,
+        runtime_context: Mapping[str, Any],
+        messages: Sequence[Any],
+        system: str | None = None,
     ) -> None:
-        """The whole call (``stream_text``/``generate_text``/an agent turn) starts."""
+        """The whole call (``stream_text``/``generate_text``/an agent turn) starts.
+
+        ``messages`` are the conversation without the system prompt; ``system`` is the system
+        prompt (recorded as ``gen_ai.system_instructions``)."""
 
     def step_started(
         self,
@@ -38,11 +46,17 @@ class Recorder:
         """The params the model call was made with, after model middleware (credentials that
         middleware added must be redacted too)."""
 
+    def attempt_failed(self, attempt: Any) -> None:
+        """One attempt of the step's model call failed (an ``Attempt``: number, error, the
+        delay before the next one or ``None``). Pass it as ``open_stream``'s ``on_attempt``."""
+
     def first_chunk(self) -> None:
         """The model call's first chunk arrived."""
 
-    def step_finished(self, *, step: Any) -> None:
-        """The model call of ``step`` (a StepResult, tool results not yet in) finished."""
+    def step_finished(self, *, step: Any, response: Any = None) -> None:
+        """The model call of ``step`` (a StepResult, tool results not yet in) finished;
+        ``response`` (the parser's ``ResponseInfo``) says who answered: response id, provider,
+        deployment, server."""
 
     @contextmanager
     def tool_call(self, *, call: Any, tool_context: Any) -> Iterator[Any]:

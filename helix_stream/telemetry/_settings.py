@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InvalidRequestError
 
 if TYPE_CHECKING:
+    from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
 
 __all__ = ["TelemetrySettings"]
@@ -41,7 +42,9 @@ class TelemetrySettings:
 
     Spans follow the OpenTelemetry GenAI semantic conventions: a span for the whole call, a
     ``chat {model}`` span per model call and an ``execute_tool {name}`` span per tool call,
-    plus ``helix.*`` attributes for steps and context rows.
+    plus ``helix.*`` attributes for steps and context rows. The GenAI client metrics
+    (``gen_ai.client.token.usage``, ``gen_ai.client.operation.duration``,
+    ``gen_ai.client.operation.time_to_first_chunk``) go to the meter provider.
 
     Runtime context and tools context are **not** sent unless you name the properties to
     send (AI SDK semantics, shallow: a property marked ``True`` is sent whole, as JSON when
@@ -56,6 +59,8 @@ class TelemetrySettings:
         enabled: Record spans. ``False`` (like ``telemetry=None``) records nothing and costs
             nothing.
         tracer_provider: The ``TracerProvider`` to use; the global one when ``None``.
+        meter_provider: The ``MeterProvider`` for the GenAI metrics; the global one when
+            ``None`` (nothing is measured while neither is configured).
         function_id: A name for this call site, recorded as ``helix.function_id`` on every
             span (group spans by feature in your backend).
         metadata: Extra attributes for every span, recorded as ``helix.metadata.<key>``
@@ -75,6 +80,7 @@ class TelemetrySettings:
 
     enabled: bool = True
     tracer_provider: TracerProvider | None = None
+    meter_provider: MeterProvider | None = None
     function_id: str | None = None
     metadata: Mapping[str, Any] | None = None
     record_inputs: bool = True

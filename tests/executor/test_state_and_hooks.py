@@ -28,10 +28,8 @@ def agent(loopback: LoopbackServer, tools: list[hs.Tool] | None = None, **kw: An
         settings={
             "api_base": loopback.api_base,
             "api_key": "k",
-            "num_retries": 0,
-            "max_retries": 0,
         },
-        **kw,
+        **{"max_retries": 0, **kw},
     )
 
 

@@ -333,7 +333,7 @@ async def test_the_agent_finishes_by_calling_finish(
     loopback.script(tool_calls(("__finish__", {"answer": "42"})), text("never"))
     result = executor.run(a, SID, "question")
     await result.consume()
-    assert result.output == {"answer": "42"} and len(loopback.requests) == 1
+    assert result.output == Answer(answer="42") and len(loopback.requests) == 1
 
 
 async def test_forced_completion_calls_finish_even_after_a_switch_off_attempt(
@@ -361,7 +361,7 @@ async def test_forced_completion_calls_finish_even_after_a_switch_off_attempt(
     assert len(bodies) == 3
     assert bodies[2]["tool_choice"] == {"type": "function", "function": {"name": "__finish__"}}
     assert "tool_choice" not in bodies[0]
-    assert result.output == {"answer": "done"}
+    assert result.output == Answer(answer="done")
     assert "__finish__" in [r.disable[0] for r in await executor.context_rows(SID) if r.disable]
     assert "__finish__" in [t["function"]["name"] for t in bodies[0]["tools"]]
 

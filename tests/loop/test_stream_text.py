@@ -296,7 +296,7 @@ async def test_aclose_stops_the_run_and_its_tools(loopback: LoopbackServer) -> N
 
 async def test_model_errors_are_translated(loopback: LoopbackServer) -> None:
     loopback.script(error(429, "slow down"))
-    result = hs.stream_text(**loopback.llm(), prompt="x", num_retries=0, max_retries=0)
+    result = hs.stream_text(**loopback.llm(), prompt="x", max_retries=0)
     chunks = await collect(result)
     assert isinstance(chunks[-1], c.ErrorChunk)
     with pytest.raises(hs.errors.ModelRateLimitError) as info:
@@ -304,7 +304,7 @@ async def test_model_errors_are_translated(loopback: LoopbackServer) -> None:
     assert info.value.retryable is True and info.value.http_status == 429
     loopback.script(error(401, "bad key"))
     with pytest.raises(hs.errors.ModelAuthError):
-        await hs.generate_text(**loopback.llm(), prompt="x", num_retries=0, max_retries=0)
+        await hs.generate_text(**loopback.llm(), prompt="x", max_retries=0)
 
 
 async def test_callbacks_see_chunks_steps_finish_and_errors(loopback: LoopbackServer) -> None:
@@ -332,7 +332,6 @@ async def test_callbacks_see_chunks_steps_finish_and_errors(loopback: LoopbackSe
     failing = hs.stream_text(
         **loopback.llm(),
         prompt="x",
-        num_retries=0,
         max_retries=0,
         on_error=lambda e: seen["error"].append(e),
     )

@@ -159,7 +159,7 @@ async def test_two_runners_racing_for_one_session_exactly_one_runs(
     store, children = shared
     # A slow reply keeps the winner's turn open well past the loser's attempt; a second reply
     # is scripted so that a second runner getting through would show up, not hang.
-    loopback.script(text("winner", pieces=5, delay=0.1), text("second runner got in"))
+    loopback.script(text("winner", pieces=5, delay=0.6), text("second runner got in"))
     runners = [
         children.start("run", sid="race", api_base=loopback.api_base, flag=str(tmp_path / "f"))
         for _ in range(2)

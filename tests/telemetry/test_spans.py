@@ -546,7 +546,7 @@ async def test_a_model_error_is_recorded_on_the_call_and_step_spans(
     loopback.script(error(500, "scripted failure for sk-loopback"))
     with pytest.raises(hs.ModelError):
         await generate_text(
-            **loopback.llm(), prompt="x", num_retries=0, max_retries=0, telemetry=traces.settings()
+            **loopback.llm(), prompt="x", max_retries=0, telemetry=traces.settings()
         )
     step, call = traces.one("chat loopback"), traces.call()
     for span in (step, call):
@@ -784,7 +784,6 @@ async def test_a_credential_added_by_model_middleware_is_redacted_too(
         api_base=loopback.api_base,
         prompt="x",
         telemetry=traces.settings(),
-        num_retries=0,
         max_retries=0,
     )
     await result.consume()

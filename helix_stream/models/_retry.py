@@ -1,0 +1,257 @@
+"""The one retry policy of a model call: which failures are tried again, when, and how often.
+
+A step's model call is retried only while nothing of it has been emitted: :func:`open_stream`
+makes the call and waits for the stream's first chunk; a failure up to there is retried if it
+is retryable (a 429, a 5xx, a timeout, a lost connection — the translated error's
+``retryable``), after an exponential backoff with jitter, or after the provider's
+``Retry-After``. Once the first chunk is in hand the stream is the caller's, and a failure
+after it is never retried: text already shown would be repeated.
+
+The retries underneath are switched off (litellm's, a Router's, the OpenAI client's: see
+``NO_INNER_RETRIES``), so that ``max_retries=2`` means at most three requests, whatever the
+provider or the path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import random
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InvalidRequestError, ModelError
+from ._params import check_params
+
+__all__ = ["DEFAULT_MAX_RETRIES", "Attempt", "RetryPolicy", "open_stream", "retry_after"]
+
+DEFAULT_MAX_RETRIES = 2  # as the AI SDK's maxRetries
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryPolicy:
+    """How a model call is retried before its first chunk.
+
+    Attributes:
+        max_retries: Retries after the first attempt (0: one attempt only).
+        initial_delay: Seconds before the first retry; each next one waits ``backoff`` times
+            longer (2 s, 4 s, ... as the AI SDK), less a random part of up to ``jitter``.
+        backoff: The factor between two delays.
+        jitter: The share of each delay drawn at random (0.5: between half and all of it), so
+            that clients rate-limited together do not all come back at once.
+        max_delay: The longest wait. A ``Retry-After`` longer than this ends the retries: a
+            retry sooner than the provider asks would only fail again.
+
+    Raises:
+        InvalidRequestError: a negative or non-integer ``max_retries``, a negative delay.
+    """
+
+    max_retries: int = DEFAULT_MAX_RETRIES
+    initial_delay: float = 2.0
+    backoff: float = 2.0
+    jitter: float = 0.5
+    max_delay: float = 60.0
+
+    def __post_init__(self) -> None:
+        if (
+            not isinstance(self.max_retries, int)
+            or isinstance(self.max_retries, bool)
+            or self.max_retries < 0
+        ):
+            raise InvalidRequestError(
+                f"max_retries must be an integer of 0 or more, not {self.max_retries!r}."
+            )
+        if self.initial_delay < 0 or self.max_delay < 0 or self.backoff < 1:
+            raise InvalidRequestError("retry delays must be >= 0 and backoff >= 1.")
+        if not 0 <= self.jitter <= 1:
+            raise InvalidRequestError("jitter must be between 0 and 1.")
+
+    def delay(self, retry: int, error: BaseException) -> float | None:
+        """Seconds to wait before retry number ``retry`` (1-based); ``None``: do not retry."""
+        asked = retry_after(error)
+        if asked is not None:
+            # The provider's word, never shortened; a little later spreads the herd.
+            return None if asked > self.max_delay else asked * (1 + 0.1 * random.random())
+        base = min(self.max_delay, self.initial_delay * self.backoff ** (retry - 1))
+        return base * (1 - self.jitter * random.random())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Attempt:
+    """One failed attempt of a model call (what telemetry records for it).
+
+    Attributes:
+        number: The attempt that failed (1 for the first request).
+        error: Its error (translated).
+        delay: Seconds until the next attempt, or ``None`` when there is none (the error is
+            not retryable, the retries are used up, or ``Retry-After`` asks too long).
+        elapsed: Seconds the attempt took until it failed.
+    """
+
+    number: int
+    error: BaseException
+    delay: float | None
+    elapsed: float
+
+    @property
+    def will_retry(self) -> bool:
+        return self.delay is not None
+
+
+def is_retryable(error: BaseException) -> bool:
+    """A provider failure that may pass if tried again (429, 5xx, timeout, connection)."""
+    return isinstance(error, ModelError) and error.retryable
+
+
+OnAttempt = Callable[[Attempt], None]
+Send = Callable[[dict[str, Any]], Awaitable[Any]]
+
+
+async def open_stream(
+    send: Send,
+    params: Mapping[str, Any],
+    policy: RetryPolicy | None = None,
+    *,
+    on_attempt: OnAttempt | None = None,
+    where: str = "stream_text",
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> tuple[Any | None, AsyncIterator[Any]]:
+    """Open a step's model stream: call, wait for the first chunk, retry before it.
+
+    Args:
+        send: Makes the call with the given params and returns litellm's stream (in the loop:
+            the model middleware around :func:`helix_stream.models._litellm.acompletion`,
+            with the step's Router). Its errors should be translated already; any other
+            error is translated here.
+        params: The step's litellm params. ``num_retries=0`` and ``max_retries=0`` are added,
+            so that litellm, a Router and the OpenAI client do not retry underneath.
+        policy: The retry policy (default: 2 retries).
+        on_attempt: Called for each failed attempt, before the wait (telemetry).
+        where: Where the params came from, for the message of a refused argument.
+        sleep: The wait (a test may record the delays instead).
+
+    Returns:
+        ``(first, stream)``: the first chunk (``None`` if the stream ended without any) and
+        the stream, positioned after it. The caller iterates and closes the stream; an error
+        from it is never retried.
+
+    Raises:
+        InvalidRequestError: an argument cannot be sent (before any request; see
+            :func:`~helix_stream.models._params.check_params`).
+        ModelError: the last attempt's error (an error that is not retryable at once).
+    """
+    from ._litellm import NO_INNER_RETRIES, ensure_litellm, is_litellm_param, translate_error
+
+    await ensure_litellm()
+    check_params(params, where=where, is_litellm_param=is_litellm_param)
+    policy = policy or RetryPolicy()
+    request = {**params, **NO_INNER_RETRIES}
+    number = 0
+    while True:
+        number += 1
+        started = time.perf_counter()
+        stream: Any = None
+        try:
+            stream = await send(dict(request))
+            iterator = stream.__aiter__()
+            try:
+                first = await iterator.__anext__()
+            except StopAsyncIteration:
+                return None, iterator
+            return first, iterator
+        except Exception as exc:
+            error = translate_error(exc)
+            if error is not exc:
+                error.__cause__ = exc
+            await _close(stream)
+            delay = _next_delay(policy, number, error)
+            if on_attempt is not None:
+                on_attempt(
+                    Attempt(
+                        number=number,
+                        error=error,
+                        delay=delay,
+                        elapsed=time.perf_counter() - started,
+                    )
+                )
+            if delay is None:
+                if error is exc:
+                    raise
+                raise error from exc
+            await sleep(delay)
+
+
+def _next_delay(policy: RetryPolicy, number: int, error: BaseException) -> float | None:
+    if number > policy.max_retries or not is_retryable(error):
+        return None
+    return policy.delay(number, error)
+
+
+async def _close(stream: Any) -> None:
+    close = getattr(stream, "aclose", None)
+    if close is not None:
+        # The attempt already failed; how its stream ends does not matter.
+        with contextlib.suppress(Exception):
+            await close()
+
+
+def retry_after(error: BaseException) -> float | None:
+    """The seconds a provider asked to wait (``retry-after-ms`` or ``Retry-After``), if any.
+
+    Read from the response headers litellm keeps on its exception (``litellm_response_headers``,
+    ``response.headers``), found on ``error`` or the exceptions it was raised from.
+    """
+    for exc in _chain(error):
+        for headers in _header_sources(exc):
+            seconds = _parse_retry_after(headers)
+            if seconds is not None:
+                return seconds
+    return None
+
+
+def _chain(error: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen and len(seen) < 8:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _header_sources(exc: BaseException) -> Iterator[Any]:
+    for headers in (
+        getattr(exc, "litellm_response_headers", None),
+        getattr(getattr(exc, "response", None), "headers", None),
+        getattr(exc, "headers", None),
+    ):
+        if headers:
+            yield headers
+
+
+def _parse_retry_after(headers: Any) -> float | None:
+    try:
+        items = headers.items() if isinstance(headers, Mapping) else headers.multi_items()
+    except AttributeError:
+        return None
+    values = {str(k).lower(): str(v) for k, v in items}
+    ms = values.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    text = values.get("retry-after")
+    if text is None:
+        return None
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        pass
+    try:  # an HTTP date
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
