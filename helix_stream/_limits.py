@@ -39,6 +39,7 @@ __all__ = [
     "id_problem",
     "show",
     "text_problem",
+    "too_deep",
 ]
 
 MAX_SESSION_ID_LENGTH = 512
@@ -177,6 +178,11 @@ def check_json(value: Any, *, max_depth: int = MAX_JSON_DEPTH) -> None:
                     f"the string at {_dotted(path)} {problem}; send valid Unicode"
                 )
         elif depth >= max_depth and isinstance(node, (dict, list)):
-            raise InvalidRequestError(
-                f"the request body nests arrays and objects more than {max_depth} levels deep"
-            )
+            raise too_deep(max_depth)
+
+
+def too_deep(max_depth: int = MAX_JSON_DEPTH) -> InvalidRequestError:
+    """The refusal of a request body nested more than ``max_depth`` levels deep."""
+    return InvalidRequestError(
+        f"the request body nests arrays and objects more than {max_depth} levels deep"
+    )

@@ -23,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from .._limits import check_session_id
 from .._pending import approval_id_for, waiting_calls
 from ..agent import Agent
 from ..errors import (
@@ -238,14 +239,14 @@ def routes(
 
     @_json_errors
     async def messages(request: Request) -> Response:
-        session_id = request.path_params["id"]
+        session_id = check_session_id(request.path_params["id"])
         await authorized(await authenticated(request), session_id)
         await executor.session(session_id)  # 404 for an unknown session
         return JSONResponse(await executor.ui_messages(session_id, on_error=on_error))
 
     @_json_errors
     async def resume(request: Request) -> Response:
-        session_id = request.path_params["id"]
+        session_id = check_session_id(request.path_params["id"])
         await authorized(await authenticated(request), session_id)
         stream = registry.get(session_id)
         if stream is None:
@@ -256,8 +257,9 @@ def routes(
     return [
         Route(base, chat, methods=["POST"], name="helix_chat"),
         Route(context_path, add_context, methods=["POST"], name="helix_context"),
-        Route(f"{base}/{{id}}/messages", messages, methods=["GET"], name="helix_messages"),
-        Route(f"{base}/{{id}}/stream", resume, methods=["GET"], name="helix_resume"),
+        # {id:path}: a sub-agent's session id holds "/" ("<parent>/<call id>").
+        Route(f"{base}/{{id:path}}/messages", messages, methods=["GET"], name="helix_messages"),
+        Route(f"{base}/{{id:path}}/stream", resume, methods=["GET"], name="helix_resume"),
     ]
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import os
 import uuid
+from typing import Any
 
 import pytest
 
@@ -52,7 +53,7 @@ def new_schema() -> str:
     return name
 
 
-def make_store(schema: str | None = None, **kwargs: int) -> PostgresStore:
+def make_store(schema: str | None = None, **kwargs: Any) -> PostgresStore:
     """A PostgresStore on a fresh schema (or on ``schema``); skips if there is no server."""
     return PostgresStore(DSN, schema=schema or new_schema(), **kwargs)
 
