@@ -160,7 +160,10 @@ def _dotted(path: tuple[Any, ...] | None) -> str:
     parts: list[str] = []
     while path is not None:
         path, key = path
-        parts.append(str(key))
+        # A key is the client's text: shown escaped and cut, as an id is (it may be the very
+        # string that holds the lone surrogate, which no response could encode).
+        text = str(key)
+        parts.append(text if text.isprintable() and len(text) <= _SHOWN else show(text))
     return ".".join(reversed(parts)) or "(body)"
 
 
