@@ -313,7 +313,9 @@ class PostgresStore(PostgresDatabase):
         check_session_id(session_id)
         extra = list(extra_rows)
         return await self._write(
-            lambda tx: _postgres_queue.commit(tx, session_id, extra), "commit_context"
+            lambda tx: _postgres_queue.commit(tx, session_id, extra),
+            "commit_context",
+            pipeline=True,
         )
 
     async def checkpoints(self, session_id: str) -> list[Checkpoint]:

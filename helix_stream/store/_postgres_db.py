@@ -18,12 +18,13 @@ context pass simply waits for the next one.
 through ``_postgres_retry.with_retry``, which runs it once more on a fresh connection when its
 connection turned out dead; a write only when its first try cannot have committed. Every write
 transaction reads its own transaction id first (``txid_current()``, in the same round trip as
-``BEGIN`` and its first statement), so a ``COMMIT`` whose reply was lost can be settled.
+``BEGIN``), so a ``COMMIT`` whose reply was lost can be settled.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -74,6 +75,17 @@ _SQL_APPEND = """WITH appended AS (
     WHERE q.id = d.id AND q.session_id = %(sid)s AND q.delivered_seq IS NULL
 )
 UPDATE {s}.sessions SET last_seq = %(last)s WHERE id = %(sid)s"""
+# BEGIN and the transaction's id in one simple query (SQL_XID: see _postgres_retry).
+_SQL_BEGIN_XID = f"BEGIN; {SQL_XID}"
+
+
+async def _rollback_quietly(conn: AsyncConnection[TupleRow]) -> None:
+    """End a failed transaction; if even that fails (a lost connection, a cancellation), the
+    pool rolls back or drops the connection when it comes back."""
+    if conn.closed:
+        return
+    with contextlib.suppress(Exception):  # the error that brought us here is the one to raise
+        await conn.execute("ROLLBACK")
 
 
 def load_psycopg() -> tuple[ModuleType, ModuleType]:
@@ -109,16 +121,16 @@ class Tx:
 
     conn: AsyncConnection[TupleRow]
     schema: str  # the quoted identifier
-    pipeline: AsyncPipeline | None = None  # set in a write transaction
+    pipeline: AsyncPipeline | None = None  # set in a pipelined write transaction
 
     async def send(self, sql: str, params: Params = ()) -> AsyncCursor[TupleRow]:
-        """Send one statement; in a write transaction (pipeline mode), without waiting for its
-        result: it goes out with the next statement whose result is read."""
+        """Send one statement; in pipeline mode, without waiting for its result: it goes out
+        with the next statement whose result is read."""
         return await self.conn.execute(sql.replace("{s}", self.schema), params)
 
     async def execute(self, sql: str, params: Params = ()) -> int:
         """Run one statement; return its row count (use ``send`` when the count is not needed:
-        reading it costs a round trip in a write transaction)."""
+        reading it costs a round trip in pipeline mode)."""
         cur = await self.conn.execute(sql.replace("{s}", self.schema), params)
         if self.pipeline is not None:
             await self.pipeline.sync()  # the count is known once the result is in
@@ -302,34 +314,74 @@ class PostgresDatabase:
 
         return await self._retrying(once, what)
 
-    async def _write(self, fn: Callable[[Tx], Awaitable[tuple[_T, bool]]], what: str) -> _T:
+    async def _write(
+        self,
+        fn: Callable[[Tx], Awaitable[tuple[_T, bool]]],
+        what: str,
+        *,
+        pipeline: bool = False,
+    ) -> _T:
         """Run ``fn`` in one transaction; it returns ``(result, wrote_anything)``.
 
         Nothing to keep rolls back rather than commits, so the counter sees only real writes;
-        an error rolls everything back. Statements are pipelined: each goes out without
-        waiting for the previous one's result until ``fn`` reads one, so ``BEGIN``, the
-        transaction id and the first statement share one round trip. After a lost connection
-        the write runs once more only if the first try cannot have committed
-        (``_postgres_retry``).
+        an error rolls everything back. The transaction learns its id first, in the same round
+        trip as ``BEGIN``, so that a lost ``COMMIT`` can be settled; after a lost connection
+        the write runs once more only if its first try cannot have committed
+        (``_postgres_retry``). With ``pipeline``, statements go out without waiting for the
+        previous one's result until ``fn`` reads one (``BEGIN`` and ``COMMIT`` included): fewer
+        round trips, for some CPU in psycopg, which pays on the context pass's hot path.
         """
         await self._ensure_open()
+        run = self._pipelined if pipeline else self._transaction
 
         async def once(attempt: Attempt) -> _T:
             async with self._pool.connection() as conn:
                 attempt.conn, attempt.pid = conn, conn.info.backend_pid
-                async with conn.pipeline() as pipeline, conn.transaction():
-                    xid = await conn.execute(SQL_XID)
-                    result, changed = await fn(Tx(conn, self._ident, pipeline))
-                    if not changed:
-                        raise self._psycopg.Rollback()
-                    row = await xid.fetchone()  # already in: fn has read a result after it
-                    assert row is not None
-                    attempt.xid, attempt.result, attempt.committing = int(row[0]), result, True
+                result, changed = await run(conn, fn, attempt)
             if changed:
                 self.write_transactions += 1
             return result
 
         return await self._retrying(once, what)
+
+    async def _transaction(
+        self,
+        conn: AsyncConnection[TupleRow],
+        fn: Callable[[Tx], Awaitable[tuple[_T, bool]]],
+        attempt: Attempt,
+    ) -> tuple[_T, bool]:
+        cur = await conn.execute(_SQL_BEGIN_XID)  # one simple query, one round trip
+        cur.nextset()
+        row = await cur.fetchone()
+        assert row is not None
+        try:
+            result, changed = await fn(Tx(conn, self._ident))
+            if changed:
+                attempt.xid, attempt.result, attempt.committing = int(row[0]), result, True
+                await conn.execute("COMMIT")
+            else:
+                await conn.execute("ROLLBACK")
+        except BaseException:
+            if not attempt.committing:
+                await _rollback_quietly(conn)
+            raise
+        return result, changed
+
+    async def _pipelined(
+        self,
+        conn: AsyncConnection[TupleRow],
+        fn: Callable[[Tx], Awaitable[tuple[_T, bool]]],
+        attempt: Attempt,
+    ) -> tuple[_T, bool]:
+        async with conn.pipeline() as pipeline, conn.transaction():
+            xid = await conn.execute(SQL_XID)
+            result, changed = await fn(Tx(conn, self._ident, pipeline))
+            if not changed:
+                raise self._psycopg.Rollback()
+            row = await xid.fetchone()  # already in: fn has read a result sent after it
+            assert row is not None
+            attempt.xid, attempt.result, attempt.committing = int(row[0]), result, True
+        return result, changed
 
     async def _retrying(self, once: Callable[[Attempt], Awaitable[_T]], what: str) -> _T:
         def resolved() -> None:

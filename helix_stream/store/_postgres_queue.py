@@ -69,9 +69,11 @@ _SQL_KEY = "SELECT items_sha256 FROM {s}.context_keys WHERE session_id = %s AND 
 # The lock is taken first, so the count's snapshot (a later statement) sees every entry that an
 # earlier holder committed.
 _SQL_ENQUEUE_LOCK = "SELECT pg_advisory_xact_lock(%s)"
+# Whether the session exists, and how many items its queue holds, in one round trip.
 _SQL_QUEUED_ITEMS = (
-    "SELECT COALESCE(SUM(json_array_length(items)), 0) FROM {s}.context_queue"
-    " WHERE session_id = %s AND delivered_seq IS NULL"
+    "SELECT EXISTS (SELECT 1 FROM {s}.sessions WHERE id = %(sid)s),"
+    " COALESCE(SUM(json_array_length(items)), 0) FROM {s}.context_queue"
+    " WHERE session_id = %(sid)s AND delivered_seq IS NULL"
 )
 
 
@@ -102,16 +104,22 @@ async def enqueue(
     """
     key: str | None = params["key"]
     await tx.send(_SQL_ENQUEUE_LOCK, (_lock_key(tx.schema, session_id),))
-    await tx.require_session(session_id)  # reads: the lock is granted by now
+    row = await tx.one(_SQL_QUEUED_ITEMS, {"sid": session_id})  # the lock is granted by now
+    assert row is not None
+    exists, queued = row[0], int(row[1])
+    if not exists:
+        raise session_not_found(session_id)
     if count:
-        queued = await tx.one(_SQL_QUEUED_ITEMS, (session_id,))
-        assert queued is not None
-        if int(queued[0]) + count > cap:
+        if queued + count > cap:
             if key is not None and await tx.one(_SQL_KEY, (session_id, key)) is not None:
                 return await _judge_key(tx, session_id, key, params, on_key_conflict)
-            raise queue_full(session_id, int(queued[0]), count, cap)
-        sql = _SQL_ENQUEUE if key is None else _SQL_ENQUEUE_KEYED
-        if await tx.execute(sql, {**params, "sid": session_id, "now": time.time()}):
+            raise queue_full(session_id, queued, count, cap)
+        values = {**params, "sid": session_id, "now": time.time()}
+        if key is None:
+            # Always one row: no need to wait for its count (it goes out with COMMIT).
+            await tx.send(_SQL_ENQUEUE, values)
+            return count, True
+        if await tx.execute(_SQL_ENQUEUE_KEYED, values):
             return count, True
     if key is None:
         return 0, False
