@@ -32,7 +32,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from helix_stream._limits import MAX_QUEUED_ITEMS
-from helix_stream.errors import FrameworkNotSupportedError
+from helix_stream.errors import FrameworkNotSupportedError, StoreUnavailableError
 from helix_stream.store._postgres_retry import SQL_XID, Attempt, with_retry
 from helix_stream.store._postgres_schema import migrate
 from helix_stream.store._protocol import JSON, LogRecord, SessionRecord
@@ -298,7 +298,15 @@ class PostgresDatabase:
             return
         async with self._open_lock:
             if not self._opened:
-                await self.migrate()  # on a connection of its own: its errors say what failed
+                try:
+                    # On a connection of its own: its errors say what failed.
+                    await self.migrate()
+                except self._psycopg.OperationalError as exc:
+                    raise StoreUnavailableError(
+                        f"PostgreSQL could not be reached to open the store (schema "
+                        f"{self.schema!r}): {type(exc).__name__}; nothing was written. Check "
+                        "that the server is up and the DSN is right, then try again."
+                    ) from exc
                 await self._pool.open()
                 self._opened = True
 

@@ -266,3 +266,13 @@ async def test_a_server_that_stays_away_fails_the_call_typed_and_writes_nothing(
         assert pending == []
     finally:
         await store.close()
+
+
+async def test_a_server_down_at_first_use_is_a_typed_error(proxy: PgProxy) -> None:
+    proxy.refuse = True
+    store = _proxied(proxy)
+    try:
+        with pytest.raises(StoreUnavailableError, match="could not be reached to open the store"):
+            await store.get_session(SID)
+    finally:
+        await store.close()
