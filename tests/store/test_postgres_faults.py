@@ -20,6 +20,7 @@ import pytest
 from helix_stream.errors import StoreCommitUnknownError, StoreUnavailableError
 from helix_stream.store import Checkpoint, PostgresStore
 from tests.store import _pg
+from tests.store._pg import backends, fill_pool, terminate
 from tests.store._pg_proxy import Fault, PgProxy
 
 SID = "s-1"
@@ -28,39 +29,6 @@ APP: dict[str, Any] = {"type": "app"}
 
 def notice(text: str) -> dict[str, Any]:
     return {"kind": "notice", "content": text}
-
-
-async def terminate(application_name: str) -> int:
-    """End every backend with this application_name (only the store's); return how many."""
-    async with await psycopg.AsyncConnection.connect(_pg.DSN, autocommit=True) as conn:
-        cur = await conn.execute(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-            " WHERE application_name = %s AND pid <> pg_backend_pid()",
-            (application_name,),
-        )
-        row = await cur.fetchone()
-    assert row is not None
-    return int(row[0])
-
-
-async def backends(application_name: str) -> int:
-    async with await psycopg.AsyncConnection.connect(_pg.DSN, autocommit=True) as conn:
-        cur = await conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
-            (application_name,),
-        )
-        row = await cur.fetchone()
-    assert row is not None
-    return int(row[0])
-
-
-async def fill_pool(store: PostgresStore, size: int) -> None:
-    """Make the pool hold ``size`` open connections (several die at once in a restart)."""
-    await store.get_session(SID)
-    deadline = time.monotonic() + 10
-    while await backends(store.application_name) < size:
-        assert time.monotonic() < deadline, "the pool did not open its connections"
-        await asyncio.sleep(0.05)
 
 
 @pytest.fixture

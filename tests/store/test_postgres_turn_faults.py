@@ -23,8 +23,8 @@ from helix_stream.errors import StoreUnavailableError
 from helix_stream.server import create_app
 from helix_stream.store import PostgresStore
 from tests.store import _pg
+from tests.store._pg import fill_pool, terminate
 from tests.store._pg_proxy import PgProxy
-from tests.store.test_postgres_faults import fill_pool, terminate
 
 SID = "faults/turn-1"  # a sub-agent style id: "/" must round-trip too
 
