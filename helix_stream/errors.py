@@ -17,6 +17,8 @@ The tree::
     ├── ToolFailedError               tool_failed                 500 (on the UI stream only)
     ├── HookError                     hook_failed                 500
     ├── FrameworkNotSupportedError    framework_not_supported     501
+    ├── StoreUnavailableError         store_unavailable           503 retryable
+    │   └── StoreCommitUnknownError   store_commit_unknown        503
     └── ModelError                    model_error                 502 (translated litellm errors)
         ├── ModelAuthError            model_auth_error            401
         ├── ModelBadRequestError      model_bad_request           400
@@ -55,6 +57,8 @@ __all__ = [
     "SessionBusyError",
     "SessionNotFoundError",
     "StateError",
+    "StoreCommitUnknownError",
+    "StoreUnavailableError",
     "ToolContextError",
     "ToolFailedError",
     "describe_validation",
@@ -213,6 +217,27 @@ class FrameworkNotSupportedError(HelixError):
 
     code = "framework_not_supported"
     http_status = 501
+
+
+class StoreUnavailableError(HelixError):
+    """The session store could not be reached, even on a fresh connection; nothing was written.
+
+    A store call that loses its connection is tried once more on a fresh one (README,
+    "Reliability notes"); this is what a call raises when that failed too, or when no pooled
+    connection came free in time. Trying again later may succeed.
+    """
+
+    code = "store_unavailable"
+    http_status = 503
+    retryable = True
+
+
+class StoreCommitUnknownError(StoreUnavailableError):
+    """The connection was lost while a write's COMMIT was in flight, and its outcome could not
+    be found out: the write may or may not have been applied. Read before writing again."""
+
+    code = "store_commit_unknown"
+    retryable = False
 
 
 class ModelError(HelixError):

@@ -2,8 +2,10 @@
 
 Items are plain dicts on the way in (``hs.instruction("...")`` builds one) and are validated
 against the discriminated union below: an unknown kind, an unknown field, a tools item that
-switches ``__finish__`` off, or an item over 32 KiB (the UTF-8 bytes of its JSON) is refused
-with :class:`~helix_stream.errors.ContextValidationError` — all items of the call or none.
+switches ``__finish__`` off, an item over 32 KiB (the UTF-8 bytes of its JSON), an item with a
+lone surrogate in its text, or more than ``MAX_ITEMS_PER_CALL`` (100) items in one call is
+refused with :class:`~helix_stream.errors.ContextValidationError` — all items of the call or
+none.
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, model_validator
 
+from .._limits import MAX_ITEMS_PER_CALL, text_problem
 from ..errors import ContextValidationError, describe_validation
 from ..tools import FINISH_TOOL_NAME
 
 __all__ = [
+    "MAX_ITEMS_PER_CALL",
     "MAX_ITEM_BYTES",
     "ContextItem",
     "ContextItemLike",
@@ -125,8 +129,16 @@ def memory(memories: Sequence[Mapping[str, str]]) -> dict[str, Any]:
 
 
 def item_size(item: Mapping[str, Any]) -> int:
-    """The UTF-8 bytes of an item's compact JSON (what the 32 KiB limit counts)."""
-    return len(json.dumps(item, ensure_ascii=False, separators=(",", ":")).encode())
+    """The UTF-8 bytes of an item's compact JSON (what the 32 KiB limit counts).
+
+    Raises:
+        ValueError: a string of the item holds a lone surrogate (it has no UTF-8 form).
+    """
+    text = json.dumps(item, ensure_ascii=False, separators=(",", ":"))
+    problem = text_problem(text)
+    if problem is not None:
+        raise ValueError(f"its JSON {problem}")
+    return len(text.encode())
 
 
 def validate_items(
@@ -135,16 +147,24 @@ def validate_items(
     default_source: Source = "app",
     forced_source: Source | None = None,
     allow_hook: bool = False,
+    max_items: int = MAX_ITEMS_PER_CALL,
 ) -> list[dict[str, Any]]:
     """Validate every item; return them as dicts with their ``source`` set.
 
     Raises:
-        ContextValidationError: any item is invalid (the message says which and why);
-            nothing has been queued.
+        ContextValidationError: any item is invalid, or there are more than ``max_items``
+            (the message says which and why); nothing has been queued.
     """
     if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
         raise ContextValidationError(
             "items must be a list of context items, e.g. [hs.instruction('...')]"
+        )
+    if len(items) > max_items:
+        # Refused before any item is looked at: every item added becomes a row that each
+        # later model call of the session carries.
+        raise ContextValidationError(
+            f"{len(items)} items in one call; the limit is {max_items}. Nothing was queued. "
+            "Send fewer, or merge them into fewer items."
         )
     out: list[dict[str, Any]] = []
     for index, raw in enumerate(items):
@@ -172,7 +192,10 @@ def validate_items(
                 **({"enable": item.enable} if item.enable else {}),
             }
         clean["source"] = source
-        size = item_size(clean)
+        try:
+            size = item_size(clean)
+        except ValueError as exc:
+            raise ContextValidationError(f"item {index}: {exc}; send valid Unicode") from None
         if size > MAX_ITEM_BYTES:
             raise ContextValidationError(
                 f"item {index} is {size} bytes of JSON; the limit is {MAX_ITEM_BYTES} (32 KiB). "

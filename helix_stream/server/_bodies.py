@@ -7,7 +7,10 @@ validated with pydantic models; any failure is a typed :mod:`helix_stream.errors
 message says what was wrong, never a pydantic traceback.
 
 The ``useChat`` body is validated loosely (``extra="ignore"``: clients and apps add fields),
-the ``POST /context`` body strictly (``extra="forbid"``: a typo must not be ignored).
+the ``POST /context`` body strictly (``extra="forbid"``: a typo must not be ignored). Both follow
+the input rules of :mod:`helix_stream._limits`: a body nested more than ``MAX_JSON_DEPTH`` deep or
+holding a lone surrogate anywhere is refused, and so is a session id or key that is too long or
+holds a control character; each refusal is one short log line, never a traceback.
 :func:`chat_actions` reads the messages of a ``useChat`` body: the new user input, and the
 answers to a paused turn that come back inside the last assistant message (ai-sdk-protocol.md,
 "The request useChat sends": tool part states ``approval-responded`` and ``output-available``).
@@ -16,13 +19,15 @@ answers to a paused turn that come back inside the last assistant message (ai-sd
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from starlette.requests import ClientDisconnect, Request
 
+from .._limits import MAX_KEY_LENGTH, check_json, id_problem, too_deep
 from ..errors import InvalidRequestError, PayloadTooLargeError, describe_validation
 from ..session import ApprovalAnswer, ToolAnswer
 from ._parts import user_content
@@ -40,6 +45,25 @@ __all__ = [
 ]
 
 _Model = TypeVar("_Model", bound=BaseModel)
+logger = logging.getLogger("helix_stream.server")
+
+
+def _session_id(value: str) -> str:
+    # A ValueError, so that pydantic reports it with the field's location.
+    problem = id_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+def _key(value: str | None) -> str | None:
+    problem = None if value is None else id_problem(value, what="key", limit=MAX_KEY_LENGTH)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+SessionId = Annotated[str, AfterValidator(_session_id)]
 
 
 class UIMessageIn(BaseModel):
@@ -57,7 +81,7 @@ class ChatRequest(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    id: str = Field(min_length=1, description="The chat id; the server uses it as the session id.")
+    id: SessionId = Field(description="The chat id; the server uses it as the session id.")
     messages: list[UIMessageIn] = Field(min_length=1)
     trigger: Literal["submit-message", "regenerate-message"] = "submit-message"
     messageId: str | None = None  # the AI SDK's camelCase field name
@@ -68,11 +92,11 @@ class ContextRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    sessionId: str = Field(min_length=1)  # the wire name of reference 000
+    sessionId: SessionId  # the wire name of reference 000
     # Items stay loose here: the executor validates each one and answers a bad item with a
     # validation_error that names it (reference 000: "An invalid item is a validation_error").
     items: list[Any]
-    key: str | None = None
+    key: Annotated[str | None, AfterValidator(_key)] = None
 
 
 async def read_body(request: Request, max_bytes: int) -> bytes:
@@ -114,17 +138,31 @@ def parse_body(raw: bytes, model: type[_Model]) -> _Model:
     """Parse ``raw`` as JSON and validate it as ``model``.
 
     Raises:
-        InvalidRequestError: not JSON, not an object, or the wrong shape (the message lists
-            each problem with its location, e.g. ``messages.0.role: ...``).
+        InvalidRequestError: not JSON, nested too deep, holding a lone surrogate, not an
+            object, or the wrong shape (the message lists each problem with its location,
+            e.g. ``messages.0.role: ...``). Logged as one line on ``helix_stream.server``.
     """
     try:
+        return _parse(raw, model)
+    except InvalidRequestError as exc:
+        logger.info("refused a %s body: %s", model.__name__, exc.message[:300])
+        raise
+
+
+def _parse(raw: bytes, model: type[_Model]) -> _Model:
+    try:
         data = json.loads(raw)
+    except RecursionError:
+        # json's C parser stops at the interpreter's recursion limit, long before the stack
+        # would: the answer is the same as for any other body nested too deep.
+        raise too_deep() from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise InvalidRequestError(f"the request body is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise InvalidRequestError(
             f"the request body must be a JSON object, not {type(data).__name__}"
         )
+    check_json(data)
     try:
         return model.model_validate(data)
     except ValidationError as exc:

@@ -24,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from .._limits import check_session_id
 from ..agent import Agent
 from ..errors import HelixError
 from ..session import Executor
@@ -186,14 +187,15 @@ def routes(
         Route(
             context_path, _json_errors(handlers.add_context), methods=["POST"], name="helix_context"
         ),
+        # {id:path}: a sub-agent's session id holds "/" ("<parent>/<call id>").
         Route(
-            f"{base}/{{id}}/messages",
+            f"{base}/{{id:path}}/messages",
             _json_errors(handlers.messages),
             methods=["GET"],
             name="helix_messages",
         ),
         Route(
-            f"{base}/{{id}}/stream",
+            f"{base}/{{id:path}}/stream",
             _json_errors(handlers.resume),
             methods=["GET"],
             name="helix_resume",
@@ -308,7 +310,7 @@ class _Handlers:
         return JSONResponse({"recorded": recorded})
 
     async def messages(self, request: Request) -> Response:
-        session_id = request.path_params["id"]
+        session_id = check_session_id(request.path_params["id"])
         await self._caller(request, session_id)
         messages = await self.executor.ui_messages(
             session_id, client_version=self.client_version, on_error=self.on_error
@@ -316,7 +318,7 @@ class _Handlers:
         return JSONResponse(messages)
 
     async def resume(self, request: Request) -> Response:
-        session_id = request.path_params["id"]
+        session_id = check_session_id(request.path_params["id"])
         await self._caller(request, session_id)
         stream = self.registry.get(session_id)
         if stream is None:

@@ -36,10 +36,11 @@ __all__ = ["finish_turn", "log_failure"]
 
 logger = logging.getLogger("helix_stream.session")
 
-# Seconds before each retry of the final status write.
-_RETRY_DELAYS = (0.1, 0.5, 2.0)
+# Seconds before each retry of the final status write (a store that is away for a while, a
+# PostgreSQL failover: about 16 s in all).
+_RETRY_DELAYS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 # The whole cleanup, retries and failure hooks included, at most.
-_CLEANUP_TIMEOUT = 15.0
+_CLEANUP_TIMEOUT = 30.0
 
 
 async def finish_turn(turn: Turn, *, error: BaseException | None, done: bool) -> None:

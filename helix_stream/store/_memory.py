@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from helix_stream._limits import MAX_QUEUED_ITEMS, check_key, check_session_id
 from helix_stream.store._protocol import (
     JSON,
     Checkpoint,
@@ -21,6 +22,7 @@ from helix_stream.store._shared import (
     check_conflict_mode,
     check_cut,
     check_expect,
+    check_queue_cap,
     check_seq,
     check_status,
     checkpoint_id,
@@ -33,6 +35,7 @@ from helix_stream.store._shared import (
     merge_meta,
     message_role,
     plan_rewind,
+    queue_full,
     session_exists,
     session_not_found,
     tool_call_ids,
@@ -135,13 +138,18 @@ class MemoryStore:
     Every write method computes and validates all it will write first, then applies it under
     one ``asyncio.Lock``, so a refusal or a bad payload leaves nothing half-written.
 
+    Args:
+        max_queued_items: The most undelivered context items a session's queue may hold; an
+            ``enqueue_context`` that would pass it is refused whole.
+
     Attributes:
         write_transactions: Count of write calls that committed a change. Calls that changed
             nothing (an existing session, a failed compare-and-set, a key dedupe, an empty
             commit, a rewind to the last seq) and calls that raised are not counted.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, max_queued_items: int = MAX_QUEUED_ITEMS) -> None:
+        self.max_queued_items = check_queue_cap(max_queued_items)
         self._sessions: dict[str, _Session] = {}
         self._lock = asyncio.Lock()
         self._next_queue_id = 1
@@ -168,6 +176,7 @@ class MemoryStore:
         meta: Mapping[str, Any] | None = None,
     ) -> SessionRecord:
         """Create the session if it does not exist; return it either way (never overwrites)."""
+        check_session_id(session_id)
         self._check_open()
         meta_text = encode(dict(meta or {}))
         async with self._lock:
@@ -182,6 +191,7 @@ class MemoryStore:
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         """The session, or ``None``."""
+        check_session_id(session_id)
         self._check_open()
         session = self._sessions.get(session_id)
         return None if session is None else session.record()
@@ -194,6 +204,7 @@ class MemoryStore:
         expect: Sequence[SessionStatus] | None = None,
     ) -> bool:
         """Set the status; with ``expect``, only if the current one is among them."""
+        check_session_id(session_id)
         check_status(status)
         expected = check_expect(expect)
         async with self._lock:
@@ -206,6 +217,7 @@ class MemoryStore:
 
     async def update_session_meta(self, session_id: str, patch: Mapping[str, Any]) -> SessionRecord:
         """Merge ``patch`` into ``meta`` (``None`` removes a key); return the new record."""
+        check_session_id(session_id)
         async with self._lock:
             session = self._session(session_id)
             merged, changed = merge_meta(decode(session.meta), patch)
@@ -222,6 +234,7 @@ class MemoryStore:
         checkpoint: Checkpoint | None = None,
     ) -> list[LogRecord]:
         """Append messages and, optionally, a checkpoint at the last seq, all or nothing."""
+        check_session_id(session_id)
         async with self._lock:
             session = self._session(session_id)
             rows = [(message_role(m), encode(m)) for m in messages]
@@ -244,10 +257,12 @@ class MemoryStore:
 
     async def read_log(self, session_id: str, *, after_seq: int = 0) -> list[LogRecord]:
         """Log records with ``seq > after_seq``, in order."""
+        check_session_id(session_id)
         return self._session(session_id).records(max(after_seq, 0))
 
     async def last_seq(self, session_id: str) -> int:
         """The seq of the last log record; 0 when the log is empty."""
+        check_session_id(session_id)
         return len(self._session(session_id).log)
 
     async def enqueue_context(
@@ -265,6 +280,8 @@ class MemoryStore:
         Items with no key are always recorded. An empty ``items`` records nothing and
         returns 0 (it leaves no key behind either, since there was no request to remember).
         """
+        check_session_id(session_id)
+        check_key(key)
         check_conflict_mode(on_key_conflict)
         async with self._lock:
             session = self._session(session_id)
@@ -275,6 +292,9 @@ class MemoryStore:
                 raise key_conflict(session_id, key)
             if not items:
                 return 0
+            queued = sum(len(decode(entry.items)) for entry in session.pending)
+            if queued + len(items) > self.max_queued_items:
+                raise queue_full(session_id, queued, len(items), self.max_queued_items)
             entry = _Entry(
                 id=self._next_queue_id,
                 items=encode(list(items)),
@@ -293,10 +313,12 @@ class MemoryStore:
 
     async def pending_context(self, session_id: str) -> list[QueueEntry]:
         """The queue entries not yet delivered, in id order."""
+        check_session_id(session_id)
         return [entry.record() for entry in self._session(session_id).pending]
 
     async def delivered_context(self, session_id: str) -> list[QueueEntry]:
         """The queue entries already delivered, in id order."""
+        check_session_id(session_id)
         queue = self._session(session_id).queue
         return [entry.record() for entry in queue if entry.delivered_seq is not None]
 
@@ -309,6 +331,7 @@ class MemoryStore:
 
     async def read_snapshot(self, session_id: str) -> Snapshot:
         """The session, its log, its last checkpoint and its queue, in one read."""
+        check_session_id(session_id)
         self._check_open()
         session = self._sessions.get(session_id)
         if session is None:
@@ -323,6 +346,7 @@ class MemoryStore:
 
     async def write_turn(self, session_id: str, write: TurnWrite) -> TurnWriteResult:
         """Apply one turn boundary in one write (see :class:`~helix_stream.store.TurnWrite`)."""
+        check_session_id(session_id)
         self._check_open()
         roles, expected = check_turn_write(write)
         async with self._lock:
@@ -375,6 +399,7 @@ class MemoryStore:
 
     async def checkpoints(self, session_id: str) -> list[Checkpoint]:
         """The session's checkpoints, oldest first."""
+        check_session_id(session_id)
         return [
             Checkpoint(
                 id=cp_id,
@@ -389,6 +414,7 @@ class MemoryStore:
 
     async def rewind(self, session_id: str, to_seq: int) -> RewindResult:
         """Truncate the log after ``to_seq`` and fix checkpoints and queue (see ``Store``)."""
+        check_session_id(session_id)
         async with self._lock:
             session = self._session(session_id)
             log = session.log
@@ -424,6 +450,8 @@ class MemoryStore:
         self, source_id: str, new_id: str, *, upto_seq: int, agent_name: str | None = None
     ) -> SessionRecord:
         """Make ``new_id`` from ``source_id``'s log and checkpoints up to ``upto_seq``."""
+        check_session_id(source_id)
+        check_session_id(new_id)
         async with self._lock:
             source = self._session(source_id)
             if new_id in self._sessions:

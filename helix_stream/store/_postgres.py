@@ -12,6 +12,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from helix_stream._limits import check_key, check_session_id
 from helix_stream.store import _postgres_history, _postgres_queue, _postgres_turns
 from helix_stream.store._postgres_db import (
     SESSION_COLUMNS,
@@ -71,12 +72,20 @@ class PostgresStore(PostgresDatabase):
         min_size: Connections the pool keeps open.
         max_size: Connections the pool opens at most.
         timeout: Seconds a call waits for a free connection of the pool.
+        application_name: What the connections report to the server (``pg_stat_activity``);
+            default: the DSN's, else ``helix_stream:<schema>``.
+        max_queued_items: The most undelivered context items a session's queue may hold; an
+            ``enqueue_context`` that would pass it is refused whole.
 
     Attributes:
         write_transactions: Count of write transactions this object committed. Calls that
             changed nothing (an existing session, a failed compare-and-set, a key dedupe, an
             empty commit, a rewind to the last seq) roll back and are not counted; neither is
             a migration.
+
+    A call whose pooled connection turned out dead (a server restart, a failover) runs once
+    more on a fresh one; a write only when its first try cannot have committed (README,
+    "Reliability notes"; docs/postgres.md, "Lost connections").
 
     Raises:
         FrameworkNotSupportedError: psycopg is not installed.
@@ -91,6 +100,7 @@ class PostgresStore(PostgresDatabase):
         meta: Mapping[str, Any] | None = None,
     ) -> SessionRecord:
         """Create the session if it does not exist; return it either way (never overwrites)."""
+        check_session_id(session_id)
         meta_text = encode(dict(meta or {}))
 
         async def tx(tx: Tx) -> tuple[SessionRecord, bool]:
@@ -109,16 +119,17 @@ class PostgresStore(PostgresDatabase):
             assert existing is not None  # sessions are never deleted by the protocol
             return session_record(existing), False
 
-        return await self._write(tx)
+        return await self._write(tx, "create_session")
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         """The session, or ``None``."""
+        check_session_id(session_id)
 
         async def read(tx: Tx) -> SessionRecord | None:
             row = await tx.one(_SQL_SESSION, (session_id,))
             return None if row is None else session_record(row)
 
-        return await self._read(read)
+        return await self._read(read, "get_session")
 
     async def set_status(
         self,
@@ -133,6 +144,7 @@ class PostgresStore(PostgresDatabase):
         waits for the first's row lock, then re-checks the condition against the row the
         first committed, so of two runners racing for a session exactly one wins.
         """
+        check_session_id(session_id)
         check_status(status)
         expected = check_expect(expect)
 
@@ -152,10 +164,11 @@ class PostgresStore(PostgresDatabase):
                 await tx.require_session(session_id)
             return count == 1, count == 1
 
-        return await self._write(tx)
+        return await self._write(tx, "set_status")
 
     async def update_session_meta(self, session_id: str, patch: Mapping[str, Any]) -> SessionRecord:
         """Merge ``patch`` into ``meta`` (``None`` removes a key); return the new record."""
+        check_session_id(session_id)
         patch = dict(patch)
 
         async def tx(tx: Tx) -> tuple[SessionRecord, bool]:
@@ -172,7 +185,7 @@ class PostgresStore(PostgresDatabase):
             assert row is not None  # the row is locked
             return session_record(row), True
 
-        return await self._write(tx)
+        return await self._write(tx, "update_session_meta")
 
     async def append_messages(
         self,
@@ -182,6 +195,7 @@ class PostgresStore(PostgresDatabase):
         checkpoint: Checkpoint | None = None,
     ) -> list[LogRecord]:
         """Append messages and, optionally, a checkpoint at the last seq, in one transaction."""
+        check_session_id(session_id)
         rows = [(message_role(m), m) for m in messages]
 
         async def tx(tx: Tx) -> tuple[list[LogRecord], bool]:
@@ -209,10 +223,11 @@ class PostgresStore(PostgresDatabase):
                     raise duplicate_checkpoint(session_id, cp_id)
             return records, True
 
-        return await self._write(tx)
+        return await self._write(tx, "append_messages")
 
     async def read_log(self, session_id: str, *, after_seq: int = 0) -> list[LogRecord]:
         """Log records with ``seq > after_seq``, in order."""
+        check_session_id(session_id)
 
         async def read(tx: Tx) -> list[LogRecord]:
             rows = await tx.all_of_session(_SQL_READ_LOG, session_id, (after_seq, session_id))
@@ -221,10 +236,11 @@ class PostgresStore(PostgresDatabase):
                 for seq, role, payload, at in rows
             ]
 
-        return await self._read(read)
+        return await self._read(read, "read_log")
 
     async def last_seq(self, session_id: str) -> int:
         """The seq of the last log record; 0 when the log is empty."""
+        check_session_id(session_id)
 
         async def read(tx: Tx) -> int:
             row = await tx.one("SELECT last_seq FROM {s}.sessions WHERE id = %s", (session_id,))
@@ -232,7 +248,7 @@ class PostgresStore(PostgresDatabase):
                 raise session_not_found(session_id)
             return int(row[0])
 
-        return await self._read(read)
+        return await self._read(read, "last_seq")
 
     async def enqueue_context(
         self,
@@ -250,6 +266,8 @@ class PostgresStore(PostgresDatabase):
         returns 0 (it leaves no key behind either, since there was no request to remember).
         It never waits for a context pass in progress: it takes no session lock.
         """
+        check_session_id(session_id)
+        check_key(key)
         check_conflict_mode(on_key_conflict)
         params = {
             "items": encode(list(items)),
@@ -259,15 +277,20 @@ class PostgresStore(PostgresDatabase):
             "digest": items_digest(items) if key is not None else "",
         }
         return await self._write(
-            lambda tx: _postgres_queue.enqueue(tx, session_id, len(items), params, on_key_conflict)
+            lambda tx: _postgres_queue.enqueue(
+                tx, session_id, len(items), params, on_key_conflict, self.max_queued_items
+            ),
+            "enqueue_context",
         )
 
     async def pending_context(self, session_id: str) -> list[QueueEntry]:
         """The queue entries not yet delivered, in id order."""
+        check_session_id(session_id)
         return await self._queue(session_id, _postgres_queue.SQL_PENDING)
 
     async def delivered_context(self, session_id: str) -> list[QueueEntry]:
         """The queue entries already delivered, in id order."""
+        check_session_id(session_id)
         return await self._queue(session_id, _postgres_queue.SQL_DELIVERED)
 
     async def _queue(self, session_id: str, sql: str) -> list[QueueEntry]:
@@ -276,7 +299,7 @@ class PostgresStore(PostgresDatabase):
                 await tx.all_of_session(sql, session_id, (session_id,))
             )
 
-        return await self._read(read)
+        return await self._read(read, "a queue read")
 
     async def commit_context(
         self, session_id: str, extra_rows: Sequence[JSON] = ()
@@ -288,16 +311,21 @@ class PostgresStore(PostgresDatabase):
         entry committed after that read stays queued for the next pass; none is lost and none
         is delivered twice.
         """
+        check_session_id(session_id)
         write = TurnWrite(deliver_queue=True, rows=list(extra_rows))
         return (await self.write_turn(session_id, write)).records
 
     async def read_snapshot(self, session_id: str) -> Snapshot:
         """The session, its log, its last checkpoint and its queue, as of one moment."""
 
-        async def read(tx: Tx) -> tuple[Snapshot, bool]:
-            return await _postgres_turns.read_snapshot(tx, session_id), False
+        check_session_id(session_id)
 
-        return await self._write(read, pipeline=True)
+        async def read(tx: Tx) -> Snapshot:
+            # One REPEATABLE READ transaction, its reads pipelined: one view, ~one round trip.
+            async with tx.conn.pipeline(), tx.conn.transaction():
+                return await _postgres_turns.read_snapshot(tx, session_id)
+
+        return await self._read(read, "read_snapshot")
 
     async def write_turn(self, session_id: str, write: TurnWrite) -> TurnWriteResult:
         """Apply one turn boundary in one transaction (see :class:`~helix_stream.store.TurnWrite`).
@@ -305,27 +333,37 @@ class PostgresStore(PostgresDatabase):
         It starts with the session row's lock, like every append: a compare-and-set on the
         status there is decided against the newest committed row, across processes.
         """
+        check_session_id(session_id)
         return await self._write(
-            lambda tx: _postgres_turns.write_turn(tx, session_id, write), pipeline=True
+            lambda tx: _postgres_turns.write_turn(tx, session_id, write),
+            "write_turn",
+            pipeline=True,
         )
 
     async def checkpoints(self, session_id: str) -> list[Checkpoint]:
         """The session's checkpoints, oldest first."""
+        check_session_id(session_id)
 
         async def read(tx: Tx) -> list[Checkpoint]:
             rows = await tx.all_of_session(_SQL_CHECKPOINTS, session_id, (session_id,))
             return checkpoints_from_rows(session_id, rows)
 
-        return await self._read(read)
+        return await self._read(read, "checkpoints")
 
     async def rewind(self, session_id: str, to_seq: int) -> RewindResult:
         """Truncate the log after ``to_seq`` and fix checkpoints and queue (see ``Store``)."""
-        return await self._write(lambda tx: _postgres_history.rewind(tx, session_id, to_seq))
+        check_session_id(session_id)
+        return await self._write(
+            lambda tx: _postgres_history.rewind(tx, session_id, to_seq), "rewind"
+        )
 
     async def branch(
         self, source_id: str, new_id: str, *, upto_seq: int, agent_name: str | None = None
     ) -> SessionRecord:
         """Make ``new_id`` from ``source_id``'s log and checkpoints up to ``upto_seq``."""
+        check_session_id(source_id)
+        check_session_id(new_id)
         return await self._write(
-            lambda tx: _postgres_history.branch(tx, source_id, new_id, upto_seq, agent_name)
+            lambda tx: _postgres_history.branch(tx, source_id, new_id, upto_seq, agent_name),
+            "branch",
         )

@@ -9,28 +9,37 @@ statements alone and a write is an explicit ``BEGIN … COMMIT`` (:meth:`Postgre
 Isolation is READ COMMITTED, with the session row as the lock: a method that appends to a
 session's log (or rewinds it, or merges its meta) starts with ``SELECT … FOR NO KEY UPDATE`` on
 that row, so writers of one session queue behind each other across processes, and each later
-statement sees everything the previous holder committed. ``enqueue_context`` takes no lock: the
+statement sees everything the previous holder committed. ``enqueue_context`` takes no row
+lock (only an advisory lock shared with the session's other enqueues, for the queue cap): the
 ``context_keys`` primary key decides a request-key race, and an entry committed during a
 context pass simply waits for the next one.
+
+**Lost connections** (a server restart, a terminated backend, a failover): every call runs
+through ``_postgres_retry.with_retry``, which runs it once more on a fresh connection when its
+connection turned out dead; a write only when its first try cannot have committed. Every write
+transaction reads its own transaction id first (``txid_current()``, in the same round trip as
+``BEGIN``), so a ``COMMIT`` whose reply was lost can be settled.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from helix_stream.errors import FrameworkNotSupportedError
+from helix_stream._limits import MAX_QUEUED_ITEMS
+from helix_stream.errors import FrameworkNotSupportedError, StoreUnavailableError
+from helix_stream.store._postgres_retry import SQL_XID, Attempt, with_retry
 from helix_stream.store._postgres_schema import migrate
 from helix_stream.store._protocol import JSON, LogRecord, SessionRecord
-from helix_stream.store._shared import decode, encode, session_not_found
+from helix_stream.store._shared import check_queue_cap, decode, encode, session_not_found
 
 if TYPE_CHECKING:
-    from psycopg import AsyncConnection, AsyncCursor
+    from psycopg import AsyncConnection, AsyncCursor, AsyncPipeline
     from psycopg.rows import TupleRow
     from psycopg_pool import AsyncConnectionPool
 
@@ -66,6 +75,17 @@ _SQL_APPEND = """WITH appended AS (
     WHERE q.id = d.id AND q.session_id = %(sid)s AND q.delivered_seq IS NULL
 )
 UPDATE {s}.sessions SET last_seq = %(last)s WHERE id = %(sid)s"""
+# BEGIN and the transaction's id in one simple query (SQL_XID: see _postgres_retry).
+_SQL_BEGIN_XID = f"BEGIN; {SQL_XID}"
+
+
+async def _rollback_quietly(conn: AsyncConnection[TupleRow]) -> None:
+    """End a failed transaction; if even that fails (a lost connection, a cancellation), the
+    pool rolls back or drops the connection when it comes back."""
+    if conn.closed:
+        return
+    with contextlib.suppress(Exception):  # the error that brought us here is the one to raise
+        await conn.execute("ROLLBACK")
 
 
 def load_psycopg() -> tuple[ModuleType, ModuleType]:
@@ -101,15 +121,19 @@ class Tx:
 
     conn: AsyncConnection[TupleRow]
     schema: str  # the quoted identifier
+    pipeline: AsyncPipeline | None = None  # set in a pipelined write transaction
 
     async def send(self, sql: str, params: Params = ()) -> AsyncCursor[TupleRow]:
-        """Send one statement; in pipeline mode, without waiting for its result."""
+        """Send one statement; in pipeline mode, without waiting for its result: it goes out
+        with the next statement whose result is read."""
         return await self.conn.execute(sql.replace("{s}", self.schema), params)
 
     async def execute(self, sql: str, params: Params = ()) -> int:
-        """Run one statement; return its row count (use ``send`` in a pipelined transaction,
-        where the count is not known yet)."""
+        """Run one statement; return its row count (use ``send`` when the count is not needed:
+        reading it costs a round trip in pipeline mode)."""
         cur = await self.conn.execute(sql.replace("{s}", self.schema), params)
+        if self.pipeline is not None:
+            await self.pipeline.sync()  # the count is known once the result is in
         return cur.rowcount
 
     async def all(self, sql: str, params: Params = ()) -> list[Row]:
@@ -187,6 +211,8 @@ class PostgresDatabase:
 
     Attributes:
         schema: The schema the tables live in.
+        application_name: What the store's connections show in ``pg_stat_activity``.
+        max_queued_items: The most undelivered context items a session's queue holds.
         write_transactions: Count of write transactions this object committed.
     """
 
@@ -198,25 +224,30 @@ class PostgresDatabase:
         min_size: int = 1,
         max_size: int = 10,
         timeout: float = 30.0,
+        application_name: str | None = None,
+        max_queued_items: int = MAX_QUEUED_ITEMS,
     ) -> None:
         if not isinstance(schema, str) or not _SCHEMA_NAME.fullmatch(schema):
             raise ValueError(
                 f"schema must be a plain identifier (letters, digits, _; at most 63), "
                 f"not {schema!r}"
             )
-        self._psycopg, pool_module = load_psycopg()
+        self._psycopg, self._pool_module = load_psycopg()
         self.schema = schema
+        self.max_queued_items = check_queue_cap(max_queued_items)
         self.write_transactions = 0
         self._dsn = dsn
         self._ident = self._psycopg.sql.Identifier(schema).as_string(None)
+        self._connect_kwargs: dict[str, Any] = {"autocommit": True}
+        self.application_name = self._application_name(dsn, application_name)
         self._pool: AsyncConnectionPool[AsyncConnection[TupleRow]] = (
-            pool_module.AsyncConnectionPool(
+            self._pool_module.AsyncConnectionPool(
                 dsn,
                 min_size=min_size,
                 max_size=max_size,
                 timeout=timeout,
                 open=False,
-                kwargs={"autocommit": True},
+                kwargs=self._connect_kwargs,
                 configure=self._configure,
                 name=f"helix-{schema}",
             )
@@ -227,6 +258,18 @@ class PostgresDatabase:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(schema={self.schema!r})"
+
+    def _application_name(self, dsn: str, given: str | None) -> str:
+        """The name the connections report: ``given``, else the DSN's, else
+        ``helix_stream:<schema>`` (so an operator, or a test, can tell them apart)."""
+        if given is None:
+            from_dsn = self._psycopg.conninfo.conninfo_to_dict(dsn).get("application_name")
+            if from_dsn:
+                return str(from_dsn)
+            # The server keeps 63 bytes of it; the schema name is ASCII.
+            given = f"helix_stream:{self.schema}"[:63]
+        self._connect_kwargs["application_name"] = given
+        return given
 
     async def _configure(self, conn: AsyncConnection[TupleRow]) -> None:
         # json columns come back as their text, decoded by the same ``decode`` as every store.
@@ -241,7 +284,7 @@ class PostgresDatabase:
             FrameworkNotSupportedError: the schema is newer than this release.
         """
         self._check_open()
-        conn = await self._psycopg.AsyncConnection.connect(self._dsn, autocommit=True)
+        conn = await self._psycopg.AsyncConnection.connect(self._dsn, **self._connect_kwargs)
         async with conn:
             return await migrate(conn, self._ident, self.schema)
 
@@ -255,37 +298,110 @@ class PostgresDatabase:
             return
         async with self._open_lock:
             if not self._opened:
-                await self.migrate()  # on a connection of its own: its errors say what failed
+                try:
+                    # On a connection of its own: its errors say what failed.
+                    await self.migrate()
+                except self._psycopg.OperationalError as exc:
+                    raise StoreUnavailableError(
+                        f"PostgreSQL could not be reached to open the store (schema "
+                        f"{self.schema!r}): {type(exc).__name__}; nothing was written. Check "
+                        "that the server is up and the DSN is right, then try again."
+                    ) from exc
                 await self._pool.open()
                 self._opened = True
 
-    async def _read(self, fn: Callable[[Tx], Awaitable[_T]]) -> _T:
-        """Run ``fn`` outside a transaction (each statement sees what is committed)."""
+    async def _read(self, fn: Callable[[Tx], Awaitable[_T]], what: str = "a read") -> _T:
+        """Run ``fn`` outside a transaction (each statement sees what is committed); after a
+        lost connection, once more on a fresh one (``_postgres_retry``)."""
         await self._ensure_open()
-        async with self._pool.connection() as conn:
-            return await fn(Tx(conn, self._ident))
+
+        async def once(attempt: Attempt) -> _T:
+            async with self._pool.connection() as conn:
+                attempt.conn = conn
+                return await fn(Tx(conn, self._ident))
+
+        return await self._retrying(once, what)
 
     async def _write(
-        self, fn: Callable[[Tx], Awaitable[tuple[_T, bool]]], *, pipeline: bool = False
+        self,
+        fn: Callable[[Tx], Awaitable[tuple[_T, bool]]],
+        what: str,
+        *,
+        pipeline: bool = False,
     ) -> _T:
         """Run ``fn`` in one transaction; it returns ``(result, wrote_anything)``.
 
         Nothing to keep rolls back rather than commits, so the counter sees only real writes;
-        an error rolls everything back. With ``pipeline``, statements go out without waiting
-        for the previous one's result until ``fn`` reads one (``BEGIN`` and ``COMMIT``
-        included), which saves round trips on the hot path.
+        an error rolls everything back. The transaction learns its id first, in the same round
+        trip as ``BEGIN``, so that a lost ``COMMIT`` can be settled; after a lost connection
+        the write runs once more only if its first try cannot have committed
+        (``_postgres_retry``). With ``pipeline``, statements go out without waiting for the
+        previous one's result until ``fn`` reads one (``BEGIN`` and ``COMMIT`` included): fewer
+        round trips, for some CPU in psycopg, which pays on the context pass's hot path.
         """
         await self._ensure_open()
-        async with self._pool.connection() as conn, AsyncExitStack() as stack:
-            if pipeline:
-                await stack.enter_async_context(conn.pipeline())
-            async with conn.transaction():
-                result, changed = await fn(Tx(conn, self._ident))
-                if not changed:
-                    raise self._psycopg.Rollback()
-        if changed:
+        run = self._pipelined if pipeline else self._transaction
+
+        async def once(attempt: Attempt) -> _T:
+            async with self._pool.connection() as conn:
+                attempt.conn, attempt.pid = conn, conn.info.backend_pid
+                result, changed = await run(conn, fn, attempt)
+            if changed:
+                self.write_transactions += 1
+            return result
+
+        return await self._retrying(once, what)
+
+    async def _transaction(
+        self,
+        conn: AsyncConnection[TupleRow],
+        fn: Callable[[Tx], Awaitable[tuple[_T, bool]]],
+        attempt: Attempt,
+    ) -> tuple[_T, bool]:
+        cur = await conn.execute(_SQL_BEGIN_XID)  # one simple query, one round trip
+        cur.nextset()
+        row = await cur.fetchone()
+        assert row is not None
+        try:
+            result, changed = await fn(Tx(conn, self._ident))
+            if changed:
+                attempt.xid, attempt.result, attempt.committing = int(row[0]), result, True
+                await conn.execute("COMMIT")
+            else:
+                await conn.execute("ROLLBACK")
+        except BaseException:
+            if not attempt.committing:
+                await _rollback_quietly(conn)
+            raise
+        return result, changed
+
+    async def _pipelined(
+        self,
+        conn: AsyncConnection[TupleRow],
+        fn: Callable[[Tx], Awaitable[tuple[_T, bool]]],
+        attempt: Attempt,
+    ) -> tuple[_T, bool]:
+        async with conn.pipeline() as pipeline, conn.transaction():
+            xid = await conn.execute(SQL_XID)
+            result, changed = await fn(Tx(conn, self._ident, pipeline))
+            if not changed:
+                raise self._psycopg.Rollback()
+            row = await xid.fetchone()  # already in: fn has read a result sent after it
+            assert row is not None
+            attempt.xid, attempt.result, attempt.committing = int(row[0]), result, True
+        return result, changed
+
+    async def _retrying(self, once: Callable[[Attempt], Awaitable[_T]], what: str) -> _T:
+        def resolved() -> None:
             self.write_transactions += 1
-        return result
+
+        return await with_retry(
+            self._pool,
+            once,
+            pool_timeout=self._pool_module.PoolTimeout,
+            on_resolved=resolved,
+            what=what,
+        )
 
     async def close(self) -> None:
         """Close the pool's connections. Safe to call twice; later calls raise RuntimeError."""

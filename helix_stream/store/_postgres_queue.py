@@ -6,7 +6,10 @@
 - a request key is claimed by inserting its ``context_keys`` row, whose primary key lets one
   claim win; the loser's ``ON CONFLICT`` waits for the winner's transaction, then skips, and
   the loser judges the winner's items (same → 0, other → conflict);
-- an enqueue takes no session lock, so ``POST /context`` never waits for a context pass;
+- an enqueue takes no session lock, so ``POST /context`` never waits for a context pass.
+  Enqueues of one session take a transaction-level advisory lock of their own instead, so
+  that the count of queued items they check against ``max_queued_items`` cannot be passed by
+  two of them at once (a pass running meanwhile only makes the count high, never low);
 - a pass locks the session row first and only then reads the queue, so it sees every entry
   committed before it and no other pass can take the same ones. An entry committed during
   the pass is the next pass's: none is lost, none delivered twice.
@@ -14,6 +17,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 from typing import Any, Literal
 
@@ -22,6 +26,8 @@ from helix_stream.store._protocol import QueueEntry
 from helix_stream.store._shared import (
     key_conflict,
     queue_entries_from_rows,
+    queue_full,
+    session_not_found,
 )
 
 __all__ = ["SQL_DELIVERED", "SQL_PENDING", "enqueue", "queue_entries"]
@@ -58,11 +64,26 @@ _SQL_ENQUEUE = (
     " VALUES (%(sid)s, %(items)s::json, %(source)s, %(key)s, %(origin)s::json, %(now)s)"
 )
 _SQL_KEY = "SELECT items_sha256 FROM {s}.context_keys WHERE session_id = %s AND key = %s"
+# The lock is taken first, so the count's snapshot (a later statement) sees every entry that an
+# earlier holder committed.
+_SQL_ENQUEUE_LOCK = "SELECT pg_advisory_xact_lock(%s)"
+# Whether the session exists, and how many items its queue holds, in one round trip.
+_SQL_QUEUED_ITEMS = (
+    "SELECT EXISTS (SELECT 1 FROM {s}.sessions WHERE id = %(sid)s),"
+    " COALESCE(SUM(json_array_length(items)), 0) FROM {s}.context_queue"
+    " WHERE session_id = %(sid)s AND delivered_seq IS NULL"
+)
 
 
 def queue_entries(rows: list[Row]) -> list[QueueEntry]:
     """The entries of ``SQL_PENDING`` / ``SQL_DELIVERED`` rows."""
     return queue_entries_from_rows(rows)
+
+
+def _lock_key(schema: str, session_id: str) -> int:
+    """A signed 64-bit advisory-lock key for enqueueing to one session of one schema."""
+    digest = hashlib.sha256(f"helix_stream.enqueue:{schema}:{session_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
 
 
 async def enqueue(
@@ -71,20 +92,45 @@ async def enqueue(
     count: int,
     params: dict[str, Any],
     on_key_conflict: Literal["raise", "ignore"],
+    cap: int,
 ) -> tuple[int, bool]:
-    """Queue one entry of ``count`` items (see ``Store.enqueue_context``).
+    """Queue one entry of ``count`` items (see ``Store.enqueue_context``), unless the session's
+    queue would then hold more than ``cap`` undelivered items.
 
     ``params`` holds the encoded ``items`` and ``origin``, ``source``, ``key`` and its
     ``digest``.
     """
     key: str | None = params["key"]
-    await tx.require_session(session_id)
+    await tx.send(_SQL_ENQUEUE_LOCK, (_lock_key(tx.schema, session_id),))
+    row = await tx.one(_SQL_QUEUED_ITEMS, {"sid": session_id})  # the lock is granted by now
+    assert row is not None
+    exists, queued = row[0], int(row[1])
+    if not exists:
+        raise session_not_found(session_id)
     if count:
-        sql = _SQL_ENQUEUE if key is None else _SQL_ENQUEUE_KEYED
-        if await tx.execute(sql, {**params, "sid": session_id, "now": time.time()}):
+        if queued + count > cap:
+            if key is not None and await tx.one(_SQL_KEY, (session_id, key)) is not None:
+                return await _judge_key(tx, session_id, key, params, on_key_conflict)
+            raise queue_full(session_id, queued, count, cap)
+        values = {**params, "sid": session_id, "now": time.time()}
+        if key is None:
+            # Always one row: no need to wait for its count (it goes out with COMMIT).
+            await tx.send(_SQL_ENQUEUE, values)
+            return count, True
+        if await tx.execute(_SQL_ENQUEUE_KEYED, values):
             return count, True
     if key is None:
         return 0, False
+    return await _judge_key(tx, session_id, key, params, on_key_conflict)
+
+
+async def _judge_key(
+    tx: Tx,
+    session_id: str,
+    key: str,
+    params: dict[str, Any],
+    on_key_conflict: Literal["raise", "ignore"],
+) -> tuple[int, bool]:
     # The key was claimed before (maybe by another process a moment ago, whose transaction
     # ON CONFLICT waited for): judge the items it was claimed with.
     row = await tx.one(_SQL_KEY, (session_id, key))

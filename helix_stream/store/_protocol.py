@@ -136,6 +136,12 @@ class Store(Protocol):
     prove "one transaction per context pass"). Methods that take a
     ``session_id`` raise :class:`~helix_stream.errors.SessionNotFoundError` when there is no
     such session (and write nothing), except :meth:`create_session`.
+
+    Every method refuses a session id (or request key) that breaks the rules of
+    ``helix_stream._limits`` — 1 to 512 characters (keys 256), no control character, no lone
+    surrogate — with :class:`~helix_stream.errors.InvalidRequestError`, writing nothing; and
+    every write refuses a payload string with a lone surrogate with ``ValueError``. Stores take
+    ``max_queued_items`` (default 1,000): see :meth:`enqueue_context`.
     """
 
     write_transactions: int
@@ -193,6 +199,10 @@ class Store(Protocol):
         nothing is written and 0 is returned; with a key seen before and other items,
         ``on_key_conflict="raise"`` raises ContextKeyConflictError and ``"ignore"`` returns 0
         (first wins) — nothing written either way. Concurrent calls with one key record once.
+        A call that would leave more than the store's ``max_queued_items`` undelivered items in
+        the session's queue raises ContextValidationError and queues nothing (after the key
+        is judged: a retry of a recorded request still returns 0); concurrent calls never
+        pass the limit together.
         """
         ...
 

@@ -15,13 +15,20 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, get_args
 
-from helix_stream.errors import ContextKeyConflictError, SessionNotFoundError, StateError
+from helix_stream._limits import show, text_problem
+from helix_stream.errors import (
+    ContextKeyConflictError,
+    ContextValidationError,
+    SessionNotFoundError,
+    StateError,
+)
 from helix_stream.store._protocol import JSON, Checkpoint, QueueEntry, SessionStatus
 
 __all__ = [
     "check_conflict_mode",
     "check_cut",
     "check_expect",
+    "check_queue_cap",
     "check_seq",
     "check_status",
     "checkpoint_id",
@@ -36,6 +43,7 @@ __all__ = [
     "message_role",
     "plan_rewind",
     "queue_entries_from_rows",
+    "queue_full",
     "session_exists",
     "session_not_found",
     "tool_call_ids",
@@ -51,9 +59,15 @@ def encode(value: object) -> str:
     """Compact JSON text of a payload; raises TypeError/ValueError if it is not strict JSON.
 
     ``allow_nan=False`` because NaN/Infinity are not JSON: a provider or Postgres ``jsonb``
-    would refuse them later, far from the write that let them in.
+    would refuse them later, far from the write that let them in. A lone surrogate is refused
+    for the same reason: it has no UTF-8 form, so SQLite and PostgreSQL could not store it and
+    MemoryStore would keep what the others refuse. (NUL is fine: JSON escapes it.)
     """
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    problem = text_problem(text)
+    if problem is not None:
+        raise ValueError(f"a payload string {problem}; it cannot be stored as UTF-8")
+    return text
 
 
 def decode(text: str) -> Any:
@@ -199,6 +213,13 @@ def check_expect(expect: Sequence[str] | None) -> tuple[str, ...] | None:
     return tuple(expect)
 
 
+def check_queue_cap(value: int) -> int:
+    """``max_queued_items`` of a store: a positive int."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"max_queued_items must be a positive int, not {value!r}")
+    return value
+
+
 def check_conflict_mode(mode: str) -> None:
     if mode not in ("raise", "ignore"):
         raise ValueError(f"on_key_conflict must be 'raise' or 'ignore', not {mode!r}")
@@ -218,22 +239,31 @@ def check_seq(session_id: str, name: str, seq: int, last: int) -> None:
 
 def session_not_found(session_id: str) -> SessionNotFoundError:
     return SessionNotFoundError(
-        f"No session {session_id!r}; nothing was written. Create it first "
+        f"No session {show(session_id)}; nothing was written. Create it first "
         "(create_session, or executor.run) or check the id."
     )
 
 
 def session_exists(session_id: str) -> StateError:
     return StateError(
-        f"Session {session_id!r} already exists; nothing was written. Branch into a new session id."
+        f"Session {show(session_id)} already exists; nothing was written. Branch into a new "
+        "session id."
     )
 
 
 def key_conflict(session_id: str, key: str) -> ContextKeyConflictError:
     return ContextKeyConflictError(
-        f"Context key {key!r} was already used in session {session_id!r} with other items; "
-        "nothing was written. Retry with exactly the same items, or use a new key for a "
-        "new request."
+        f"Context key {show(key)} was already used in session {show(session_id)} with other "
+        "items; nothing was written. Retry with exactly the same items, or use a new key for "
+        "a new request."
+    )
+
+
+def queue_full(session_id: str, queued: int, adding: int, cap: int) -> ContextValidationError:
+    return ContextValidationError(
+        f"Session {show(session_id)} already has {queued} context items waiting for its next "
+        f"model call; {adding} more would pass the limit of {cap} queued items. Nothing was "
+        "queued. Wait for the session's next model call to deliver them, or add fewer."
     )
 
 

@@ -11,6 +11,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from helix_stream._limits import check_key, check_session_id
 from helix_stream.store import _sqlite_history, _sqlite_turns
 from helix_stream.store._protocol import (
     JSON,
@@ -35,6 +36,7 @@ from helix_stream.store._shared import (
     merge_meta,
     message_role,
     queue_entries_from_rows,
+    queue_full,
     session_not_found,
 )
 from helix_stream.store._sqlite_db import (
@@ -44,6 +46,7 @@ from helix_stream.store._sqlite_db import (
     SQL_SESSION,
     SQLiteDatabase,
     last_seq,
+    pending_items,
     read_session,
     require_session,
     session_record,
@@ -73,6 +76,8 @@ class SQLiteStore(SQLiteDatabase):
     Args:
         path: The database file (created on first use), or ``":memory:"``.
         busy_timeout: Seconds a write waits for another connection's write lock.
+        max_queued_items: The most undelivered context items a session's queue may hold; an
+            ``enqueue_context`` that would pass it is refused whole.
 
     Attributes:
         write_transactions: Count of write transactions this object committed. Calls that
@@ -90,6 +95,7 @@ class SQLiteStore(SQLiteDatabase):
         meta: Mapping[str, Any] | None = None,
     ) -> SessionRecord:
         """Create the session if it does not exist; return it either way (never overwrites)."""
+        check_session_id(session_id)
         meta_text = encode(dict(meta or {}))
 
         def tx(conn: sqlite3.Connection) -> tuple[SessionRecord, bool]:
@@ -104,6 +110,7 @@ class SQLiteStore(SQLiteDatabase):
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         """The session, or ``None``."""
+        check_session_id(session_id)
 
         def read(conn: sqlite3.Connection) -> SessionRecord | None:
             row = conn.execute(SQL_SESSION, (session_id,)).fetchone()
@@ -119,6 +126,7 @@ class SQLiteStore(SQLiteDatabase):
         expect: Sequence[SessionStatus] | None = None,
     ) -> bool:
         """Set the status; with ``expect``, only if the current one is among them."""
+        check_session_id(session_id)
         check_status(status)
         expected = check_expect(expect)
 
@@ -138,6 +146,7 @@ class SQLiteStore(SQLiteDatabase):
 
     async def update_session_meta(self, session_id: str, patch: Mapping[str, Any]) -> SessionRecord:
         """Merge ``patch`` into ``meta`` (``None`` removes a key); return the new record."""
+        check_session_id(session_id)
         patch = dict(patch)
 
         def tx(conn: sqlite3.Connection) -> tuple[SessionRecord, bool]:
@@ -161,6 +170,7 @@ class SQLiteStore(SQLiteDatabase):
         checkpoint: Checkpoint | None = None,
     ) -> list[LogRecord]:
         """Append messages and, optionally, a checkpoint at the last seq, in one transaction."""
+        check_session_id(session_id)
         messages = list(messages)
 
         def tx(conn: sqlite3.Connection) -> tuple[list[LogRecord], bool]:
@@ -195,6 +205,7 @@ class SQLiteStore(SQLiteDatabase):
 
     async def read_log(self, session_id: str, *, after_seq: int = 0) -> list[LogRecord]:
         """Log records with ``seq > after_seq``, in order."""
+        check_session_id(session_id)
 
         def read(conn: sqlite3.Connection) -> list[LogRecord]:
             require_session(conn, session_id)
@@ -207,6 +218,7 @@ class SQLiteStore(SQLiteDatabase):
 
     async def last_seq(self, session_id: str) -> int:
         """The seq of the last log record; 0 when the log is empty."""
+        check_session_id(session_id)
 
         def read(conn: sqlite3.Connection) -> int:
             require_session(conn, session_id)
@@ -229,6 +241,8 @@ class SQLiteStore(SQLiteDatabase):
         Items with no key are always recorded. An empty ``items`` records nothing and
         returns 0 (it leaves no key behind either, since there was no request to remember).
         """
+        check_session_id(session_id)
+        check_key(key)
         check_conflict_mode(on_key_conflict)
         items, origin = list(items), dict(origin)
 
@@ -246,6 +260,9 @@ class SQLiteStore(SQLiteDatabase):
                     raise key_conflict(session_id, key)
             if not items:
                 return 0, False
+            queued = pending_items(conn, session_id)
+            if queued + len(items) > self.max_queued_items:
+                raise queue_full(session_id, queued, len(items), self.max_queued_items)
             queue_id = conn.execute(
                 "INSERT INTO context_queue (session_id, items, source, key, origin, created_at)"
                 " VALUES (?,?,?,?,?,?)",
@@ -261,10 +278,12 @@ class SQLiteStore(SQLiteDatabase):
 
     async def pending_context(self, session_id: str) -> list[QueueEntry]:
         """The queue entries not yet delivered, in id order."""
+        check_session_id(session_id)
         return await self._queue(session_id, SQL_PENDING)
 
     async def delivered_context(self, session_id: str) -> list[QueueEntry]:
         """The queue entries already delivered, in id order."""
+        check_session_id(session_id)
         return await self._queue(session_id, SQL_DELIVERED)
 
     async def _queue(self, session_id: str, sql: str) -> list[QueueEntry]:
@@ -278,19 +297,23 @@ class SQLiteStore(SQLiteDatabase):
         self, session_id: str, extra_rows: Sequence[JSON] = ()
     ) -> list[LogRecord]:
         """Turn every queued entry, then ``extra_rows``, into context rows in one transaction."""
+        check_session_id(session_id)
         write = TurnWrite(deliver_queue=True, rows=list(extra_rows))
         return (await self.write_turn(session_id, write)).records
 
     async def read_snapshot(self, session_id: str) -> Snapshot:
         """The session, its log, its last checkpoint and its queue, in one read."""
+        check_session_id(session_id)
         return await self._run(lambda conn: _sqlite_turns.read_snapshot(conn, session_id))
 
     async def write_turn(self, session_id: str, write: TurnWrite) -> TurnWriteResult:
         """Apply one turn boundary in one transaction (see ``TurnWrite``)."""
+        check_session_id(session_id)
         return await self._write(lambda conn: _sqlite_turns.write_turn(conn, session_id, write))
 
     async def checkpoints(self, session_id: str) -> list[Checkpoint]:
         """The session's checkpoints, oldest first."""
+        check_session_id(session_id)
 
         def read(conn: sqlite3.Connection) -> list[Checkpoint]:
             require_session(conn, session_id)
@@ -305,12 +328,15 @@ class SQLiteStore(SQLiteDatabase):
 
     async def rewind(self, session_id: str, to_seq: int) -> RewindResult:
         """Truncate the log after ``to_seq`` and fix checkpoints and queue (see ``Store``)."""
+        check_session_id(session_id)
         return await self._write(lambda conn: _sqlite_history.rewind(conn, session_id, to_seq))
 
     async def branch(
         self, source_id: str, new_id: str, *, upto_seq: int, agent_name: str | None = None
     ) -> SessionRecord:
         """Make ``new_id`` from ``source_id``'s log and checkpoints up to ``upto_seq``."""
+        check_session_id(source_id)
+        check_session_id(new_id)
         return await self._write(
             lambda conn: _sqlite_history.branch(conn, source_id, new_id, upto_seq, agent_name)
         )

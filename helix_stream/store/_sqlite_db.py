@@ -22,9 +22,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from helix_stream._limits import MAX_QUEUED_ITEMS
 from helix_stream.errors import FrameworkNotSupportedError
 from helix_stream.store._protocol import SessionRecord
-from helix_stream.store._shared import decode, session_not_found
+from helix_stream.store._shared import check_queue_cap, decode, session_not_found
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -35,6 +36,7 @@ __all__ = [
     "SQL_SESSION",
     "SQLiteDatabase",
     "last_seq",
+    "pending_items",
     "read_session",
     "require_session",
     "session_record",
@@ -127,6 +129,16 @@ def last_seq(conn: sqlite3.Connection, session_id: str) -> int:
     return int(conn.execute(SQL_LAST_SEQ, (session_id,)).fetchone()[0])
 
 
+def pending_items(conn: sqlite3.Connection, session_id: str) -> int:
+    """How many items the session's undelivered queue entries hold."""
+    row = conn.execute(
+        "SELECT COALESCE(SUM(json_array_length(items)), 0) FROM context_queue"
+        " WHERE session_id = ? AND delivered_seq IS NULL",
+        (session_id,),
+    ).fetchone()
+    return int(row[0])
+
+
 class SQLiteDatabase:
     """One SQLite file reached from one worker thread; the base of ``SQLiteStore``.
 
@@ -136,9 +148,16 @@ class SQLiteDatabase:
         write_transactions: Count of write transactions this object committed.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout: float = 10.0,
+        max_queued_items: int = MAX_QUEUED_ITEMS,
+    ) -> None:
         self.path = os.fspath(path)
         self.busy_timeout = busy_timeout
+        self.max_queued_items = check_queue_cap(max_queued_items)
         self.write_transactions = 0
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="helix-sqlite")
         self._conn: sqlite3.Connection | None = None

@@ -10,9 +10,12 @@ so too: never silently.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import os
+import time
 import uuid
+from typing import Any
 
 import pytest
 
@@ -52,9 +55,47 @@ def new_schema() -> str:
     return name
 
 
-def make_store(schema: str | None = None, **kwargs: int) -> PostgresStore:
+def make_store(schema: str | None = None, **kwargs: Any) -> PostgresStore:
     """A PostgresStore on a fresh schema (or on ``schema``); skips if there is no server."""
     return PostgresStore(DSN, schema=schema or new_schema(), **kwargs)
+
+
+async def terminate(application_name: str) -> int:
+    """End every backend with this application_name (only the store's); return how many."""
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(DSN, autocommit=True) as conn:
+        cur = await conn.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE application_name = %s AND pid <> pg_backend_pid()",
+            (application_name,),
+        )
+        row = await cur.fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+async def backends(application_name: str) -> int:
+    """How many backends have this application_name."""
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(DSN, autocommit=True) as conn:
+        cur = await conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+            (application_name,),
+        )
+        row = await cur.fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+async def fill_pool(store: PostgresStore, size: int, session_id: str = "s-1") -> None:
+    """Make the pool hold ``size`` open connections (several die at once in a restart)."""
+    await store.get_session(session_id)
+    deadline = time.monotonic() + 10
+    while await backends(store.application_name) < size:
+        assert time.monotonic() < deadline, "the pool did not open its connections"
+        await asyncio.sleep(0.05)
 
 
 def drop_schemas() -> None:

@@ -22,11 +22,18 @@ from typing import Any
 import pytest
 
 import helix_stream.store as store_pkg
-from helix_stream.errors import ContextKeyConflictError, SessionNotFoundError, StateError
+from helix_stream.errors import (
+    ContextKeyConflictError,
+    ContextValidationError,
+    InvalidRequestError,
+    SessionNotFoundError,
+    StateError,
+)
 from helix_stream.store import (
     Checkpoint,
     LogRecord,
     MemoryStore,
+    PostgresStore,
     QueueEntry,
     RewindResult,
     SessionRecord,
@@ -42,18 +49,28 @@ from helix_stream.store._sqlite_history import (
 )
 from tests.store import _pg
 
-# One factory per implementation; a new store joins the whole suite by adding a line here.
-STORES: dict[str, Callable[[Path], Store]] = {
-    "memory": lambda _tmp_path: MemoryStore(),
-    "sqlite": lambda tmp_path: SQLiteStore(tmp_path / "contract.db"),
+# One factory per implementation (keyword arguments go to the store's constructor); a new
+# store joins the whole suite by adding a line here.
+STORES: dict[str, Callable[..., Store]] = {
+    "memory": lambda _tmp_path, **kw: MemoryStore(**kw),
+    "sqlite": lambda tmp_path, **kw: SQLiteStore(tmp_path / "contract.db", **kw),
     # A fresh schema per test (dropped after it); skipped, with the reason, with no server.
-    "postgres": lambda _tmp_path: _pg.make_store(),
+    "postgres": lambda _tmp_path, **kw: _pg.make_store(**kw),
 }
+QUEUE_CAP = 10
 
 
 @pytest.fixture(params=list(STORES))
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
     made = STORES[request.param](tmp_path)
+    yield made
+    await made.close()
+
+
+@pytest.fixture(params=list(STORES))
+async def capped(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    """A store whose sessions queue at most QUEUE_CAP undelivered items."""
+    made = STORES[request.param](tmp_path, max_queued_items=QUEUE_CAP)
     yield made
     await made.close()
 
@@ -1183,6 +1200,177 @@ async def test_branch_from_an_unknown_session_is_refused_and_writes_nothing(
     with pytest.raises(SessionNotFoundError, match="'ghost'"):
         await store.branch("ghost", NEW, upto_seq=0)
     assert await snapshot(store, "ghost", NEW) == before
+
+
+# -- what a store accepts: ids, keys, payload text ------------------------------------------
+
+BAD_IDS = {
+    "empty": "",
+    "nul": "a\x00b",
+    "newline": "a\nb",
+    "del": "a\x7fb",
+    "c1-control": "a\x85b",
+    "lone-surrogate": "a\ud800b",
+    "too-long": "x" * 513,
+}
+ID_CALLS: list[Any] = [
+    *UNKNOWN_SESSION_CALLS,
+    pytest.param(lambda s, sid: s.get_session(sid), id="get_session"),
+    pytest.param(lambda s, sid: s.create_session(sid, agent_name="agent"), id="create_session"),
+    pytest.param(lambda s, sid: s.branch(SID, sid, upto_seq=0), id="branch_new_id"),
+]
+
+
+@pytest.mark.parametrize("bad", list(BAD_IDS))
+@pytest.mark.parametrize("call", ID_CALLS)
+async def test_an_invalid_session_id_is_refused_as_invalid_and_nothing_is_written(
+    store: Store, call: Call, bad: str
+) -> None:
+    await session(store)
+    before = await snapshot(store, SID)
+    with pytest.raises(InvalidRequestError) as raised:
+        await call(store, BAD_IDS[bad])
+    assert raised.value.http_status == 400
+    assert len(raised.value.message) < 300  # never the whole of a long id
+    assert await snapshot(store, SID) == before
+
+
+@pytest.mark.parametrize(
+    "sid", ["parent/call_abc123", "a/b/c", "é 🙂 x", "y" * 512], ids=["slash", "nested", "unicode", "512"]
+)
+async def test_every_valid_id_round_trips(store: Store, sid: str) -> None:
+    await store.create_session(sid, agent_name="agent")
+    await store.append_messages(sid, [{"role": "user", "content": "hi"}])
+    record = await store.get_session(sid)
+    assert record is not None and record.id == sid
+    assert [r.payload["content"] for r in await store.read_log(sid)] == ["hi"]
+
+
+@pytest.mark.parametrize("key", ["", "k\x00", "k\n", "k" * 257], ids=["empty", "nul", "newline", "too-long"])
+async def test_an_invalid_request_key_is_refused_and_nothing_is_written(
+    store: Store, key: str
+) -> None:
+    await session(store)
+    before = await snapshot(store, SID)
+    with pytest.raises(InvalidRequestError, match="key"):
+        await store.enqueue_context(SID, [notice("x")], source="app", origin=APP, key=key)
+    assert await snapshot(store, SID) == before
+
+
+SURROGATE_WRITES: list[Any] = [
+    pytest.param(
+        lambda s: s.append_messages(SID, [{"role": "user", "content": "a\udc00"}]), id="message"
+    ),
+    pytest.param(
+        lambda s: s.append_messages(SID, [], checkpoint=checkpoint(state={"x": "\ud800"})),
+        id="checkpoint",
+    ),
+    pytest.param(
+        lambda s: s.enqueue_context(SID, [notice("\ud800")], source="app", origin=APP),
+        id="queue-item",
+    ),
+    pytest.param(lambda s: s.commit_context(SID, [notice("\ud800")]), id="extra-row"),
+    pytest.param(lambda s: s.update_session_meta(SID, {"x": "\ud800"}), id="meta"),
+    pytest.param(
+        lambda s: s.create_session("s-2", agent_name="a", meta={"\ud800": 1}), id="session-meta"
+    ),
+]
+
+
+@pytest.mark.parametrize("write", SURROGATE_WRITES)
+async def test_a_lone_surrogate_in_a_payload_is_refused_by_every_store_and_nothing_is_written(
+    store: Store, write: Callable[[Store], Awaitable[object]]
+) -> None:
+    await session(store)
+    await store.enqueue_context(SID, [notice("q")], source="app", origin=APP)
+    before = await snapshot(store, SID, "s-2")
+    with pytest.raises(ValueError, match="lone surrogate"):
+        await write(store)
+    assert await snapshot(store, SID, "s-2") == before
+
+
+async def test_nul_and_astral_text_in_payloads_round_trip(store: Store) -> None:
+    text = "a\x00b 🙂 \u2028"
+    await session(store)
+    await store.append_messages(SID, [{"role": "user", "content": text}])
+    await store.enqueue_context(SID, [notice(text)], source="app", origin=APP)
+    await store.commit_context(SID)
+    log = await store.read_log(SID)
+    assert [r.payload["content"] for r in log] == [text, text]
+
+
+# -- the queue cap -------------------------------------------------------------------------
+
+
+def items(n: int, prefix: str = "n") -> list[dict[str, Any]]:
+    return [notice(f"{prefix}{i}") for i in range(n)]
+
+
+async def queued(store: Store, sid: str = SID) -> int:
+    return sum(len(e.items) for e in await store.pending_context(sid))
+
+
+async def test_the_queue_cap_refuses_a_call_that_would_pass_it_whole(capped: Store) -> None:
+    await session(capped)
+    assert await capped.enqueue_context(SID, items(7), source="app", origin=APP) == 7
+    before = await snapshot(capped, SID)
+    with pytest.raises(ContextValidationError, match=r"already has 7 .* 4 more .* limit of 10") as raised:
+        await capped.enqueue_context(SID, items(4), source="app", origin=APP, key="k")
+    assert (raised.value.code, raised.value.http_status) == ("validation_error", 400)
+    assert await snapshot(capped, SID) == before
+    # Up to the cap is fine; the key of the refused call was not used up.
+    assert await capped.enqueue_context(SID, items(3), source="app", origin=APP, key="k") == 3
+    assert await queued(capped) == QUEUE_CAP
+
+
+async def test_a_context_pass_makes_room_and_the_cap_is_per_session(capped: Store) -> None:
+    await session(capped)
+    await session(capped, "s-2")
+    await capped.enqueue_context(SID, items(QUEUE_CAP), source="app", origin=APP)
+    assert await capped.enqueue_context("s-2", items(QUEUE_CAP), source="app", origin=APP) == 10
+    with pytest.raises(ContextValidationError):
+        await capped.enqueue_context(SID, items(1), source="app", origin=APP)
+    await capped.commit_context(SID)
+    assert await capped.enqueue_context(SID, items(QUEUE_CAP), source="app", origin=APP) == 10
+
+
+async def test_a_retried_key_is_judged_before_the_cap(capped: Store) -> None:
+    await session(capped)
+    await capped.enqueue_context(SID, items(QUEUE_CAP), source="app", origin=APP, key="k")
+    # The queue is full, yet a retry of the recorded request still answers 0, and other
+    # items under that key still conflict: the cap refuses only what would be queued.
+    assert await capped.enqueue_context(SID, items(QUEUE_CAP), source="app", origin=APP, key="k") == 0
+    with pytest.raises(ContextKeyConflictError):
+        await capped.enqueue_context(SID, items(1, "x"), source="app", origin=APP, key="k")
+
+
+async def test_the_queue_cap_holds_under_concurrent_enqueues(capped: Store) -> None:
+    await session(capped)
+
+    async def enqueue(index: int) -> int | str:
+        try:
+            return await capped.enqueue_context(
+                SID, items(3, f"c{index}-"), source="app", origin=APP
+            )
+        except ContextValidationError:
+            return "refused"
+
+    results = await asyncio.gather(*(enqueue(i) for i in range(12)))
+    assert results.count(3) == QUEUE_CAP // 3  # 3 calls of 3 fit under 10; the rest are refused
+    assert results.count("refused") == 12 - QUEUE_CAP // 3
+    assert await queued(capped) == 3 * (QUEUE_CAP // 3)
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 1.5])
+def test_max_queued_items_must_be_a_positive_int(tmp_path: Path, bad: Any) -> None:
+    makers = [
+        lambda: MemoryStore(max_queued_items=bad),
+        lambda: SQLiteStore(tmp_path / "x.db", max_queued_items=bad),
+        lambda: PostgresStore(_pg.DSN, max_queued_items=bad),  # connects on first use only
+    ]
+    for make in makers:
+        with pytest.raises(ValueError, match="max_queued_items"):
+            make()
 
 
 # -- lifecycle -----------------------------------------------------------------------------
