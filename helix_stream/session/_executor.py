@@ -13,6 +13,7 @@ from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from .._limits import check_json, check_key, check_session_id, show
 from ..chunks import Chunk, ErrorChunk
 from ..context import ContextItemLike, ContextRow, validate_items
 from ..errors import InvalidRequestError, SessionBusyError, SessionNotFoundError, StateError
@@ -133,10 +134,14 @@ class Executor:
 
         Raises:
             ToolContextError: a tool's context is missing or invalid (nothing was written).
-            InvalidRequestError: ``input`` has the wrong shape.
+            InvalidRequestError: ``input`` has the wrong shape or invalid text (a lone
+                surrogate), or ``session_id`` is not a valid id.
             TypeError: ``identify(auth)`` is not JSON-safe (nothing was written).
         """
+        check_session_id(session_id)
         message = _input_message(input)
+        if message is not None:
+            check_json(message)  # no lone surrogate, no absurd nesting: refused before writing
         _check_identity(self.identify(auth))
         config = _turn_config(
             agent,
@@ -258,6 +263,8 @@ class Executor:
             SessionNotFoundError: no such session.
             ContextKeyConflictError: ``key`` was used before with other items (nothing written).
         """
+        check_session_id(session_id)
+        check_key(key)
         clean = validate_items(items, default_source="app")
         return await self.store.enqueue_context(
             session_id,
@@ -417,7 +424,7 @@ class Executor:
         """
         record = await self.store.get_session(session_id)
         if record is None:
-            raise SessionNotFoundError(f"no session {session_id!r}")
+            raise SessionNotFoundError(f"no session {show(session_id)}")
         return replace(record, meta=app_meta(record.meta))
 
     async def log(self, session_id: str) -> list[LogRecord]:
@@ -450,7 +457,7 @@ class Executor:
         """
         snapshot = await self.store.read_snapshot(session_id)
         if snapshot.session is None:
-            raise SessionNotFoundError(f"no session {session_id!r}")
+            raise SessionNotFoundError(f"no session {show(session_id)}")
         return ui_messages(snapshot.log, client_version=client_version, on_error=on_error)
 
 
@@ -510,7 +517,7 @@ def _turn_config(
 
 def _check_idle(session_id: str, session: SessionRecord | None) -> None:
     if session is None:
-        raise SessionNotFoundError(f"no session {session_id!r}")
+        raise SessionNotFoundError(f"no session {show(session_id)}")
     if session.status == "running":
         raise SessionBusyError(
             f"session {session_id!r} is running; wait for it, or call resume() if the process "
