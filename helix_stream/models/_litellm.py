@@ -19,6 +19,7 @@ from types import ModuleType
 from typing import Any
 
 from .. import errors
+from ._lean_stream import lighten_stream
 
 __all__ = [
     "acompletion",
@@ -79,12 +80,16 @@ async def _loaded() -> ModuleType:
 
 
 async def acompletion(**params: Any) -> Any:
-    """``litellm.acompletion(**params)``, with litellm's errors translated."""
+    """``litellm.acompletion(**params)``, with litellm's errors translated.
+
+    A stream is lightened where nothing can tell (:mod:`._lean_stream`).
+    """
     litellm = await _loaded()
     try:
-        return await litellm.acompletion(**params)
+        response = await litellm.acompletion(**params)
     except Exception as exc:
         raise translate_error(exc) from exc
+    return lighten_stream(litellm, response, params) if params.get("stream") else response
 
 
 def translate_error(exc: BaseException) -> BaseException:
