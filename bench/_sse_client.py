@@ -32,7 +32,9 @@ class ChatResult:
 def chat_body(session_id: str, text: str) -> bytes:
     """The body ``useChat`` sends for a new user message."""
     message = {"id": f"u-{session_id}", "role": "user", "parts": [{"type": "text", "text": text}]}
-    return json.dumps({"id": session_id, "trigger": "submit-message", "messages": [message]}).encode()
+    return json.dumps(
+        {"id": session_id, "trigger": "submit-message", "messages": [message]}
+    ).encode()
 
 
 class _Events:

@@ -87,7 +87,9 @@ def env() -> dict[str, str]:
 
 
 @contextmanager
-def process(args: list[str], extra_env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
+def process(
+    args: list[str], extra_env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
     proc = subprocess.Popen(args, env={**env(), **(extra_env or {})})
     try:
         yield proc
@@ -148,9 +150,7 @@ async def burst(port: int, pid: int, prefix: str, chats: int, words: int) -> dic
     wall = time.perf_counter() - start
     done.set()
     await sampler
-    failures = [
-        repr(r) if isinstance(r, BaseException) else check(r, words) for r in results
-    ]
+    failures = [repr(r) if isinstance(r, BaseException) else check(r, words) for r in results]
     ok = [r for r, f in zip(results, failures, strict=True) if f is None]
     return {
         "complete": len(ok),
@@ -269,7 +269,9 @@ def accepting_pids(server_pid: int, server_port: int, client_ports: list[int]) -
     return owners
 
 
-async def throughput(port: int, chats: int, concurrency: int, words: int, prefix: str) -> tuple[float, int]:
+async def throughput(
+    port: int, chats: int, concurrency: int, words: int, prefix: str
+) -> tuple[float, int]:
     """Chats per second with ``concurrency`` chats open at a time; and how many completed."""
     gate = asyncio.Semaphore(concurrency)
 
@@ -360,7 +362,9 @@ async def part_a(args: argparse.Namespace, base: str, tmp: Path) -> None:
         f"\n(a) {args.chats} chats opened at once; the model streams {args.words} words "
         f"{args.delay_ms} ms apart; {args.rounds} round(s), ranges over rounds\n"
     )
-    print("| server | complete | first text p50 | first text p99 | end p99 | RSS per active stream |")
+    print(
+        "| server | complete | first text p50 | first text p99 | end p99 | RSS per active stream |"
+    )
     print("|---|---|---|---|---|---|")
     for kind in KINDS:
         rs = runs[kind]
@@ -382,12 +386,16 @@ async def part_a(args: argparse.Namespace, base: str, tmp: Path) -> None:
     helix_p99 = [pct(r["first"], 99) for r in runs["helix"]]
     pyd_p99 = [pct(r["first"], 99) for r in runs["pydantic-ai"]]
     ratios = [h / p for h, p in zip(helix_p99, pyd_p99, strict=True)]
-    print(f"\nfirst text p99, helix / pydantic-ai per round: {', '.join(f'{r:.2f}' for r in ratios)}")
+    print(
+        f"\nfirst text p99, helix / pydantic-ai per round: {', '.join(f'{r:.2f}' for r in ratios)}"
+    )
 
 
 async def part_c(args: argparse.Namespace, base: str, tmp: Path) -> None:
     model = f"words-{args.words}-0"
-    print(f"\n(c) memory: RSS growth per idle stored session ({args.sessions} chats, 10 at a time)\n")
+    print(
+        f"\n(c) memory: RSS growth per idle stored session ({args.sessions} chats, 10 at a time)\n"
+    )
     print("| store | RSS per idle session |")
     print("|---|---|")
     for label, store in (("SQLiteStore", str(tmp / "c.db")), ("MemoryStore", ":memory:")):
@@ -404,6 +412,8 @@ def part_b(args: argparse.Namespace, base: str) -> None:
         f"httpx.ASGITransport; median of {args.cpu_runs} runs, {args.cpu_repeats} process(es)\n"
     )
     medians: dict[str, list[float]] = {}
+    paired: dict[str, list[float]] = {}  # per process: median of per-run ratios to raw
+    paired_pyd: dict[str, list[float]] = {}
     for _ in range(args.cpu_repeats):
         out = subprocess.run(
             [sys.executable, __file__, "--cpu-child", base, str(args.cpu_words),
@@ -413,17 +423,23 @@ def part_b(args: argparse.Namespace, base: str) -> None:
         result = json.loads(out.stdout.strip().splitlines()[-1])
         for kind, values in result.items():
             medians.setdefault(kind, []).append(statistics.median(values))
-    raw = medians["raw"]
+            paired.setdefault(kind, []).append(
+                statistics.median(v / r for v, r in zip(values, result["raw"], strict=True))
+            )
+            paired_pyd.setdefault(kind, []).append(
+                statistics.median(v / p for v, p in zip(values, result["pydantic-ai"], strict=True))
+            )
     print("| server | µs per chunk | ratio to raw | ratio to pydantic-ai |")
     print("|---|---|---|---|")
     for kind in ("raw", "helix-stream-text", "pydantic-ai", "helix-app"):
-        values = medians[kind]
-        to_raw = [v / r for v, r in zip(values, raw, strict=True)]
-        to_pyd = [v / p for v, p in zip(values, medians["pydantic-ai"], strict=True)]
         print(
-            f"| {LABELS[kind]} | {_range(values, '.0f')} | {_range(to_raw, '.2f')}× "
-            f"| {_range(to_pyd, '.2f')}× |"
+            f"| {LABELS[kind]} | {_range(medians[kind], '.0f')} "
+            f"| {_range(paired[kind], '.2f')}× | {_range(paired_pyd[kind], '.2f')}× |"
         )
+    print(
+        "\nµs per chunk: the median run of each process, range over processes; ratios: the "
+        "median of per-run ratios (runs are interleaved), range over processes."
+    )
 
 
 def _range(values: list[float], fmt: str) -> str:
@@ -459,7 +475,9 @@ async def serve_and_measure(
         for i in range(4 * workers):  # warm every worker up (litellm's first call)
             for _ in range(600):
                 try:
-                    warm = await post_chat(port, chat_body(f"w{workers}-warm-{i}", "Say the words."))
+                    warm = await post_chat(
+                        port, chat_body(f"w{workers}-warm-{i}", "Say the words.")
+                    )
                     break
                 except (OSError, asyncio.IncompleteReadError):
                     await asyncio.sleep(0.1)
@@ -494,7 +512,9 @@ async def part_d(args: argparse.Namespace, base: str, model_port: int, tmp: Path
         f"open at a time ({args.words} words {args.delay_ms} ms apart); then {args.races} × "
         f"{args.race_posts} concurrent POSTs to one session\n"
     )
-    print("| store | workers | chats/s | complete | races: workers hit | ran | 409 | 200+error | model calls |")
+    print(
+        "| store | workers | chats/s | complete | races: workers hit | ran | 409 | 200+error | model calls |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for label, workers, r in rows:
         races = r["races"]

@@ -66,7 +66,13 @@ async def drive(app: Callable[..., Awaitable[None]]) -> int:
         nonlocal sent
         sent += message["type"] == "http.response.body"
 
-    scope = {"type": "http", "method": "POST", "path": "/", "headers": [], "asgi": {"version": "3.0"}}
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/",
+        "headers": [],
+        "asgi": {"version": "3.0"},
+    }
     await app(scope, receive, send)
     return sent
 

@@ -97,6 +97,7 @@ def lighten_stream(litellm: ModuleType, stream: Any, params: Mapping[str, Any]) 
         and getattr(stream.logging_obj, "_on_deferred_stream_complete", None) is None
         and nothing_reads_the_answer(litellm, params)
     ):
+        built: list[Any] = []  # litellm asks twice at the end of a stream with usage
 
         async def usage_only() -> Any:
             # Checked again at the end: a callback or cache registered meanwhile gets the
@@ -106,17 +107,21 @@ def lighten_stream(litellm: ModuleType, stream: Any, params: Mapping[str, Any]) 
                 getattr(c, "usage", None) is not None for c in chunks
             ):
                 return await build()
+            if built and built[0] == len(chunks):
+                return built[1]
             kept = [
                 c
                 for i, c in enumerate(chunks)
                 if i == 0 or getattr(c, "usage", None) is not None or _finishes(c)
             ]
             try:
-                return litellm.stream_chunk_builder(
+                answer = litellm.stream_chunk_builder(
                     chunks=kept, messages=stream.messages, logging_obj=stream.logging_obj
                 )
             except Exception:
                 return await build()
+            built[:] = [len(chunks), answer]
+            return answer
 
         stream._async_build_complete_streaming_response = usage_only
     return stream
