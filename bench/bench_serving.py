@@ -90,7 +90,7 @@ def env() -> dict[str, str]:
 def process(
     args: list[str], extra_env: dict[str, str] | None = None
 ) -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen(args, env={**env(), **(extra_env or {})})
+    proc = subprocess.Popen(args, env={**env(), **(extra_env or {})}, stdout=subprocess.DEVNULL)
     try:
         yield proc
     finally:
@@ -269,6 +269,32 @@ def accepting_pids(server_pid: int, server_port: int, client_ports: list[int]) -
     return owners
 
 
+def _is_worker(pid: int) -> bool:
+    """A uvicorn worker: a process multiprocessing spawned (not its resource tracker)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_text()
+    except OSError:
+        return False
+    return "spawn_main" in cmdline and "resource_tracker" not in cmdline
+
+
+Connection = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+
+
+def _spread(connections: list[Connection], owners: dict[int, int], count: int) -> list[Connection]:
+    """``count`` connections, taken round-robin over the workers that accepted them."""
+    by_owner: dict[int, list[Connection]] = {}
+    for connection in connections:
+        owner = owners.get(connection[1].get_extra_info("sockname")[1], 0)
+        by_owner.setdefault(owner, []).append(connection)
+    chosen: list[Connection] = []
+    while len(chosen) < count and any(by_owner.values()):
+        for group in by_owner.values():
+            if group and len(chosen) < count:
+                chosen.append(group.pop(0))
+    return chosen
+
+
 async def throughput(
     port: int, chats: int, concurrency: int, words: int, prefix: str
 ) -> tuple[float, int]:
@@ -306,21 +332,35 @@ async def one_session_race(
     """``posts`` POSTs to one new session, sent at the same instant on open connections."""
     session = f"race-{uuid.uuid4().hex[:8]}"
     text = f"Race {session}."
-    connections = [await connect(port) for _ in range(posts)]
-    await asyncio.sleep(0.2)  # let the workers accept them
-    client_ports = [w.get_extra_info("sockname")[1] for _, w in connections]
-    owners = accepting_pids(server_pid, port, client_ports)
+    # Open connections one by one until every worker holds some (the kernel hands a burst of
+    # connections to whichever worker accepts first), then use `posts` of them.
+    connections: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+    owners: dict[int, int] = {}
+    workers = len([p for p in descendants(server_pid) if _is_worker(p)]) or 1
+    for _ in range(20 * posts):
+        connections.append(await connect(port))
+        await asyncio.sleep(0.02)  # let a worker accept it
+        ports = [w.get_extra_info("sockname")[1] for _, w in connections]
+        owners = accepting_pids(server_pid, port, ports)
+        if len(connections) >= posts and len(set(owners.values())) >= min(workers, 2):
+            break
+    chosen = _spread(connections, owners, posts)
+    for extra in connections:
+        if extra not in chosen:
+            extra[1].close()
+    connections = chosen
     body = chat_body(session, text)
     results = await asyncio.gather(
         *[post_chat(port, body, connection=c, keep_open=True) for c in connections]
     )
+    used = {owners.get(w.get_extra_info("sockname")[1]) for _, w in connections} - {None}
     for _, writer in connections:
         writer.close()
     ran = [r for r in results if check(r, words) is None]
     refused = [r for r in results if r.status == 409]
     errored = [r for r in results if r.status == 200 and "error" in r.types]
     return {
-        "workers": len(set(owners.values())),
+        "workers": len(used),
         "ran": len(ran),
         "409": len(refused),
         "200+error": len(errored),
