@@ -22,6 +22,8 @@ It receives the litellm module as an argument: only ``_litellm.py`` imports lite
 
 from __future__ import annotations
 
+import functools
+import weakref
 from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
@@ -90,16 +92,22 @@ def lighten_stream(litellm: ModuleType, stream: Any, params: Mapping[str, Any]) 
         return stream
     if _is_openai_stream(stream.completion_stream):
         stream.completion_stream = _SharedIterator(stream.completion_stream)
-    build = getattr(stream, "_async_build_complete_streaming_response", None)
+    kind = type(stream)
     if (
-        build is not None
+        hasattr(kind, "_async_build_complete_streaming_response")
         and isinstance(getattr(stream, "chunks", None), list)
         and getattr(stream.logging_obj, "_on_deferred_stream_complete", None) is None
         and nothing_reads_the_answer(litellm, params)
     ):
         built: list[Any] = []  # litellm asks twice at the end of a stream with usage
+        # Weakly: the stream holds this function, which must not keep the stream (and all its
+        # chunks) alive in a reference cycle until the cyclic garbage collector runs.
+        ref = weakref.ref(stream)
 
         async def usage_only() -> Any:
+            stream = ref()
+            assert stream is not None  # litellm calls it on the stream
+            build = functools.partial(kind._async_build_complete_streaming_response, stream)
             # Checked again at the end: a callback or cache registered meanwhile gets the
             # whole answer, as it would have without helix.
             chunks = stream.chunks
