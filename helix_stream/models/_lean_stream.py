@@ -112,15 +112,13 @@ def lighten_stream(litellm: ModuleType, stream: Any, params: Mapping[str, Any]) 
             # whole answer, as it would have without helix.
             chunks = stream.chunks
             if not nothing_reads_the_answer(litellm, params) or not any(
-                getattr(c, "usage", None) is not None for c in chunks
+                _usage(c) is not None for c in chunks
             ):
                 return await build()
             if built and built[0] == len(chunks):
                 return built[1]
             kept = [
-                c
-                for i, c in enumerate(chunks)
-                if i == 0 or getattr(c, "usage", None) is not None or _finishes(c)
+                c for i, c in enumerate(chunks) if i == 0 or _usage(c) is not None or _finishes(c)
             ]
             try:
                 answer = litellm.stream_chunk_builder(
@@ -133,6 +131,15 @@ def lighten_stream(litellm: ModuleType, stream: Any, params: Mapping[str, Any]) 
 
         stream._async_build_complete_streaming_response = usage_only
     return stream
+
+
+def _usage(chunk: Any) -> Any:
+    # litellm keeps a chunk's usage as a pydantic extra: reading a missing one through
+    # getattr raises inside pydantic (2.5 µs a chunk); the extras dict answers at once.
+    extra = getattr(chunk, "__pydantic_extra__", None)
+    if isinstance(extra, dict) and "usage" not in vars(chunk):
+        return extra.get("usage")
+    return getattr(chunk, "usage", None)
 
 
 def _finishes(chunk: Any) -> bool:
