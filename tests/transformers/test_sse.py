@@ -200,7 +200,7 @@ class _Probe:
             self.ended.set()
 
     async def on_finish(self, result: UIStreamFinish) -> None:
-        # Awaits after the disconnect: sse-starlette's cancelled task group would cancel this
+        # Awaits after the disconnect: a second cancellation (an anyio scope, a shutdown) would cancel this
         # again unless the transformer shields its cleanup.
         await asyncio.sleep(0.01)
         self.finished.append(result)
