@@ -39,8 +39,22 @@ lint: setup
 	$(VENV)/bin/ruff format --check helix_stream
 	$(VENV)/bin/mypy
 
-bench: setup
-	for script in bench/bench_*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
+# bench_serving.py takes its knobs from BENCH_SERVING_ARGS, e.g. `make bench
+# BENCH_SERVING_ARGS=--quick` (a short run) or `--parts b --cpu-repeats 5`; see its --help.
+BENCH_SERVING_ARGS ?=
+
+$(VENV)/.bench-installed: $(VENV)/.installed
+	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --quiet -e '.[dev,postgres,bench]'
+	touch $@
+
+bench: setup $(VENV)/.bench-installed
+	for script in bench/bench_*.py; do \
+		echo "== $$script"; \
+		case "$$script" in \
+			*bench_serving.py) $(PY) $$script $(BENCH_SERVING_ARGS) || exit 1;; \
+			*) $(PY) $$script || exit 1;; \
+		esac; \
+	done
 
 clean:
 	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache

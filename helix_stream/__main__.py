@@ -1,6 +1,7 @@
 """``helix-stream`` / ``python -m helix_stream``: the demo.
 
-``serve`` (the default) starts the chat server with the embedded demo model;
+``serve`` (the default) starts the chat server with the embedded demo model (``--workers N``
+for N processes on one port, with a SQLite file or PostgreSQL store);
 ``chat`` streams a demo conversation, with a tool call, to the terminal.
 """
 
@@ -69,6 +70,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument(
         "--store", default="helix-demo.db", help="a SQLite file, :memory:, or a postgres:// URL"
     )
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="uvicorn worker processes (above 1: a SQLite file or postgres:// store)",
+    )
     chat = sub.add_parser("chat", help="stream a demo conversation to the terminal")
     chat.add_argument("--model", default="helix/demo")
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -79,8 +86,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _chat(args.model)
     from .server._demo import serve_demo
 
-    serve_demo(host=args.host, port=args.port, model=args.model, store=args.store)
-    return 0
+    return serve_demo(
+        host=args.host, port=args.port, model=args.model, store=args.store, workers=args.workers
+    )
 
 
 if __name__ == "__main__":

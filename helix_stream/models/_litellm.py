@@ -25,6 +25,7 @@ from typing import Any
 
 from .. import errors
 from ..telemetry._filters import credential_strings, redact
+from ._lean_stream import lighten_stream
 
 __all__ = [
     "NO_INNER_RETRIES",
@@ -115,6 +116,8 @@ async def acompletion(*, router: Any = None, **params: Any) -> Any:
             and cooldowns apply.
         **params: The call's params.
 
+    A stream is lightened where nothing can tell (:mod:`._lean_stream`).
+
     Raises:
         ModelError: a subclass per failure (translated; credentials redacted from the text).
         InvalidRequestError: the call failed in this process before reaching the provider
@@ -123,12 +126,15 @@ async def acompletion(*, router: Any = None, **params: Any) -> Any:
     litellm = await _loaded()
     call = router.acompletion if router is not None else litellm.acompletion
     try:
-        return await call(**params)
+        response = await call(**params)
     except Exception as exc:
         secrets = credential_strings(params)
         if router is not None:
             secrets |= router_credentials(router)
         raise translate_error(exc, secrets=secrets) from exc
+    if not params.get("stream") or router is not None:  # a Router keeps its own bookkeeping
+        return response
+    return lighten_stream(litellm, response, params)
 
 
 def _deployments(router: Any) -> list[Mapping[str, Any]]:

@@ -7,6 +7,12 @@ has a panel that steers the session through ``POST /context``.
 
 It runs offline with the embedded ``helix/demo-slow`` model; ``--model`` takes any litellm
 model string (the provider's key comes from the environment, as litellm reads it).
+
+``--workers N`` runs N uvicorn worker processes on one port. Each builds its own app with
+:func:`app_from_env` (uvicorn needs an import string for workers; the settings travel in the
+environment) and opens the store itself: a SQLite file (WAL) or PostgreSQL serves them all;
+a session still runs in one process at a time, because the store admits one running turn per
+session (a second POST gets 409).
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import hashlib
+import os
+import sys
 from collections.abc import AsyncIterator
 from importlib import resources
 from typing import Any, Literal
@@ -32,7 +40,13 @@ from ..store import open_store
 from ..tools import Tool, tool
 from ._routes import http_error_handler, routes
 
-__all__ = ["demo_agent", "demo_app", "demo_tools", "serve_demo"]
+__all__ = ["app_from_env", "demo_agent", "demo_app", "demo_tools", "serve_demo"]
+
+# How serve_demo hands its settings to worker processes (see app_from_env).
+MODEL_ENV = "HELIX_DEMO_MODEL"
+STORE_ENV = "HELIX_DEMO_STORE"
+DEFAULT_MODEL = "helix/demo-slow"
+DEFAULT_STORE = "helix-demo.db"
 
 SYSTEM = (
     "You are the helix-stream demo assistant. Use the tools when they help, and follow the "
@@ -125,11 +139,21 @@ def demo_app(
     )
 
 
+def app_from_env() -> Starlette:
+    """The demo app built from ``HELIX_DEMO_MODEL`` and ``HELIX_DEMO_STORE`` (the defaults
+    when unset): the factory each ``--workers`` process runs
+    (``uvicorn --factory helix_stream.server._demo:app_from_env``)."""
+    store = os.environ.get(STORE_ENV, DEFAULT_STORE)
+    executor = Executor(store=open_store(store))
+    return demo_app(executor, demo_agent(os.environ.get(MODEL_ENV, DEFAULT_MODEL)))
+
+
 def serve_demo(
     host: str = "127.0.0.1",
     port: int = 8000,
-    model: str = "helix/demo-slow",
-    store: str = "helix-demo.db",
+    model: str = DEFAULT_MODEL,
+    store: str = DEFAULT_STORE,
+    workers: int = 1,
 ) -> int:
     """Run the demo with uvicorn until interrupted; print its URL first.
 
@@ -138,16 +162,42 @@ def serve_demo(
         port: The port.
         model: A litellm model string; the embedded ``helix/demo-slow`` needs no key.
         store: Where sessions live: a SQLite file, ``:memory:``, or a ``postgres://`` URL.
+        workers: uvicorn worker processes. Above 1 the store must be shared by processes: a
+            SQLite file or PostgreSQL, not ``:memory:``.
 
     Returns:
-        The process exit code.
+        The process exit code (2 for settings that cannot work).
     """
     import uvicorn
 
-    executor = Executor(store=open_store(store))
-    app = demo_app(executor, demo_agent(model))
+    if workers < 1:
+        print(f"--workers must be 1 or more, not {workers}", file=sys.stderr)
+        return 2
+    if workers > 1 and store == ":memory:":
+        print(
+            "--workers above 1 needs a store the processes share: a SQLite file or a "
+            "postgres:// URL, not :memory: (each process would have its own sessions)",
+            file=sys.stderr,
+        )
+        return 2
     shown = f"[{host}]" if ":" in host else host
-    print(f"helix-stream demo: http://{shown}:{port}/  (model {model}, store {store})", flush=True)
+    print(
+        f"helix-stream demo: http://{shown}:{port}/  (model {model}, store {store}"
+        + (f", {workers} workers)" if workers > 1 else ")"),
+        flush=True,
+    )
     print("No authentication: keep it on 127.0.0.1. Ctrl+C stops it.", flush=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    if workers > 1:
+        os.environ[MODEL_ENV], os.environ[STORE_ENV] = model, store
+        uvicorn.run(
+            f"{__name__}:app_from_env",
+            factory=True,
+            workers=workers,
+            host=host,
+            port=port,
+            log_level="warning",
+        )
+        return 0
+    executor = Executor(store=open_store(store))
+    uvicorn.run(demo_app(executor, demo_agent(model)), host=host, port=port, log_level="warning")
     return 0

@@ -1,14 +1,17 @@
 """The registry of active chat streams, for ``GET /api/chat/{id}/stream`` (resume).
 
 This module owns :class:`StreamRegistry`. While a turn streams from this process, the chat
-route records every UI chunk it sends in an :class:`ActiveStream` under the session id; a client
-that comes (back) later gets the chunks so far and then follows the stream live until it ends
-(the AI SDK's ``resumeStream``: ``GET <api>/<chatId>/stream``, 204 when nothing is active).
+route serves it through :meth:`StreamRegistry.record`, which keeps every SSE event it sends in
+an :class:`ActiveStream` under the session id; a client that comes (back) later gets the events
+so far and then follows the stream live until it ends (the AI SDK's ``resumeStream``:
+``GET <api>/<chatId>/stream``, 204 when nothing is active).
 
-It is in-process and bounded: a stream keeps at most ``max_chunks`` chunks (past that it can no
-longer be replayed whole, so it stops being resumable) and at most ``max_streams`` streams are
-registered at once. A stream is removed when its turn ends. Several processes behind a load
-balancer each see only their own streams.
+It is in-process and bounded in bytes (of the encoded events, which is what it holds): one
+stream keeps at most ``max_stream_bytes``, all streams together at most ``max_bytes``, and at
+most ``max_streams`` are registered at once. A stream that would pass a bound drops what it
+held and stops being resumable (a follower needs every event from ``start`` to fold the
+message); its live client loses nothing. A stream is removed when its turn ends. Several
+processes behind a load balancer each see only their own streams.
 """
 
 from __future__ import annotations
@@ -17,69 +20,59 @@ import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any
 
-import anyio
+from helix_stream._cleanup import aclose_quietly
+from helix_stream.transformers._sse import encode_sse_bytes
 
 __all__ = ["ActiveStream", "StreamRegistry"]
 
 UIChunk = Mapping[str, Any]
 
-# Chunks buffered between the generation and a slow client (backpressure beyond that).
-_QUEUE_SIZE = 256
-# How long a disconnect waits for the generation to wind down (the transformer allows 10 s).
-_CLEANUP_TIMEOUT = 15.0
+MAX_BYTES = 64 * 1024 * 1024
+"""Default bound of all resumable streams together: 64 MiB."""
+MAX_STREAM_BYTES = 4 * 1024 * 1024
+"""Default bound of one resumable stream: 4 MiB (a 2,000-word answer is about 130 KiB)."""
 
 
 class ActiveStream:
-    """The UI chunks a turn has sent so far, and a way to wait for the next ones.
+    """The SSE events a turn has sent so far, and a way to wait for the next ones.
 
     Attributes:
         session_id: The session whose turn this is.
-        chunks: Every UI chunk sent so far, in order.
-        done: The turn's stream has ended (no chunk will be added).
-        overflowed: More than ``max_chunks`` were sent: the stream can no longer be replayed.
+        events: Every SSE event sent so far (``data: ...\\n\\n`` bytes), in order.
+        size: Their total length in bytes.
+        done: The turn's stream has ended (no event will be added).
+        overflowed: The stream passed a bound: it can no longer be replayed.
     """
 
-    def __init__(self, session_id: str, max_chunks: int) -> None:
+    def __init__(self, session_id: str) -> None:
         self.session_id = session_id
-        self.chunks: list[UIChunk] = []
+        self.events: list[bytes] = []
+        self.size = 0
         self.done = False
         self.overflowed = False
-        self._max_chunks = max_chunks
-        # One event per "something changed"; replaced after it fires (anyio events are one-shot).
-        self._changed = anyio.Event()
+        self._waiters: list[asyncio.Future[None]] = []
 
-    def add(self, chunk: UIChunk) -> None:
-        if self.overflowed:
-            return
-        if len(self.chunks) >= self._max_chunks:
-            # Drop what is held: a follower needs every chunk from `start` to fold the message.
-            self.overflowed = True
-            self.chunks = []
-        else:
-            self.chunks.append(chunk)
-        self._notify()
+    def _wake(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
-    def close(self) -> None:
-        self.done = True
-        self._notify()
-
-    def _notify(self) -> None:
-        changed, self._changed = self._changed, anyio.Event()
-        changed.set()
-
-    async def follow(self) -> AsyncGenerator[UIChunk, None]:
-        """Every chunk so far, then each new one as it is sent, until the stream ends."""
+    async def follow(self) -> AsyncGenerator[bytes, None]:
+        """Every event so far, then each new one as it is sent, until the stream ends."""
         position = 0
         while True:
             if self.overflowed:
                 return
-            while position < len(self.chunks):
-                chunk = self.chunks[position]
+            while position < len(self.events):
+                event = self.events[position]
                 position += 1
-                yield chunk
+                yield event
             if self.done:
                 return
-            await self._changed.wait()
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            await waiter
 
 
 class StreamRegistry:
@@ -88,12 +81,23 @@ class StreamRegistry:
     Args:
         max_streams: Streams registered at once at most; a turn started beyond that is served
             as usual but cannot be resumed.
-        max_chunks: UI chunks kept per stream at most.
+        max_bytes: Bytes held by all streams together at most (default 64 MiB). A stream whose
+            next event would pass it stops being resumable and frees what it held.
+        max_stream_bytes: Bytes held by one stream at most (default 4 MiB).
     """
 
-    def __init__(self, *, max_streams: int = 1_000, max_chunks: int = 20_000) -> None:
+    def __init__(
+        self,
+        *,
+        max_streams: int = 1_000,
+        max_bytes: int = MAX_BYTES,
+        max_stream_bytes: int = MAX_STREAM_BYTES,
+    ) -> None:
         self.max_streams = max_streams
-        self.max_chunks = max_chunks
+        self.max_bytes = max_bytes
+        self.max_stream_bytes = max_stream_bytes
+        self.held = 0
+        """Bytes held by all registered streams now."""
         self._streams: dict[str, ActiveStream] = {}
 
     def __len__(self) -> int:
@@ -108,66 +112,50 @@ class StreamRegistry:
 
     async def record(
         self, session_id: str, ui_chunks: AsyncIterator[UIChunk]
-    ) -> AsyncGenerator[UIChunk, None]:
-        """Serve ``ui_chunks`` to one client, recording each chunk for followers.
+    ) -> AsyncGenerator[bytes, None]:
+        """Serve ``ui_chunks`` to one client as SSE events, keeping each for followers.
 
-        The chunks are pulled by a task of their own and handed over through a small queue.
-        Why: when the client goes away, the response's task runs inside an anyio cancel scope
-        that cancels *every* later await, so a generation iterated there could not finish its
-        cleanup (closing the model stream, setting the session idle in a store whose writes
-        await). The pump task is cancelled once, the asyncio way, and its cleanup runs to the
-        end; this generator waits for it (shielded, bounded).
+        Yields the encoded events (``data: <json>\\n\\n`` bytes), which
+        :class:`~helix_stream.transformers.UIMessageStreamResponse` sends as they are: each
+        chunk is encoded once, for the client and the registry alike.
 
-        Closing the returned generator cancels the generation; the stream is unregistered
-        when it ends either way.
+        Closing the returned generator (or cancelling its consumer) closes ``ui_chunks``,
+        which cancels the generation; the stream is unregistered when it ends either way.
         """
         stream: ActiveStream | None = None
         if len(self._streams) < self.max_streams or session_id in self._streams:
-            stream = ActiveStream(session_id, self.max_chunks)
-            self._streams[session_id] = stream
-        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue(maxsize=_QUEUE_SIZE)
-        pump = asyncio.get_running_loop().create_task(
-            self._pump(session_id, stream, ui_chunks, queue)
-        )
+            stream = self._streams[session_id] = ActiveStream(session_id)
         try:
-            while True:
-                kind, value = await queue.get()
-                if kind == "end":
-                    return
-                if kind == "error":
-                    raise value
-                yield value
-        finally:
-            if not pump.done():
-                pump.cancel()
-            with anyio.move_on_after(_CLEANUP_TIMEOUT, shield=True):
-                await asyncio.wait({pump})
-            if pump.done() and not pump.cancelled():
-                pump.exception()  # retrieved: it was re-raised above or is irrelevant now
-
-    async def _pump(
-        self,
-        session_id: str,
-        stream: ActiveStream | None,
-        ui_chunks: AsyncIterator[UIChunk],
-        queue: asyncio.Queue[tuple[str, Any]],
-    ) -> None:
-        try:
-            try:
-                async for chunk in ui_chunks:
-                    if stream is not None:
-                        stream.add(chunk)
-                    await queue.put(("chunk", chunk))
-            except Exception as exc:  # CancelledError (the client left) is not caught
-                await queue.put(("error", exc))
-            else:
-                await queue.put(("end", None))
+            async for chunk in ui_chunks:
+                event = encode_sse_bytes(chunk)
+                if stream is not None and not stream.overflowed:
+                    self._keep(stream, event)
+                yield event
         finally:
             if stream is not None:
-                stream.close()
+                # Followers still read what it holds; the registry no longer counts it.
+                self.held -= stream.size
+                stream.done = True
+                stream._wake()
                 if self._streams.get(session_id) is stream:
                     del self._streams[session_id]
-            aclose = getattr(ui_chunks, "aclose", None)
-            if aclose is not None:
-                # Closing the UI stream closes the run behind it (a no-op once it has ended).
-                await aclose()
+            # Closing the UI stream closes the run behind it (a no-op once it has ended).
+            await aclose_quietly(ui_chunks, what="closing the turn's UI stream")
+
+    def _keep(self, stream: ActiveStream, event: bytes) -> None:
+        size = len(event)
+        if stream.size + size > self.max_stream_bytes or self.held + size > self.max_bytes:
+            # Drop what is held: a follower needs every event from `start` to fold the message.
+            self._release(stream)
+            stream.overflowed = True
+        else:
+            stream.events.append(event)
+            stream.size += size
+            self.held += size
+        if stream._waiters:
+            stream._wake()
+
+    def _release(self, stream: ActiveStream) -> None:
+        self.held -= stream.size
+        stream.events = []
+        stream.size = 0

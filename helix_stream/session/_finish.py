@@ -14,9 +14,9 @@ Either way the text the unfinished step had already streamed — what the user s
 with that write as the turn's assistant message, marked interrupted, so that the stored chat
 matches the screen and the next request still alternates user and assistant.
 
-The status write runs shielded from cancellation (a cancelled request cancels every later
-await under anyio) and is retried briefly: a session must never stay ``running`` because one
-write failed.
+The status write runs through :func:`helix_stream._cleanup.run_cleanup`, shielded from
+cancellation (a cancelled request cancels every later await under anyio), and is retried for
+about 16 s: a session must never stay ``running`` because one write failed.
 """
 
 from __future__ import annotations
@@ -25,8 +25,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-import anyio
-
+from .._cleanup import run_cleanup
 from ..store import SessionStatus, TurnWrite
 
 if TYPE_CHECKING:
@@ -39,22 +38,23 @@ logger = logging.getLogger("helix_stream.session")
 # Seconds before each retry of the final status write (a store that is away for a while, a
 # PostgreSQL failover: about 16 s in all).
 _RETRY_DELAYS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
-# The whole cleanup, retries and failure hooks included, at most.
-_CLEANUP_TIMEOUT = 30.0
 
 
 async def finish_turn(turn: Turn, *, error: BaseException | None, done: bool) -> None:
     """End ``turn`` (see the module docstring); never raises."""
-    with anyio.move_on_after(_CLEANUP_TIMEOUT, shield=True):
-        if error is None and (done or turn.ended):
-            return
+    if error is None and (done or turn.ended):
+        return
+
+    async def finish() -> None:
         if error is not None:
             log_failure(turn, error)
             await _set_status(turn, "failed")
             data = {"error": type(error).__name__, "code": getattr(error, "code", None)}
             await turn.events.failure(data, in_step=turn.in_step)
-        elif not turn.ended:
+        else:
             await _set_status(turn, "idle")
+
+    await run_cleanup(finish, what=f"ending the turn of session {turn.session_id!r}")
 
 
 async def _set_status(turn: Turn, status: SessionStatus) -> None:

@@ -1,30 +1,42 @@
-"""The UI message stream over Server-Sent Events, on sse-starlette.
+"""The UI message stream over Server-Sent Events: a lean Starlette response of our own.
 
 This module owns :class:`UIMessageStreamResponse`, :func:`encode_sse` and
 :data:`UI_MESSAGE_STREAM_HEADERS`: the AI SDK's wire framing (ai-sdk-protocol.md, "Wire
 format") — one ``data: <compact JSON>`` event per chunk, ``data: [DONE]`` last, ``: ping``
 comments to keep proxies from timing out, and the five headers the AI SDK sends.
 
-A client disconnect makes sse-starlette cancel the task that iterates the body; the
-cancellation reaches the chunk iterator (and the generation behind it) through
-``__anext__``, or through ``aclose`` when the body was suspended while sending.
+Per chunk it does one JSON encoding and one ASGI ``send``, nothing else: no timer, no cancel
+scope, no lock (sse-starlette's per-event work cost more than the mapping itself). Per request
+it runs the body in a task of its own, beside a task that watches for the client's disconnect
+and, when pings are on, a task that pings. A disconnect cancels the body task once, the asyncio
+way; the cancellation reaches the chunk iterator (and the generation behind it) through
+``__anext__``, or through ``aclose`` when the body was suspended while sending, and the
+response waits for that cleanup (:func:`helix_stream._cleanup.run_cleanup`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import logging
-from collections.abc import AsyncIterable, AsyncIterator, Mapping
+from collections.abc import AsyncIterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
-import anyio
-from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.background import BackgroundTask
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
+from helix_stream._cleanup import aclose_quietly, run_cleanup
 from helix_stream.errors import ERROR_MASK
 
-__all__ = ["UI_MESSAGE_STREAM_HEADERS", "UIMessageStreamResponse", "encode_sse"]
+__all__ = [
+    "UI_MESSAGE_STREAM_HEADERS",
+    "UIMessageStreamResponse",
+    "encode_sse",
+    "encode_sse_bytes",
+]
 
 logger = logging.getLogger("helix_stream.transformers")
 
@@ -40,6 +52,7 @@ UI_MESSAGE_STREAM_HEADERS: Mapping[str, str] = MappingProxyType(
 """The headers of a UI message stream response, exactly as the AI SDK sends them."""
 
 _DONE = b"data: [DONE]\n\n"
+_PING = b": ping\n\n"
 
 
 def _json_default(value: Any) -> Any:
@@ -69,41 +82,28 @@ def encode_sse(chunk: Mapping[str, Any]) -> str:
     return "data: " + _ENCODER.encode(chunk) + "\n\n"
 
 
-def _ping() -> ServerSentEvent:
-    return ServerSentEvent(comment="ping", sep="\n")
+def encode_sse_bytes(item: Mapping[str, Any] | bytes) -> bytes:
+    """:func:`encode_sse` as UTF-8 bytes; ``bytes`` are taken as an encoded event already."""
+    if item.__class__ is bytes:
+        return item  # type: ignore[return-value,unused-ignore]
+    return ("data: " + _ENCODER.encode(item) + "\n\n").encode()
 
 
-async def _sse_body(ui_chunks: AsyncIterable[Mapping[str, Any]]) -> AsyncIterator[bytes]:
-    iterator = ui_chunks.__aiter__()
-    try:
-        try:
-            async for chunk in iterator:
-                yield encode_sse(chunk).encode()
-        except Exception:
-            # to_ui_message_stream never raises; another chunk iterator might. The wire gets
-            # one masked error chunk, never a traceback (STYLE.md, "Errors").
-            logger.exception("the UI chunk iterator raised")
-            yield encode_sse({"type": "error", "errorText": ERROR_MASK}).encode()
-        yield _DONE
-    finally:
-        aclose = getattr(iterator, "aclose", None)
-        if aclose is not None:
-            with anyio.CancelScope(shield=True):
-                await aclose()
-
-
-class UIMessageStreamResponse(EventSourceResponse):
+class UIMessageStreamResponse(Response):
     """A Starlette response that streams UI chunks the way ``useChat`` reads them.
 
     Args:
         ui_chunks: UI chunk dicts, typically
-            :func:`~helix_stream.transformers.to_ui_message_stream`'s iterator.
+            :func:`~helix_stream.transformers.to_ui_message_stream`'s iterator (items that are
+            ``bytes`` are sent as they are: already-encoded SSE events).
         status_code: The HTTP status.
         headers: Extra headers (they may override the defaults).
         ping_interval: Seconds between ``: ping`` comments; 0 disables them.
+        background: A Starlette background task to run after the response.
 
     Closing: when the client disconnects, the iteration of ``ui_chunks`` is cancelled and
-    ``ui_chunks`` is closed, so a generation behind it stops.
+    ``ui_chunks`` is closed, so a generation behind it stops. An exception from ``ui_chunks``
+    is logged and sent as one masked ``error`` chunk, then ``[DONE]``.
 
     Example:
         >>> async def chat(request):  # doctest: +SKIP
@@ -111,23 +111,92 @@ class UIMessageStreamResponse(EventSourceResponse):
         ...     return UIMessageStreamResponse(to_ui_message_stream(stream))
     """
 
+    media_type = "text/event-stream"
+
     def __init__(
         self,
-        ui_chunks: AsyncIterable[Mapping[str, Any]],
+        ui_chunks: AsyncIterable[Mapping[str, Any] | bytes],
         *,
         status_code: int = 200,
         headers: Mapping[str, str] | None = None,
         ping_interval: float = 15,
+        background: BackgroundTask | None = None,
     ) -> None:
+        if ping_interval < 0:
+            raise ValueError(f"ping_interval must be >= 0 (0 disables pings), not {ping_interval}")
         merged = dict(UI_MESSAGE_STREAM_HEADERS)
         if headers:
             merged.update({key.lower(): value for key, value in headers.items()})
-        super().__init__(
-            _sse_body(ui_chunks),
-            status_code=status_code,
-            headers=merged,
-            media_type="text/event-stream",
-            ping=ping_interval,
-            sep="\n",
-            ping_message_factory=_ping,
+        self.ui_chunks = ui_chunks
+        self.status_code = status_code
+        self.ping_interval = ping_interval
+        self.background = background
+        self._sending = False
+        self.init_headers(merged)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send(
+            {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
         )
+        loop = asyncio.get_running_loop()
+        body = loop.create_task(self._body(send))
+        watcher = loop.create_task(_disconnected(receive))
+        pinger = loop.create_task(self._ping(send)) if self.ping_interval > 0 else None
+        try:
+            await asyncio.wait((body, watcher), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (watcher, pinger):
+                if task is not None:
+                    task.cancel()
+            if not body.done():
+                body.cancel()  # the client went away (or this request is being cancelled)
+                await run_cleanup(lambda: asyncio.wait((body,)), what="ending the UI stream")
+        if body.done() and not body.cancelled():
+            body.result()  # re-raises what the body raised (not a client that went away)
+        if self.background is not None:
+            await self.background()
+
+    async def _body(self, send: Send) -> None:
+        iterator = self.ui_chunks.__aiter__()
+        try:
+            try:
+                async for item in iterator:
+                    self._sending = True
+                    await send(
+                        {
+                            "type": "http.response.body",
+                            "body": encode_sse_bytes(item),
+                            "more_body": True,
+                        }
+                    )
+                    self._sending = False
+            except OSError:
+                return  # the client is gone (ASGI 2.4 servers raise it from send)
+            except Exception:
+                # to_ui_message_stream never raises; another chunk iterator might. The wire gets
+                # one masked error chunk, never a traceback (STYLE.md, "Errors").
+                logger.exception("the UI chunk iterator raised")
+                error = {"type": "error", "errorText": ERROR_MASK}
+                await send(
+                    {
+                        "type": "http.response.body",
+                        "body": encode_sse_bytes(error),
+                        "more_body": True,
+                    }
+                )
+            self._sending = True
+            await send({"type": "http.response.body", "body": _DONE, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            await aclose_quietly(iterator, what="closing the UI chunk iterator")
+
+    async def _ping(self, send: Send) -> None:
+        while True:
+            await asyncio.sleep(self.ping_interval)
+            if not self._sending:  # never between a send and its completion
+                await send({"type": "http.response.body", "body": _PING, "more_body": True})
+
+
+async def _disconnected(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass

@@ -33,8 +33,7 @@ from collections.abc import (
 from dataclasses import dataclass, field
 from typing import Any
 
-import anyio
-
+from helix_stream._cleanup import run_cleanup
 from helix_stream.chunks import Finish, FinishReason, Start
 from helix_stream.transformers._fold import UIMessage, UIMessageFold
 from helix_stream.transformers._litellm_stream import is_litellm_chunk, litellm_to_chunks
@@ -44,8 +43,6 @@ __all__ = ["UIStreamFinish", "to_ui_message_stream"]
 
 logger = logging.getLogger("helix_stream.transformers")
 
-# How long closing the source and running on_finish may take once the consumer went away.
-_CLEANUP_TIMEOUT = 10.0
 _END: Any = object()
 
 
@@ -174,24 +171,32 @@ async def _run(
             for out in mapper.end():
                 yield out
     finally:
-        # Shielded: after a disconnect the task is cancelled, and anyio would cancel every
-        # await in here again; closing the source must still run (it cancels the model call).
-        with anyio.move_on_after(_CLEANUP_TIMEOUT, shield=True):
-            # The iterator if it can be closed, else the iterable (e.g. a result object whose
-            # iterator only closes when garbage-collected but which has its own aclose()).
-            await _close(stream if hasattr(stream, "aclose") else source)
-            if on_finish is not None:
-                await _call_on_finish(on_finish, mapper, original_messages, continued)
+        # Closing the source must run even when this task is being cancelled (a client went
+        # away): it cancels the model call. The iterator if it can be closed, else the
+        # iterable (e.g. a result object whose iterator only closes when garbage-collected but
+        # which has its own aclose()).
+        closable = stream if hasattr(stream, "aclose") else source
+        await run_cleanup(
+            lambda: _close(closable, on_finish, mapper, original_messages, continued),
+            what="closing the chunk source",
+        )
 
 
-async def _close(stream: object) -> None:
-    aclose = getattr(stream, "aclose", None)
-    if aclose is None:
-        return
-    try:
-        await aclose()
-    except Exception:
-        logger.exception("closing the chunk source failed")
+async def _close(
+    closable: object,
+    on_finish: OnFinish | None,
+    mapper: UIChunkMapper,
+    original_messages: Sequence[Mapping[str, Any]],
+    continued: Mapping[str, Any] | None,
+) -> None:
+    aclose = getattr(closable, "aclose", None)
+    if aclose is not None:
+        try:
+            await aclose()
+        except Exception:
+            logger.exception("closing the chunk source failed")
+    if on_finish is not None:
+        await _call_on_finish(on_finish, mapper, original_messages, continued)
 
 
 async def _call_on_finish(

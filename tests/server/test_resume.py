@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 
 import helix_stream as hs
 from helix_stream.server import StreamRegistry, create_app
+from helix_stream.transformers._sse import encode_sse_bytes
 from tests.server._asgi import LiveRequest
 from tests.server.conftest import chat, message_ids, user
 
@@ -122,20 +124,72 @@ def _fed() -> tuple[asyncio.Queue[dict[str, Any] | None], AsyncIterator[dict[str
     return feed, source()
 
 
-async def test_a_stream_past_its_bound_is_no_longer_resumable() -> None:
+def _data(event: bytes) -> Any:
+    """The UI chunk of one recorded SSE event."""
+    assert event.startswith(b"data: ") and event.endswith(b"\n\n"), event
+    return json.loads(event[6:])
+
+
+async def test_a_stream_past_its_byte_bound_is_no_longer_resumable() -> None:
     feed, source = _fed()
-    registry = StreamRegistry(max_chunks=3)
+    one = len(encode_sse_bytes({"type": "data-n", "data": 0}))
+    registry = StreamRegistry(max_stream_bytes=3 * one)
     recorder = registry.record("s", source)
     seen = []
     for i in range(5):
         feed.put_nowait({"type": "data-n", "data": i})
-        seen.append(await anext(recorder))
-        # Resumable while every chunk from the first one is still held.
+        seen.append(_data(await anext(recorder)))
+        # Resumable while every event from the first one is still held.
         assert (registry.get("s") is not None) == (i < 3), i
+        assert registry.held == (i + 1) * one if i < 3 else registry.held == 0
     feed.put_nowait(None)
     assert [c async for c in recorder] == []
     assert [c["data"] for c in seen] == [0, 1, 2, 3, 4]  # the live client lost nothing
-    assert registry.get("s") is None and len(registry) == 0
+    assert registry.get("s") is None and len(registry) == 0 and registry.held == 0
+
+
+async def test_the_default_bound_counts_bytes_not_chunks() -> None:
+    # Five 1 MiB chunks: few chunks, many bytes. A bound in chunks (20,000 by default) kept
+    # them all; the default byte bound of one stream (4 MiB) must not.
+    feed, source = _fed()
+    registry = StreamRegistry()
+    recorder = registry.record("s", source)
+    big = "x" * (1024 * 1024)
+    for _ in range(5):
+        feed.put_nowait({"type": "data-n", "data": big})
+        assert _data(await anext(recorder))["data"] == big  # the live client gets each
+        assert registry.held <= registry.max_stream_bytes <= registry.max_bytes
+    assert registry.get("s") is None  # past 4 MiB: no longer resumable, nothing held
+    assert registry.held == 0
+    await recorder.aclose()
+    assert len(registry) == 0
+
+
+async def test_all_streams_together_stay_within_max_bytes() -> None:
+    one = len(encode_sse_bytes({"type": "data-n", "data": 0}))
+    registry = StreamRegistry(max_bytes=5 * one)
+    feed_a, source_a = _fed()
+    feed_b, source_b = _fed()
+    a = registry.record("a", source_a)
+    b = registry.record("b", source_b)
+    for i in range(3):
+        feed_a.put_nowait({"type": "data-n", "data": i})
+        await anext(a)
+    for i in range(3):
+        feed_b.put_nowait({"type": "data-n", "data": i})
+        assert _data(await anext(b))["data"] == i
+    # b's third event would have made six: b stops being resumable; a keeps its three.
+    assert registry.get("a") is not None and registry.get("b") is None
+    assert registry.held == 3 * one
+    follower = registry.get("a")
+    assert follower is not None
+    replay = follower.follow()
+    assert [_data(await anext(replay))["data"] for _ in range(3)] == [0, 1, 2]
+    for feed in (feed_a, feed_b):
+        feed.put_nowait(None)
+    assert [e async for e in a] == [] and [e async for e in b] == []
+    assert [e async for e in replay] == []  # a ended: the follower ends too
+    assert registry.held == 0 and len(registry) == 0
 
 
 async def test_streams_past_the_registry_bound_are_served_but_not_registered() -> None:
@@ -145,10 +199,10 @@ async def test_streams_past_the_registry_bound_are_served_but_not_registered() -
     first = registry.record("a", source_a)
     second = registry.record("b", source_b)
     feed_a.put_nowait({"type": "data-n", "data": 0})
-    assert (await anext(first))["data"] == 0
+    assert _data(await anext(first))["data"] == 0
     for item in ({"type": "data-n", "data": 1}, None):
         feed_b.put_nowait(item)
-    assert [c["data"] async for c in second] == [1]
+    assert [_data(c)["data"] async for c in second] == [1]
     assert registry.get("a") is not None and registry.get("b") is None
     await first.aclose()  # the client left: the source is closed, the stream unregistered
     assert len(registry) == 0

@@ -200,7 +200,7 @@ class _Probe:
             self.ended.set()
 
     async def on_finish(self, result: UIStreamFinish) -> None:
-        # Awaits after the disconnect: sse-starlette's cancelled task group would cancel this
+        # Awaits after the disconnect: a second cancellation (an anyio scope, a shutdown) would cancel this
         # again unless the transformer shields its cleanup.
         await asyncio.sleep(0.01)
         self.finished.append(result)
@@ -286,3 +286,31 @@ async def test_a_client_disconnect_over_a_real_socket_cancels_the_generation(
         assert time.monotonic() < deadline, "the generation task is still running"
         await asyncio.sleep(0.01)
     assert probe.finished[0].is_aborted is True
+
+
+def test_a_negative_ping_interval_is_refused() -> None:
+    with pytest.raises(ValueError, match="ping_interval"):
+        UIMessageStreamResponse(to_ui_message_stream(_scripted()), ping_interval=-1)
+
+
+async def test_a_send_that_fails_for_a_gone_client_closes_the_source() -> None:
+    # ASGI 2.4 servers raise OSError from send once the client is gone.
+    probe = _Probe()
+    bodies: list[bytes] = []
+    never = asyncio.Event()
+
+    async def receive() -> dict[str, Any]:
+        await never.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        if message["type"] == "http.response.body":
+            if b"first" in message["body"]:
+                raise OSError("the client is gone")
+            bodies.append(message["body"])
+
+    scope = {"type": "http", "method": "POST", "path": "/api/chat", "headers": []}
+    await asyncio.wait_for(probe.response()(scope, receive, send), timeout=5)
+    assert probe.ended.is_set() and probe.events[-1] == "finally"
+    assert probe.finished[0].is_aborted is True
+    assert not any(b"[DONE]" in body for body in bodies)

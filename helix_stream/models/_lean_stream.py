@@ -1,0 +1,147 @@
+"""Per-chunk work litellm does on a stream that nothing consumes, skipped when nothing can.
+
+This module owns :func:`lighten_stream`, which :func:`helix_stream.models._litellm.acompletion`
+applies to every stream litellm returns. Two costs of litellm's stream wrapper
+(``CustomStreamWrapper``), measured in ``bench/bench_serving.py``:
+
+* **The assembled answer.** When a stream ends, litellm rebuilds the whole response from every
+  chunk (``stream_chunk_builder``, in a worker thread: CPU the serving process pays, about a
+  quarter of litellm's streaming cost on a long answer). Callbacks and the cache read that
+  answer; the caller only gets its usage, in the last chunk. With no callback registered
+  (globally or on the call), no cache, and usage the provider reported itself, helix builds the
+  answer from the chunks that carry usage and the finish reason only: the usage chunk the
+  caller gets is the same. In every other case litellm's own builder runs.
+* **An async generator per chunk.** litellm reads the OpenAI SDK's stream with a fresh
+  ``async for`` per chunk, and the SDK's ``__aiter__`` is an async generator function: each
+  chunk makes a generator that is dropped after one item, and the event loop schedules a task
+  to finalize it. helix hands litellm the SDK stream's own iterator, which yields the same
+  items in the same order.
+
+It receives the litellm module as an argument: only ``_litellm.py`` imports litellm.
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from collections.abc import Mapping
+from types import ModuleType
+from typing import Any
+
+__all__ = ["lighten_stream", "nothing_reads_the_answer"]
+
+# Call parameters through which a caller asks litellm to log or cache this one call.
+_PER_CALL_CONSUMERS = frozenset(
+    {"callbacks", "success_callback", "failure_callback", "logger_fn", "caching", "cache"}
+)
+_GLOBAL_CALLBACK_LISTS = (
+    "callbacks",
+    "success_callback",
+    "failure_callback",
+    "_async_success_callback",
+    "_async_failure_callback",
+    "input_callback",
+    "service_callback",
+    "audit_log_callbacks",
+)
+
+enabled = True
+"""Switch for tests and benches: ``False`` leaves litellm's streams exactly as they are."""
+
+
+def nothing_reads_the_answer(litellm: ModuleType, params: Mapping[str, Any]) -> bool:
+    """No litellm callback (global or per call) and no cache can see this call's answer."""
+    if getattr(litellm, "cache", None) is not None:
+        return False
+    if any(getattr(litellm, name, None) for name in _GLOBAL_CALLBACK_LISTS):
+        return False
+    return not (_PER_CALL_CONSUMERS & params.keys())
+
+
+class _SharedIterator:
+    """The OpenAI SDK stream, iterated through its one underlying iterator."""
+
+    __slots__ = ("_iterator", "_stream")
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._iterator = stream._iterator
+
+    def __aiter__(self) -> Any:
+        return self._iterator
+
+    async def __anext__(self) -> Any:
+        return await self._iterator.__anext__()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _is_openai_stream(value: object) -> bool:
+    kind = type(value)
+    return (
+        kind.__name__ == "AsyncStream"
+        and kind.__module__.startswith("openai")
+        and hasattr(value, "_iterator")
+    )
+
+
+def lighten_stream(litellm: ModuleType, stream: Any, params: Mapping[str, Any]) -> Any:
+    """Apply both savings to a ``CustomStreamWrapper`` where they are safe; return it."""
+    if not enabled or not hasattr(stream, "completion_stream"):
+        return stream
+    if _is_openai_stream(stream.completion_stream):
+        stream.completion_stream = _SharedIterator(stream.completion_stream)
+    kind = type(stream)
+    if (
+        hasattr(kind, "_async_build_complete_streaming_response")
+        and isinstance(getattr(stream, "chunks", None), list)
+        and getattr(stream.logging_obj, "_on_deferred_stream_complete", None) is None
+        and nothing_reads_the_answer(litellm, params)
+    ):
+        built: list[Any] = []  # litellm asks twice at the end of a stream with usage
+        # Weakly: the stream holds this function, which must not keep the stream (and all its
+        # chunks) alive in a reference cycle until the cyclic garbage collector runs.
+        ref = weakref.ref(stream)
+
+        async def usage_only() -> Any:
+            stream = ref()
+            assert stream is not None  # litellm calls it on the stream
+            build = functools.partial(kind._async_build_complete_streaming_response, stream)
+            # Checked again at the end: a callback or cache registered meanwhile gets the
+            # whole answer, as it would have without helix.
+            chunks = stream.chunks
+            if not nothing_reads_the_answer(litellm, params) or not any(
+                _usage(c) is not None for c in chunks
+            ):
+                return await build()
+            if built and built[0] == len(chunks):
+                return built[1]
+            kept = [
+                c for i, c in enumerate(chunks) if i == 0 or _usage(c) is not None or _finishes(c)
+            ]
+            try:
+                answer = litellm.stream_chunk_builder(
+                    chunks=kept, messages=stream.messages, logging_obj=stream.logging_obj
+                )
+            except Exception:
+                return await build()
+            built[:] = [len(chunks), answer]
+            return answer
+
+        stream._async_build_complete_streaming_response = usage_only
+    return stream
+
+
+def _usage(chunk: Any) -> Any:
+    # litellm keeps a chunk's usage as a pydantic extra: reading a missing one through
+    # getattr raises inside pydantic (2.5 µs a chunk); the extras dict answers at once.
+    extra = getattr(chunk, "__pydantic_extra__", None)
+    if isinstance(extra, dict) and "usage" not in vars(chunk):
+        return extra.get("usage")
+    return getattr(chunk, "usage", None)
+
+
+def _finishes(chunk: Any) -> bool:
+    choices: Any = getattr(chunk, "choices", None)
+    return bool(choices) and getattr(choices[0], "finish_reason", None) is not None
