@@ -175,6 +175,7 @@ class _Run:
             contexts=self.contexts,
             recorder=recorder,
             session=cfg.session,
+            secrets=model.credentials,
         )
         recorder.step_finished(
             step=self._step_result(step_number, model, [], []), response=model.response

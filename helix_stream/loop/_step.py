@@ -23,6 +23,7 @@ from ..models._retry import RetryPolicy, open_stream
 from ..prepare_step import STEP_OVERRIDE_KEYS, StepInput
 from ..steps import ToolCall
 from ..telemetry import Recorder
+from ..telemetry._filters import credential_strings
 from ..tools import Tool
 from ._config import LoopConfig
 
@@ -87,6 +88,7 @@ class ModelResult:
     response_model: str | None
     assistant: dict[str, Any]
     response: ResponseInfo | None = None
+    credentials: frozenset[str] = frozenset()  # what the request sent as credentials
 
 
 class ModelCall:
@@ -125,6 +127,7 @@ class ModelCall:
         self._parser = StepParser(step_number)
         self._closing: list[Chunk] = []
         self._calls: list[ToolCall] = []
+        self._credentials: frozenset[str] = frozenset()
 
     async def chunks(self) -> AsyncGenerator[Chunk, None]:
         """The model's chunks as they stream, then the ones that close its open parts."""
@@ -141,6 +144,8 @@ class ModelCall:
             # and the model that are really sent (README, "Prompt caching").
             final = await with_cache_breakpoints(final, prompt_cache)
             recorder.request_sent(final)  # after middleware: what is really sent
+            # Middleware may add keys: a tool error that quotes one must not pass it on.
+            self._credentials = frozenset(credential_strings(final))
             return await acompletion(router=router, **final)
 
         async def attempt(params: dict[str, Any]) -> Any:
@@ -186,4 +191,5 @@ class ModelCall:
             response_model=parser.response_model,
             assistant=parser.assistant_message(calls),
             response=parser.response,
+            credentials=self._credentials,
         )

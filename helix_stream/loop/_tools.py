@@ -26,6 +26,7 @@ from ..chunks import (
 from ..errors import describe_validation
 from ..steps import ToolCall, ToolResult
 from ..telemetry import Recorder
+from ..telemetry._filters import redact, secret_strings
 from ..tools import Tool, ToolContext, approval_id, dump_output
 from ._config import NO_SESSION, SessionLink
 
@@ -81,6 +82,7 @@ class ToolCalls:
         recorder: Recorder,
         session: SessionLink = NO_SESSION,
         approved: frozenset[str] = frozenset(),
+        secrets: frozenset[str] = frozenset(),
     ) -> None:
         self._calls = list(calls)
         self._tools = tools
@@ -88,6 +90,7 @@ class ToolCalls:
         self._recorder = recorder
         self._session = session
         self._approved = approved
+        self._secrets = secrets
         self._results: dict[str, ToolResult] = {}
         self._contents: dict[str, str] = {}
         # Data parts the tools write while they run (ctx.write_data), streamed as they come.
@@ -182,7 +185,9 @@ class ToolCalls:
             for call, tool, parsed in to_start:
                 context = self._contexts.get(tool.name)
                 ctx = self._session.tool_context(call, tool, context, self._written.put_nowait)
-                task = asyncio.ensure_future(_execute(tool, parsed, ctx, call, self._recorder))
+                task = asyncio.ensure_future(
+                    _execute(tool, parsed, ctx, call, self._recorder, self._secrets)
+                )
                 tasks[task] = call
         return tasks
 
@@ -227,7 +232,12 @@ def _output_chunk(result: ToolResult) -> Chunk:
 
 
 async def _execute(
-    tool: Tool, parsed: Any, ctx: ToolContext, call: ToolCall, recorder: Recorder
+    tool: Tool,
+    parsed: Any,
+    ctx: ToolContext,
+    call: ToolCall,
+    recorder: Recorder,
+    secrets: frozenset[str],
 ) -> tuple[ToolResult, str]:
     with recorder.tool_call(call=call, tool_context=ctx.context) as handle:
         try:
@@ -235,7 +245,10 @@ async def _execute(
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            text = f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}"
+            # The text goes to the model, the log and telemetry: never with the tool's own
+            # context values (its keys) or the call's credentials in it.
+            hidden = set(secrets) | secret_strings(ctx.context, None)
+            text = redact(f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}", hidden)
             result = ToolResult(
                 tool_call_id=call.id, tool_name=call.name, status="error", error=text
             )
