@@ -583,10 +583,10 @@ async def test_a_tool_that_raises_is_recorded_on_its_tool_span(
     assert attrs(span)["error.type"] == "ValueError"
     (event,) = [e for e in span.events if e.name == "exception"]
     assert event.attributes["exception.type"] == "ValueError"
-    # The tool's own text, with the value its filter keeps out redacted (the model was sent
-    # it by the tool; the spans, including the next request's messages, are not).
+    # The tool's own text, with its context value redacted: in the spans, and in the tool
+    # message the model is sent next.
     assert event.attributes["exception.message"] == "lookup refused key [REDACTED]"
-    assert API_KEY in loopback.bodies()[1]["messages"][-1]["content"]
+    assert API_KEY not in loopback.bodies()[1]["messages"][-1]["content"]
     assert API_KEY not in "\n".join(everything(s) for s in traces.spans())
     assert traces.one("stream_text").status.status_code is StatusCode.UNSET
 
