@@ -26,6 +26,7 @@ __all__ = [
     "ReasoningDelta",
     "ReasoningEnd",
     "ReasoningStart",
+    "SourceUrl",
     "Start",
     "StartStep",
     "TextDelta",
@@ -258,6 +259,16 @@ class ErrorChunk:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SourceUrl:
+    """A source the model cited (a URL annotation, or a provider's ``citations``)."""
+
+    type: ClassVar[Literal["source-url"]] = "source-url"
+    source_id: str
+    url: str
+    title: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DataChunk:
     """An app-defined ``data-<name>`` part."""
 
@@ -288,6 +299,7 @@ Chunk = (
     | ToolNotExecuted
     | ToolApprovalRequest
     | ToolOutputDenied
+    | SourceUrl
     | ContextRowChunk
     | ContextSkipped
     | FinishStep

@@ -28,6 +28,7 @@ from ..chunks import (
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
+    SourceUrl,
     TextDelta,
     TextEnd,
     TextStart,
@@ -205,6 +206,7 @@ class StepParser:
         "_calls",
         "_reasoning_id",
         "_reasoning_parts",
+        "_sources",
         "_text_id",
         "finish_reason",
         "reasoning",
@@ -225,6 +227,7 @@ class StepParser:
         self.finish_reason: str | None = None
         self.usage = Usage()
         self.response: ResponseInfo | None = None
+        self._sources: set[str] = set()
 
     @property
     def response_model(self) -> str | None:
@@ -256,15 +259,45 @@ class StepParser:
                 tool_calls = read_field(delta, "tool_calls")
                 if tool_calls:
                     self._feed_tool_calls(tool_calls, out)
+                annotations = read_field(delta, "annotations")
+                if annotations:
+                    self._feed_annotations(annotations, out)
             finish_reason = read_field(choice, "finish_reason")
             if finish_reason:
                 self.finish_reason = finish_reason
+        citations = read_field(raw, "citations")
+        if citations:
+            self._feed_citations(citations, out)
         usage = read_field(raw, "usage")
         if usage is not None:  # one chunk near the end: the details are read only here
             self.usage = read_usage(usage)
         if self.response is None:
             self.response = _response_info(raw)
         return out
+
+    def _source(self, url: Any, title: Any, out: list[Chunk]) -> None:
+        # Once per URL and step: providers repeat a citation for every passage that uses it.
+        if isinstance(url, str) and url and url not in self._sources:
+            self._sources.add(url)
+            source_id = f"source-{self.step_number}-{len(self._sources)}"
+            title = title if isinstance(title, str) and title else None
+            out.append(SourceUrl(source_id=source_id, url=url, title=title))
+
+    def _feed_annotations(self, annotations: Any, out: list[Chunk]) -> None:
+        """OpenAI-style ``url_citation`` annotations on the message delta."""
+        for annotation in annotations:
+            if not isinstance(annotation, dict) or annotation.get("type") != "url_citation":
+                continue
+            cited = annotation.get("url_citation") or {}
+            self._source(cited.get("url"), cited.get("title"), out)
+
+    def _feed_citations(self, citations: Any, out: list[Chunk]) -> None:
+        """A provider's list of cited URLs (Perplexity's ``citations``, passed on by litellm)."""
+        for citation in citations:
+            if isinstance(citation, str):
+                self._source(citation, None, out)
+            elif isinstance(citation, dict):
+                self._source(citation.get("url"), citation.get("title"), out)
 
     def _feed_reasoning(self, reasoning: str, out: list[Chunk]) -> None:
         if self._reasoning_id is None:

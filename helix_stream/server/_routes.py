@@ -136,6 +136,7 @@ def routes(
     on_error: Callable[[BaseException], str] | None = None,
     generate_message_id: Callable[[], str] | None = None,
     streams: StreamRegistry | None = None,
+    send_sources: bool = False,
 ) -> list[BaseRoute]:
     """The chat server's routes, to mount in a Starlette or FastAPI app.
 
@@ -164,6 +165,7 @@ def routes(
         on_error: Chooses the ``errorText`` sent for a failed turn (default: masked).
         generate_message_id: Makes the id of each new assistant message (default: random).
         streams: The registry of active streams (one is made if omitted).
+        send_sources: Send ``source-url`` parts for the sources the model cited.
 
     Returns:
         A list of Starlette routes.
@@ -180,6 +182,7 @@ def routes(
         on_error=on_error,
         new_message_id=generate_message_id or (lambda: f"msg-{uuid.uuid4().hex}"),
         registry=streams if streams is not None else StreamRegistry(),
+        send_sources=send_sources,
     )
     base = api_path.rstrip("/")
     return [
@@ -231,6 +234,7 @@ class _Handlers:
     on_error: Callable[[BaseException], str] | None
     new_message_id: Callable[[], str]
     registry: StreamRegistry
+    send_sources: bool
 
     async def _caller(self, request: Request, session_id: str | None = None) -> Any:
         """Who is calling (``authenticate``), checked against ``session_id`` (``authorize``)."""
@@ -283,6 +287,7 @@ class _Handlers:
             client_version=self.client_version,
             original_messages=[m.model_dump() for m in body.messages],
             on_error=self.on_error,
+            send_sources=self.send_sources,
         )
         return UIMessageStreamResponse(self.registry.record(session_id, ui))
 
@@ -313,7 +318,10 @@ class _Handlers:
         session_id = check_session_id(request.path_params["id"])
         await self._caller(request, session_id)
         messages = await self.executor.ui_messages(
-            session_id, client_version=self.client_version, on_error=self.on_error
+            session_id,
+            client_version=self.client_version,
+            on_error=self.on_error,
+            send_sources=self.send_sources,
         )
         return JSONResponse(messages)
 

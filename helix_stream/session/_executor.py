@@ -445,12 +445,14 @@ class Executor:
         *,
         client_version: int = 7,
         on_error: Callable[[BaseException], str] | None = None,
+        send_sources: bool = False,
     ) -> list[dict[str, Any]]:
         """The session as AI SDK UIMessages, for a chat UI; never contains context rows.
 
         The parts are what the live stream showed a client of ``client_version``: a tool's
         error text is masked unless ``on_error`` (given a
-        :class:`~helix_stream.errors.ToolFailedError`) chooses the text.
+        :class:`~helix_stream.errors.ToolFailedError`) chooses the text; the sources the
+        model cited are parts only with ``send_sources``.
 
         Raises:
             SessionNotFoundError: no such session.
@@ -458,7 +460,12 @@ class Executor:
         snapshot = await self.store.read_snapshot(session_id)
         if snapshot.session is None:
             raise SessionNotFoundError(f"no session {show(session_id)}")
-        return ui_messages(snapshot.log, client_version=client_version, on_error=on_error)
+        return ui_messages(
+            snapshot.log,
+            client_version=client_version,
+            on_error=on_error,
+            send_sources=send_sources,
+        )
 
 
 def _check_identity(initiator: Any) -> None:

@@ -36,6 +36,7 @@ from ..chunks import (
     ErrorChunk,
     Finish,
     FinishStep,
+    SourceUrl,
     StartStep,
     TextDelta,
 )
@@ -104,6 +105,9 @@ class Turn:
         self.in_step = False
         self.partial: list[str] = []  # the text the current step has streamed so far
         self.written: list[dict[str, Any]] = []  # the data parts its tools wrote (kept ones)
+        self.sources: list[dict[str, Any]] = []  # the sources its model cited
+        self.error: BaseException | None = None  # the run's error, once it failed
+        self.done = False  # the run finished
         self.claimed = False  # the session is ours: from here on, the turn must end it
         self.ended = False  # the last step's write set the final status
 
@@ -119,29 +123,36 @@ class Turn:
                 log_failure(self, exc)  # a refusal is the caller's business; this is not
             yield ErrorChunk(error=exc)  # before the claim: nothing was written
             return
-        error: BaseException | None = None
-        done = False
         try:
             async with aclosing(run_loop(self.config)) as chunks:
                 async for chunk in chunks:
-                    cls = chunk.__class__
-                    if cls is TextDelta:
-                        self.partial.append(chunk.delta)  # type: ignore[union-attr]
-                    elif cls is StartStep:
-                        self.partial, self.written = [], []
-                    elif cls is FinishStep:
-                        self.partial = []
-                    elif isinstance(chunk, DataChunk) and not chunk.transient:
-                        self.written.append(
-                            {"name": chunk.name, "id": chunk.id, "data": chunk.data}
-                        )
-                    elif isinstance(chunk, ErrorChunk):
-                        error = chunk.error
-                    elif cls is Finish:
-                        done = True
+                    self._see(chunk)
                     yield chunk
         finally:
-            await finish_turn(self, error=error, done=done)
+            await finish_turn(self, error=self.error, done=self.done)
+
+    def _see(self, chunk: Chunk) -> None:
+        """Keep what the turn stores besides the step's messages: the text streamed so far
+        (an interrupted answer), the tools' data parts and the cited sources; and how the run
+        ended."""
+        cls = chunk.__class__
+        if cls is TextDelta:
+            self.partial.append(chunk.delta)  # type: ignore[union-attr]
+        elif cls is StartStep:
+            self.partial, self.written, self.sources = [], [], []
+        elif cls is FinishStep:
+            self.partial = []
+        elif isinstance(chunk, DataChunk):
+            if not chunk.transient:
+                self.written.append({"name": chunk.name, "id": chunk.id, "data": chunk.data})
+        elif isinstance(chunk, SourceUrl):
+            self.sources.append(
+                {"sourceId": chunk.source_id, "url": chunk.url, "title": chunk.title}
+            )
+        elif isinstance(chunk, ErrorChunk):
+            self.error = chunk.error
+        elif cls is Finish:
+            self.done = True
 
     def interrupted_message(self) -> dict[str, Any] | None:
         """The text the current step streamed before the turn failed or was cut short, as
@@ -440,6 +451,8 @@ class Turn:
                 extra: dict[str, Any] = {"_awaiting_approval": approvals} if approvals else {}
                 if self.written:
                     extra["_data"] = list(self.written)  # the tools' data parts, for the UI
+                if self.sources:
+                    extra["_sources"] = list(self.sources)
                 records.append({**m, "_message_id": self.config.message_id, **extra})
             else:
                 records.append({**m, "_status": statuses.get(m.get("tool_call_id", ""), "output")})

@@ -8,6 +8,7 @@ Context rows are never among them.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -17,6 +18,7 @@ from ..chunks import (
     Chunk,
     DataChunk,
     FinishStep,
+    SourceUrl,
     Start,
     StartStep,
     TextDelta,
@@ -45,26 +47,33 @@ def _json(text: str) -> Any:
 
 
 def ui_messages(
-    log: Sequence[LogRecord], *, client_version: int = 7, on_error: OnError | None = None
+    log: Sequence[LogRecord],
+    *,
+    client_version: int = 7,
+    on_error: OnError | None = None,
+    send_sources: bool = False,
 ) -> list[dict[str, Any]]:
     """The log as UIMessages: one per user message, one per assistant turn; no rows."""
+    assistant = functools.partial(
+        _assistant, client_version=client_version, on_error=on_error, send_sources=send_sources
+    )
     out: list[dict[str, Any]] = []
     turn: list[LogRecord] = []
     for record in log:
         if record.role == "context":
             continue
         if record.role == "assistant" and turn and _message_id(turn[0]) != _message_id(record):
-            out.append(_assistant(turn, client_version, on_error))
+            out.append(assistant(turn))
             turn = []
         if record.role in ("user", "system"):
             if turn:
-                out.append(_assistant(turn, client_version, on_error))
+                out.append(assistant(turn))
                 turn = []
             out.append(_user(record))
         elif record.role == "assistant" or (record.role == "tool" and turn):
             turn.append(record)
     if turn:
-        out.append(_assistant(turn, client_version, on_error))
+        out.append(assistant(turn))
     return out
 
 
@@ -85,7 +94,11 @@ def _user(record: LogRecord) -> dict[str, Any]:
 
 
 def _assistant(
-    records: Sequence[LogRecord], client_version: int, on_error: OnError | None
+    records: Sequence[LogRecord],
+    *,
+    client_version: int,
+    on_error: OnError | None,
+    send_sources: bool,
 ) -> dict[str, Any]:
     # Imported here: the transformers bring in Starlette, which `import helix_stream` must not.
     from ..transformers._fold import UIMessageFold
@@ -96,6 +109,7 @@ def _assistant(
     mapper = UIChunkMapper(
         client_version=client_version,
         send_reasoning=True,
+        send_sources=send_sources,
         send_start=True,
         send_finish=True,
         message_metadata=None,
@@ -130,6 +144,10 @@ def _replay(records: Sequence[LogRecord]) -> Iterator[Chunk]:
                 yield FinishStep(step_number=0, finish_reason="tool-calls")
             yield StartStep(step_number=0)
             step_open = True
+            for source in payload.get("_sources") or []:
+                yield SourceUrl(
+                    source_id=source["sourceId"], url=source["url"], title=source.get("title")
+                )
             text = message_text(payload)
             if text:
                 part = f"text-{record.seq}"

@@ -26,6 +26,7 @@ from helix_stream.chunks import (
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
+    SourceUrl,
     Start,
     StartStep,
     TextDelta,
@@ -82,6 +83,7 @@ class UIChunkMapper:
         client_version: int,
         send_reasoning: bool,
         send_start: bool,
+        send_sources: bool = False,
         send_finish: bool,
         message_metadata: Callable[[Start | Finish], Mapping[str, Any] | None] | None,
         message_id: str | None,
@@ -133,6 +135,7 @@ class UIChunkMapper:
             ToolApprovalRequest: self._approval if client_version >= 6 else drop,
             ToolOutputDenied: self._denied,
             DataChunk: self._data,
+            SourceUrl: self._source if send_sources else drop,
             StartStep: self._start_step,
             FinishStep: self._finish_step,
             Start: self._start,
@@ -421,7 +424,13 @@ class UIChunkMapper:
             {"type": "tool-output-error", "toolCallId": chunk.tool_call_id, "errorText": text}
         )
 
-    # -- data --------------------------------------------------------------------------------
+    # -- sources and data --------------------------------------------------------------------
+
+    def _source(self, chunk: SourceUrl) -> None:
+        out: UIChunk = {"type": "source-url", "sourceId": chunk.source_id, "url": chunk.url}
+        if chunk.title is not None:
+            out["title"] = chunk.title
+        self._emit(out)
 
     def _data(self, chunk: DataChunk) -> None:
         out: UIChunk = {"type": f"data-{chunk.name}", "data": chunk.data}

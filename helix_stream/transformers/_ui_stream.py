@@ -94,8 +94,8 @@ def to_ui_message_stream(
             v5 clients reject ``tool-approval-request`` and ``tool-output-denied``: for them an
             approval request is dropped and a denial is sent as ``tool-output-error``.
         send_reasoning: Send reasoning parts.
-        send_sources: Send source parts (the chunk vocabulary has none yet; kept for parity
-            with the AI SDK's option).
+        send_sources: Send ``source-url`` parts for the sources the model cited (URL
+            annotations, a provider's ``citations``); off by default, as in the AI SDK.
         send_start: Send the ``start`` chunk.
         send_finish: Send the ``finish`` chunk.
         message_metadata: Called with the ``Start`` and the ``Finish`` chunk; a dict it
@@ -122,12 +122,12 @@ def to_ui_message_stream(
             f"client_version must be 5, 6 or 7 (the major version of the 'ai' npm package "
             f"the client uses), not {client_version!r}"
         )
-    del send_sources  # no source chunks exist yet; nothing to gate
     last = original_messages[-1] if original_messages else None
     continued = dict(last) if last is not None and last.get("role") == "assistant" else None
     mapper = UIChunkMapper(
         client_version=client_version,
         send_reasoning=send_reasoning,
+        send_sources=send_sources,
         send_start=send_start,
         send_finish=send_finish,
         message_metadata=message_metadata,
