@@ -57,6 +57,7 @@ from ..agent import Agent
 from ..models import load_litellm
 from ..session import Executor
 from ._routes import Authenticate, Authorize, RunOptions, error_response, http_error_handler, routes
+from ._shared_streams import SharedStreamRegistry
 from ._streams import ActiveStream, StreamRegistry
 
 __all__ = [
@@ -64,6 +65,7 @@ __all__ = [
     "Authenticate",
     "Authorize",
     "RunOptions",
+    "SharedStreamRegistry",
     "StreamRegistry",
     "create_app",
     "error_response",

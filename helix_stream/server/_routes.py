@@ -28,8 +28,10 @@ from .._limits import check_session_id
 from ..agent import Agent
 from ..errors import HelixError
 from ..session import Executor
+from ..store import PostgresStore
 from ..transformers import UIMessageStreamResponse, to_ui_message_stream
 from ._bodies import ChatActions, ChatRequest, ContextRequest, chat_actions, parse_body, read_body
+from ._shared_streams import SharedStreamRegistry
 from ._streams import StreamRegistry
 
 __all__ = [
@@ -135,7 +137,7 @@ def routes(
     run_options: RunOptions | None = None,
     on_error: Callable[[BaseException], str] | None = None,
     generate_message_id: Callable[[], str] | None = None,
-    streams: StreamRegistry | None = None,
+    streams: StreamRegistry | SharedStreamRegistry | None = None,
     send_sources: bool = False,
 ) -> list[BaseRoute]:
     """The chat server's routes, to mount in a Starlette or FastAPI app.
@@ -164,7 +166,9 @@ def routes(
         run_options: Extra ``executor.run`` arguments per request (see :class:`RunOptions`).
         on_error: Chooses the ``errorText`` sent for a failed turn (default: masked).
         generate_message_id: Makes the id of each new assistant message (default: random).
-        streams: The registry of active streams (one is made if omitted).
+        streams: Where active streams are kept for resume; default: a
+            :class:`SharedStreamRegistry` (resume on any process) when the executor's store
+            is a PostgresStore, else an in-process :class:`StreamRegistry`.
         send_sources: Send ``source-url`` parts for the sources the model cited.
 
     Returns:
@@ -181,7 +185,7 @@ def routes(
         run_options=run_options,
         on_error=on_error,
         new_message_id=generate_message_id or (lambda: f"msg-{uuid.uuid4().hex}"),
-        registry=streams if streams is not None else StreamRegistry(),
+        registry=streams if streams is not None else default_registry(executor),
         send_sources=send_sources,
     )
     base = api_path.rstrip("/")
@@ -204,6 +208,14 @@ def routes(
             name="helix_resume",
         ),
     ]
+
+
+def default_registry(executor: Executor) -> StreamRegistry | SharedStreamRegistry:
+    """Where a server keeps its active streams: PostgreSQL when sessions live there (any
+    process can resume them), else in this process."""
+    if isinstance(executor.store, PostgresStore):
+        return SharedStreamRegistry(executor.store)
+    return StreamRegistry()
 
 
 def _check_client(agent: Agent, client_version: int) -> None:
@@ -233,7 +245,7 @@ class _Handlers:
     run_options: RunOptions | None
     on_error: Callable[[BaseException], str] | None
     new_message_id: Callable[[], str]
-    registry: StreamRegistry
+    registry: StreamRegistry | SharedStreamRegistry
     send_sources: bool
 
     async def _caller(self, request: Request, session_id: str | None = None) -> Any:
@@ -328,7 +340,7 @@ class _Handlers:
     async def resume(self, request: Request) -> Response:
         session_id = check_session_id(request.path_params["id"])
         await self._caller(request, session_id)
-        stream = self.registry.get(session_id)
+        stream = await self.registry.resume(session_id)
         if stream is None:
             return Response(status_code=204)
-        return UIMessageStreamResponse(stream.follow())
+        return UIMessageStreamResponse(stream)

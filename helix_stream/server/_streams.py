@@ -110,6 +110,11 @@ class StreamRegistry:
             return None
         return stream
 
+    async def resume(self, session_id: str) -> AsyncIterator[bytes] | None:
+        """The session's active stream, so far then live, or ``None`` when none is."""
+        stream = self.get(session_id)
+        return None if stream is None else stream.follow()
+
     async def record(
         self, session_id: str, ui_chunks: AsyncIterator[UIChunk]
     ) -> AsyncGenerator[bytes, None]:

@@ -9,17 +9,23 @@ store itself: sessions, the log and checkpoints, each a read or one ``BEGIN … 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Literal
 
 from helix_stream._limits import check_key, check_session_id
-from helix_stream.store import _postgres_history, _postgres_queue, _postgres_turns
+from helix_stream.store import (
+    _postgres_history,
+    _postgres_queue,
+    _postgres_streams,
+    _postgres_turns,
+)
 from helix_stream.store._postgres_db import (
     SESSION_COLUMNS,
     PostgresDatabase,
     Tx,
     session_record,
 )
+from helix_stream.store._postgres_streams import StreamEvents
 from helix_stream.store._protocol import (
     JSON,
     Checkpoint,
@@ -367,3 +373,49 @@ class PostgresStore(PostgresDatabase):
             lambda tx: _postgres_history.branch(tx, source_id, new_id, upto_seq, agent_name),
             "branch",
         )
+
+    # -- UI streams: resume on any process (helix_stream.server.SharedStreamRegistry) --------
+
+    async def open_ui_stream(self, session_id: str, stream_id: str, *, keep_for: float) -> None:
+        """Make ``stream_id`` the session's UI stream; drop streams finished ``keep_for`` s ago."""
+        check_session_id(session_id)
+
+        async def tx(tx: Tx) -> tuple[None, bool]:
+            await _postgres_streams.open_stream(tx, session_id, stream_id, keep_for)
+            return None, True
+
+        await self._write(tx, "open_ui_stream", pipeline=True)
+
+    async def append_ui_stream(
+        self, stream_id: str, seq: int, events: str, *, finished: bool = False
+    ) -> None:
+        """Add a batch of SSE events to a UI stream (``finished``: its last) and notify."""
+        notify = _postgres_streams.channel(self.schema)
+
+        async def tx(tx: Tx) -> tuple[None, bool]:
+            await _postgres_streams.append(
+                tx, stream_id, seq, events, finished=finished, notify=notify
+            )
+            return None, True
+
+        await self._write(tx, "append_ui_stream", pipeline=True)
+
+    async def read_ui_stream(
+        self, session_id: str, after_seq: int = 0, stream_id: str | None = None
+    ) -> StreamEvents:
+        """The session's latest UI stream after batch ``after_seq`` (see ``StreamEvents``)."""
+        check_session_id(session_id)
+        return await self._read(
+            lambda tx: _postgres_streams.read(tx, session_id, after_seq, stream_id),
+            "read_ui_stream",
+        )
+
+    async def listen_ui_streams(self) -> AsyncIterator[str]:
+        """The ids of UI streams as they grow, from every process (a connection of its own,
+        ``LISTEN`` on the schema's channel), until the iterator is closed."""
+        self._check_open()
+        conn = await self._psycopg.AsyncConnection.connect(self._dsn, **self._connect_kwargs)
+        async with conn:
+            await conn.execute(f'LISTEN "{_postgres_streams.channel(self.schema)}"')
+            async for note in conn.notifies():
+                yield note.payload

@@ -91,12 +91,30 @@ _V1 = (
     "CREATE INDEX checkpoints_by_session ON {s}.checkpoints (session_id, ord)",
 )
 
+# Version 2: the UI streams of running turns, so that a client that reconnects to any process
+# can resume one (``server`` docs, "Resume on any replica"). One row per session for its
+# latest stream; its events in order, in batches. Finished streams are deleted after a while.
+_V2 = (
+    """CREATE TABLE {s}.ui_streams (
+        session_id text PRIMARY KEY,
+        stream_id text NOT NULL UNIQUE,
+        started_at double precision NOT NULL,
+        finished_at double precision)""",
+    """CREATE TABLE {s}.ui_stream_events (
+        stream_id text NOT NULL REFERENCES {s}.ui_streams (stream_id) ON DELETE CASCADE,
+        seq integer NOT NULL,
+        events text NOT NULL,
+        PRIMARY KEY (stream_id, seq))""",
+    "CREATE INDEX ui_streams_finished ON {s}.ui_streams (finished_at)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         version=1,
         description="sessions, log, context_queue, context_keys, checkpoints",
         statements=_V1,
     ),
+    Migration(version=2, description="ui_streams, ui_stream_events", statements=_V2),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -58,7 +58,7 @@ async def test_a_raising_tools_secrets_are_redacted_everywhere_they_could_go(
     loopback.script(tool_calls(("crm", {"customer": "ada"})), text("The CRM failed."))
     result = executor.run(agent, "s", "Look up ada", tools_context={"crm": {"api_key": TOOL_KEY}})
     assert await result.text() == "The CRM failed."
-    tool_message = [m for m in result.response_messages if m["role"] == "tool"][0]
+    tool_message = next(m for m in result.response_messages if m["role"] == "tool")
     assert "[REDACTED]" in tool_message["content"] and "RuntimeError" in tool_message["content"]
     # The model's second request carries the tool message: without either secret.
     second = loopback.requests[1]

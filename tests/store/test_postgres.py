@@ -30,7 +30,10 @@ from tests.store import _pg
 ROOT = Path(__file__).resolve().parents[2]
 SID = "s-1"
 APP: dict[str, Any] = {"type": "app"}
-TABLES = {"checkpoints", "context_keys", "context_queue", "log", "schema_migrations", "sessions"}
+TABLES = {
+    "checkpoints", "context_keys", "context_queue", "log", "schema_migrations", "sessions",
+    "ui_stream_events", "ui_streams",
+}  # fmt: skip
 
 
 def notice(text: str) -> dict[str, Any]:
@@ -83,8 +86,11 @@ async def test_the_schema_is_created_on_first_use_with_migration_1_recorded(
         rows = conn.execute(
             f'SELECT version, description FROM "{store.schema}".schema_migrations'
         ).fetchall()
-    assert rows == [(1, "sessions, log, context_queue, context_keys, checkpoints")]
-    assert LATEST_VERSION == 1
+    assert rows == [
+        (1, "sessions, log, context_queue, context_keys, checkpoints"),
+        (2, "ui_streams, ui_stream_events"),
+    ]
+    assert LATEST_VERSION == 2
     assert store.write_transactions == 0  # migrating is not one of the caller's writes
     assert await store.migrate() == []
 
@@ -94,7 +100,7 @@ async def test_stores_starting_together_on_a_new_schema_migrate_it_once() -> Non
     stores = [PostgresStore(_pg.DSN, schema=schema) for _ in range(4)]
     try:
         applied = await asyncio.gather(*(s.migrate() for s in stores))
-        assert sorted(applied) == [[], [], [], [1]]
+        assert sorted(applied) == [[], [], [], [1, 2]]
         await asyncio.gather(*(s.create_session(SID, agent_name="a") for s in stores))
         assert sum(s.write_transactions for s in stores) == 1
     finally:
@@ -110,10 +116,10 @@ async def test_a_schema_with_a_newer_migration_is_refused_and_left_alone() -> No
             f'CREATE TABLE "{schema}".schema_migrations (version integer PRIMARY KEY,'
             " description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
         )
-        conn.execute(f"INSERT INTO \"{schema}\".schema_migrations VALUES (2, 'future')")
+        conn.execute(f"INSERT INTO \"{schema}\".schema_migrations VALUES (99, 'future')")
     store = PostgresStore(_pg.DSN, schema=schema)
     try:
-        with pytest.raises(FrameworkNotSupportedError, match="migration 2") as raised:
+        with pytest.raises(FrameworkNotSupportedError, match="migration 99") as raised:
             await store.get_session(SID)
         assert raised.value.code == "framework_not_supported"
     finally:

@@ -1,0 +1,208 @@
+"""Resume on any process: the active turns' UI streams, published through PostgreSQL.
+
+This module owns :class:`SharedStreamRegistry`, the registry the chat routes use when the
+executor's store is a :class:`~helix_stream.PostgresStore` (``StreamRegistry`` stays the one
+for SQLite and memory stores, in-process). While a turn streams, :meth:`record` sends each SSE
+event to its client at once and publishes the events, in batches every ``flush_interval``
+seconds, to the store's ``ui_stream_events`` table, with a ``NOTIFY`` to every process. A
+client that reconnects to any process (``GET .../stream``) gets the events so far and follows
+the rest live until ``finish``; the stream's events are kept for ``keep_for`` seconds after it
+ends, then dropped.
+
+Publishing never holds up the live client: a batch that cannot be written is logged, and the
+stream simply stops being resumable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from typing import Any
+
+from .._cleanup import aclose_quietly, run_cleanup
+from ..store import PostgresStore
+from ..transformers._sse import encode_sse_bytes
+
+__all__ = ["SharedStreamRegistry"]
+
+logger = logging.getLogger("helix_stream.server")
+
+UIChunk = Mapping[str, Any]
+
+
+class SharedStreamRegistry:
+    """Active streams of a PostgreSQL-backed chat service, resumable from any process.
+
+    Args:
+        store: The executor's PostgresStore (its tables hold the streams).
+        flush_interval: Seconds between two batches a turn publishes (followers lag by up to
+            this much; each batch is one store write).
+        keep_for: Seconds a finished stream's events are kept (default 10 minutes).
+        poll_interval: Seconds a follower waits for a notification before it reads anyway.
+    """
+
+    def __init__(
+        self,
+        store: PostgresStore,
+        *,
+        flush_interval: float = 0.05,
+        keep_for: float = 600.0,
+        poll_interval: float = 1.0,
+    ) -> None:
+        self.store = store
+        self.flush_interval = flush_interval
+        self.keep_for = keep_for
+        self.poll_interval = poll_interval
+        # A follower's event per stream id: a notification wakes the followers of its stream.
+        self._followers: dict[str, set[asyncio.Event]] = {}
+        self._listener: asyncio.Task[None] | None = None
+
+    async def record(
+        self, session_id: str, ui_chunks: AsyncIterator[UIChunk]
+    ) -> AsyncGenerator[bytes, None]:
+        """Serve ``ui_chunks`` to one client as SSE events, publishing them for followers.
+
+        Closing the returned generator closes ``ui_chunks`` (which cancels the generation).
+        """
+        publisher = await self._publisher(session_id)
+        try:
+            async for chunk in ui_chunks:
+                event = encode_sse_bytes(chunk)
+                if publisher is not None:
+                    publisher.add(event)
+                yield event
+        finally:
+            if publisher is not None:
+                await run_cleanup(publisher.close, what="publishing the end of a UI stream")
+            await aclose_quietly(ui_chunks, what="closing the turn's UI stream")
+
+    async def _publisher(self, session_id: str) -> _Publisher | None:
+        stream_id = uuid.uuid4().hex
+        try:
+            await self.store.open_ui_stream(session_id, stream_id, keep_for=self.keep_for)
+        except Exception:
+            logger.exception(
+                "session %r: its stream cannot be published (not resumable)", session_id
+            )
+            return None
+        return _Publisher(self.store, stream_id, self.flush_interval)
+
+    async def resume(self, session_id: str) -> AsyncIterator[bytes] | None:
+        """The session's running stream, so far then live, or ``None`` when none runs."""
+        first = await self.store.read_ui_stream(session_id)
+        if first.stream_id is None or first.finished:
+            return None
+        return self._follow(session_id, first.stream_id, first.batches)
+
+    async def _follow(
+        self, session_id: str, stream_id: str, batches: list[tuple[int, str]]
+    ) -> AsyncGenerator[bytes, None]:
+        grew = asyncio.Event()
+        self._followers.setdefault(stream_id, set()).add(grew)
+        self._listen()
+        try:
+            seq, finished, quiet = 0, False, False
+            while True:
+                for seq, events in batches:  # noqa: B007  (the last one read is where to go on)
+                    yield events.encode()
+                if finished:
+                    return
+                # Cleared before the read: a batch published after it still wakes the wait.
+                grew.clear()
+                update = await self.store.read_ui_stream(session_id, seq, stream_id)
+                if update.stream_id is None:  # a newer turn's stream replaced it
+                    return
+                batches, finished = update.batches, update.finished
+                if batches or finished:
+                    quiet = False
+                    continue
+                try:
+                    await asyncio.wait_for(grew.wait(), self.poll_interval)
+                except TimeoutError:
+                    # A turn whose process died (or could not publish its end) leaves an
+                    # unfinished stream: once its session stops running and a further poll
+                    # brings nothing, nothing will come.
+                    if quiet:
+                        return
+                    quiet = not await self._running(session_id)
+        finally:
+            followers = self._followers.get(stream_id, set())
+            followers.discard(grew)
+            if not followers:
+                self._followers.pop(stream_id, None)
+            if not self._followers and self._listener is not None:
+                # No one to wake: the listening connection goes until the next follower.
+                self._listener.cancel()
+                self._listener = None
+
+    async def _running(self, session_id: str) -> bool:
+        try:
+            session = await self.store.get_session(session_id)
+        except Exception:  # unreadable: as if it were not running (the poll decides)
+            return False
+        return session is not None and session.status == "running"
+
+    def _listen(self) -> None:
+        """Start this process's one listener for stream notifications, while anyone follows."""
+        if self._listener is None or self._listener.done():
+            self._listener = asyncio.get_running_loop().create_task(self._notifications())
+
+    async def _notifications(self) -> None:
+        try:
+            async for stream_id in self.store.listen_ui_streams():
+                for grew in self._followers.get(stream_id, ()):
+                    grew.set()
+        except Exception:
+            # Followers still read every poll_interval: slower, never stuck.
+            logger.warning("listening for UI stream notifications failed", exc_info=True)
+
+
+class _Publisher:
+    """Writes one stream's events in batches, one write at a time, in the background.
+
+    One task does every write, in order, so that batches commit in ``seq`` order (a follower
+    reads "after the last seq I saw") and closing never cuts a write short.
+    """
+
+    def __init__(self, store: PostgresStore, stream_id: str, interval: float) -> None:
+        self._store = store
+        self._stream_id = stream_id
+        self._interval = interval
+        self._pending: list[bytes] = []
+        self._seq = 0
+        self._failed = False
+        self._closing = asyncio.Event()
+        self._task = asyncio.get_running_loop().create_task(self._write_batches())
+
+    def add(self, event: bytes) -> None:
+        self._pending.append(event)
+
+    async def _write_batches(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closing.wait(), self._interval)
+            finished = self._closing.is_set()
+            await self._flush(finished=finished)
+            if finished:
+                return
+
+    async def _flush(self, *, finished: bool) -> None:
+        if self._failed or (not self._pending and not finished):
+            return
+        events, self._pending = b"".join(self._pending).decode(), []
+        self._seq += 1
+        try:
+            await self._store.append_ui_stream(
+                self._stream_id, self._seq, events, finished=finished
+            )
+        except Exception:
+            self._failed = True
+            logger.exception("publishing UI stream %s failed (not resumable)", self._stream_id)
+
+    async def close(self) -> None:
+        """Write what is left and mark the stream finished."""
+        self._closing.set()
+        await self._task

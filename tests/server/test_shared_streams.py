@@ -1,0 +1,118 @@
+"""SharedStreamRegistry in one process: what a follower reads comes from PostgreSQL, not memory.
+
+Two apps share one PostgresStore schema (as two replicas would): a turn runs on ``first``, a
+client that reconnects to ``second`` gets it whole. Publishing that fails never touches the
+live client."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+import helix_stream as hs
+from helix_stream.server import SharedStreamRegistry, StreamRegistry, create_app
+from tests.server._asgi import LiveRequest
+from tests.server.conftest import chat, user
+from tests.store import _pg
+
+SID = "shared"
+
+
+def _is(kind: str) -> Any:
+    return lambda chunk: isinstance(chunk, dict) and chunk.get("type") == kind
+
+
+@pytest.fixture
+async def store() -> AsyncIterator[hs.PostgresStore]:
+    made = _pg.make_store()
+    try:
+        yield made
+    finally:
+        await made.close()
+        _pg.drop_schemas()
+
+
+def _gated(store: hs.Store, gate: asyncio.Event, **kwargs: Any) -> Any:
+    @hs.tool
+    async def open_gate() -> str:
+        """Wait for the gate."""
+        await gate.wait()
+        return "opened"
+
+    agent = hs.Agent(name="gated", model="helix/demo", tools=[open_gate])
+    return create_app(hs.Executor(store=store), agent, **kwargs)
+
+
+async def test_a_postgres_executor_gets_the_shared_registry_by_default(
+    store: hs.PostgresStore,
+) -> None:
+    from helix_stream.server._routes import default_registry
+
+    assert isinstance(default_registry(hs.Executor(store=store)), SharedStreamRegistry)
+    assert isinstance(default_registry(hs.Executor(store=hs.MemoryStore())), StreamRegistry)
+
+
+async def test_another_app_on_the_same_schema_resumes_the_turn_so_far_then_live(
+    store: hs.PostgresStore,
+) -> None:
+    gate = asyncio.Event()
+    first = _gated(store, gate)
+    other = _pg.make_store(schema=store.schema)  # a second process's own store
+    try:
+        second = _gated(other, gate)
+        async with LiveRequest(first, "POST", "/api/chat", chat(SID, user("Open the gate"))) as a:
+            so_far = await a.read_until(_is("tool-input-available"))
+            await asyncio.sleep(0.2)  # past one flush interval: the batch is in the table
+            async with LiveRequest(second, "GET", f"/api/chat/{SID}/stream") as resumed:
+                assert resumed.status == 200
+                assert await resumed.read_until(_is("tool-input-available")) == so_far
+                waiting = asyncio.ensure_future(resumed.next_chunk())
+                await asyncio.sleep(0.2)
+                assert not waiting.done()  # blocked in the tool: still live
+                gate.set()
+                rest = [await waiting, *await resumed.read_all()]
+                original = so_far + await a.read_all()
+        assert so_far + rest == original
+        assert original[-2:] == [{"type": "finish", "finishReason": "stop"}, "[DONE]"]
+        async with LiveRequest(second, "GET", f"/api/chat/{SID}/stream") as late:
+            assert late.status == 204
+    finally:
+        await other.close()
+
+
+async def test_a_failing_publish_leaves_the_live_client_whole_and_the_stream_unresumable(
+    store: hs.PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken(*args: Any, **kwargs: Any) -> None:
+        raise hs.StoreUnavailableError("down")
+
+    monkeypatch.setattr(store, "append_ui_stream", broken)
+    gate = asyncio.Event()
+    gate.set()
+    registry = SharedStreamRegistry(store, poll_interval=0.1)
+    app = _gated(store, gate, streams=registry)
+    async with LiveRequest(app, "POST", "/api/chat", chat(SID, user("Open the gate"))) as a:
+        chunks = await a.read_all()
+    assert chunks[-2:] == [{"type": "finish", "finishReason": "stop"}, "[DONE]"]
+    assert (await store.get_session(SID)).status == "idle"
+    # Its stream was opened but never finished: a follower stops once the session is idle
+    # and a further poll brings nothing, instead of waiting forever.
+    follower = await registry.resume(SID)
+    assert follower is not None
+    assert await asyncio.wait_for(_drain(follower), 5) == b""
+
+
+async def _drain(stream: AsyncIterator[bytes]) -> bytes:
+    return b"".join([piece async for piece in stream])
+
+
+async def test_finished_streams_are_dropped_after_keep_for(store: hs.PostgresStore) -> None:
+    await store.open_ui_stream("old", "stream-old", keep_for=600)
+    await store.append_ui_stream("stream-old", 1, "data: {}\n\n", finished=True)
+    assert (await store.read_ui_stream("old")).batches == [(1, "data: {}\n\n")]
+    await store.open_ui_stream("new", "stream-new", keep_for=0)  # drops what has finished
+    assert (await store.read_ui_stream("old")).stream_id is None
+    assert (await store.read_ui_stream("new")).stream_id == "stream-new"
