@@ -5,7 +5,7 @@ DSN defaults to ``$HELIX_BENCH_POSTGRES_DSN``, else the local server's database 
 
 Same measurement, imported from ``bench_context_pass``: the executor's real ContextPass with 10
 queued items on a session of 1,000 rows, 200 passes, the queue refilled (untimed) before each.
-PostgreSQL runs in a schema of its own, dropped at the end. The budget of DESIGN.md §8
+PostgreSQL runs in a schema of its own, dropped at the end. The budget in the README's Performance table
 (median < 2 ms) is SQLite's; PostgreSQL's figure is reported beside it, a network round trip
 per statement included. Without a reachable server it says so and exits 0.
 """

@@ -1,4 +1,4 @@
-"""Benchmark: the store side of one context pass (DESIGN.md §8).
+"""Benchmark: the store side of one context pass (README, "Performance").
 
 A session of 1,000 log rows; then, 200 times: queue 10 items (ten ``enqueue_context`` calls,
 untimed) and time ``commit_context`` alone. Prints the median and p95 for SQLiteStore (on a

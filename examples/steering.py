@@ -3,7 +3,7 @@
 While a turn runs, the app adds an instruction to the session; the context pass commits it as a
 context row before the agent's *next* model call, so the rest of the turn follows it — without
 touching the system prompt (the request prefix, and the provider's prompt cache, stay as they
-were) and without the chat ever showing the row (reference: "Adding context from your app").
+were) and without the chat ever showing the row.
 
 Run it:
 

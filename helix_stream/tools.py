@@ -2,7 +2,7 @@
 
 A tool's input is validated against its ``input_schema`` (a pydantic model) before ``execute``
 runs. A tool with a ``context_schema`` receives in ``ctx.context`` only its own entry of
-``tools_context``, validated and frozen (reference 002, "Scope state to a single tool"): a tool
+``tools_context``, validated and frozen: a tool
 never sees the runtime context or another tool's context.
 """
 

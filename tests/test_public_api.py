@@ -30,6 +30,9 @@ def test_pinned_names_of_the_design_are_public() -> None:
         "ToolContext", "stream_text", "generate_text", "step_count_is", "has_tool_call", "TelemetrySettings",
         "Agent", "StepContextLimits", "Executor", "SQLiteStore", "MemoryStore", "define_state",
         "define_hook", "current_session", "wrap_model", "default_settings", "wrap_acompletion",
+        # the errors a caller catches by name: bad arguments, a structured answer, the store
+        "InvalidRequestError", "OutputValidationError", "StoreUnavailableError",
+        "StoreCommitUnknownError",
     }
     assert pinned <= set(hs.__all__)
 

@@ -8,7 +8,7 @@ A hook that raises, times out (it is cancelled at the limit) or returns somethin
 *skipped*: no row, the cursor does not move, the run goes on, and the pass emits a
 ``context_skipped`` chunk and logs ``core.context.skipped``. A batch over ``max_bytes`` (its
 JSON, cursor included) keeps the items that fit, in order, then one notice saying how many were
-left out — and its cursor still advances (reference 000, "The stepContext hook").
+left out — and its cursor still advances.
 """
 
 from __future__ import annotations

@@ -72,27 +72,17 @@ def build_config(
 
     where = where or f"{operation}()"
     check_params(litellm_params, where=where)
-    retry = RetryPolicy(max_retries=max_retries)
     tool_map = tools_by_name(tools)
     if output is not None:
-        output = check_output_schema(output)
-        if "response_format" in litellm_params:
-            raise InvalidRequestError(
-                "output= and response_format= ask for the answer's shape twice: pass one "
-                "(output= takes a pydantic model and returns an instance in result.output)."
-            )
-        if FINISH_TOOL_NAME not in tool_map:
-            tool_map[FINISH_TOOL_NAME] = make_finish_tool(output)
+        output, tool_map = _with_output(output, tool_map, litellm_params)
         finish_tool = FINISH_TOOL_NAME
     tools_context = dict(tools_context or {})
-    # Fails here, before any model call, naming the tool (reference 002).
+    # Fails here, before any model call, naming the tool whose context is missing or invalid.
     contexts = resolve_contexts(tool_map, tools_context)
-    convo = [dict(m) for m in messages or []]
-    if prompt is not None:
-        convo.append({"role": "user", "content": prompt})
+    prompted = [] if prompt is None else [{"role": "user", "content": prompt}]
+    convo = (*(dict(m) for m in messages or ()), *prompted)
     runtime = dict(runtime_context or {})
-    prompt_cache = "auto" if prompt_cache is None else prompt_cache
-    check_prompt_cache(prompt_cache)
+    check_prompt_cache(prompt_cache := "auto" if prompt_cache is None else prompt_cache)
     recorder = recorder_for(
         telemetry,
         operation=operation,
@@ -105,7 +95,7 @@ def build_config(
     return LoopConfig(
         model=model,
         system=system,
-        messages=tuple(convo),
+        messages=convo,
         tools=tool_map,
         tools_context=tools_context,
         contexts=contexts,
@@ -118,18 +108,38 @@ def build_config(
         session_id=conversation_id,
         finish_tool=finish_tool,
         router=router,
-        retry=retry,
+        retry=RetryPolicy(max_retries=max_retries),
         output=output,
         output_mode=output_mode,
         where=where,
         prompt_cache=prompt_cache,
-        callbacks=Callbacks(
-            on_chunk=callbacks.get("on_chunk"),
-            on_step_finish=_as_tuple(callbacks.get("on_step_finish")),
-            on_finish=callbacks.get("on_finish"),
-            on_error=callbacks.get("on_error"),
-        ),
+        callbacks=_callbacks(callbacks),
     )
+
+
+def _callbacks(given: Mapping[str, Any]) -> Callbacks:
+    return Callbacks(
+        on_chunk=given.get("on_chunk"),
+        on_step_finish=_as_tuple(given.get("on_step_finish")),
+        on_finish=given.get("on_finish"),
+        on_error=given.get("on_error"),
+    )
+
+
+def _with_output(
+    output: type[BaseModel], tool_map: dict[str, Tool], litellm_params: Mapping[str, Any]
+) -> tuple[type[BaseModel], dict[str, Tool]]:
+    """The checked ``output`` model and the tools with its finish tool (unless the caller
+    brought one of that name)."""
+    output = check_output_schema(output)
+    if "response_format" in litellm_params:
+        raise InvalidRequestError(
+            "output= and response_format= ask for the answer's shape twice: pass one "
+            "(output= takes a pydantic model and returns an instance in result.output)."
+        )
+    if FINISH_TOOL_NAME in tool_map:
+        return output, tool_map
+    return output, {**tool_map, FINISH_TOOL_NAME: make_finish_tool(output)}
 
 
 def stream_text(
@@ -206,29 +216,9 @@ def stream_text(
             Agent's) or cannot be sent, litellm's own ``num_retries``, a wrong ``output``,
             a ``prompt_cache`` that is neither ``"auto"`` nor ``False`` (nothing was sent).
     """
-    return _start(
-        "stream_text",
-        model=model,
-        messages=messages,
-        prompt=prompt,
-        system=system,
-        tools=tools,
-        tools_context=tools_context,
-        runtime_context=runtime_context,
-        prepare_step=prepare_step,
-        stop_when=stop_when,
-        telemetry=telemetry,
-        middleware=middleware,
-        router=router,
-        max_retries=max_retries,
-        output=output,
-        prompt_cache=prompt_cache,
-        on_chunk=on_chunk,
-        on_step_finish=on_step_finish,
-        on_finish=on_finish,
-        on_error=on_error,
-        **litellm_params,
-    )
+    # Every named argument above, as the keywords _start sorts (locals() holds only them here).
+    options = {name: value for name, value in locals().items() if name != "litellm_params"}
+    return _start("stream_text", **options, **litellm_params)
 
 
 _CALLBACKS = ("on_chunk", "on_step_finish", "on_finish", "on_error")

@@ -16,7 +16,7 @@ The routes (paths are options of :func:`routes`):
   back inside the last assistant message and are handed to the executor. The answer is the AI
   SDK UI message stream of the turn (context rows never appear in it).
 * ``POST /context`` — ``{sessionId, items, key?}`` → ``{"recorded": n}``: steer a session,
-  even while it runs (reference "Adding context from your app").
+  even while it runs.
 * ``GET /api/chat/{id}/messages`` — the session's UI messages (a JSON list, no context rows).
 * ``GET /api/chat/{id}/stream`` — resume: the active stream of the session so far, then live;
   204 when none is active in this process.

@@ -88,13 +88,13 @@ class ChatRequest(BaseModel):
 
 
 class ContextRequest(BaseModel):
-    """The body of ``POST /context``: ``{sessionId, items, key?}`` (reference 000)."""
+    """The body of ``POST /context``: ``{sessionId, items, key?}`` (README, the chat server)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    sessionId: SessionId  # the wire name of reference 000
+    sessionId: SessionId  # the wire name clients send
     # Items stay loose here: the executor validates each one and answers a bad item with a
-    # validation_error that names it (reference 000: "An invalid item is a validation_error").
+    # validation_error that names it.
     items: list[Any]
     key: Annotated[str | None, AfterValidator(_key)] = None
 

@@ -188,25 +188,20 @@ def routes(
         registry=streams if streams is not None else default_registry(executor),
         send_sources=send_sources,
     )
-    base = api_path.rstrip("/")
+    return _route_table(handlers, api_path.rstrip("/"), context_path)
+
+
+def _route_table(handlers: _Handlers, base: str, context_path: str) -> list[BaseRoute]:
+    # {id:path}: a sub-agent's session id holds "/" ("<parent>/<call id>").
+    table = [
+        (base, handlers.chat, "POST", "helix_chat"),
+        (context_path, handlers.add_context, "POST", "helix_context"),
+        (f"{base}/{{id:path}}/messages", handlers.messages, "GET", "helix_messages"),
+        (f"{base}/{{id:path}}/stream", handlers.resume, "GET", "helix_resume"),
+    ]
     return [
-        Route(base, _json_errors(handlers.chat), methods=["POST"], name="helix_chat"),
-        Route(
-            context_path, _json_errors(handlers.add_context), methods=["POST"], name="helix_context"
-        ),
-        # {id:path}: a sub-agent's session id holds "/" ("<parent>/<call id>").
-        Route(
-            f"{base}/{{id:path}}/messages",
-            _json_errors(handlers.messages),
-            methods=["GET"],
-            name="helix_messages",
-        ),
-        Route(
-            f"{base}/{{id:path}}/stream",
-            _json_errors(handlers.resume),
-            methods=["GET"],
-            name="helix_resume",
-        ),
+        Route(path, _json_errors(handler), methods=[method], name=name)
+        for path, handler, method, name in table
     ]
 
 

@@ -8,7 +8,7 @@ URL or path.
 
 Besides appending, a store can cut a session back (``Store.rewind``, which redelivers or drops
 the queue entries whose rows it removed) and copy a prefix of one into a new session
-(``Store.branch``), as reference 000 "Rewinds and branches" describes.
+(``Store.branch``), as the README's "Durable sessions" describes.
 """
 
 from __future__ import annotations

@@ -90,7 +90,7 @@ class TelemetrySettings:
 
     def __post_init__(self) -> None:
         # Frozen copies: a dict changed by the caller after the fact must not widen what is
-        # sent (reference 002, "Keep sensitive values out of telemetry").
+        # sent (README, "Telemetry").
         if self.include_runtime_context is not None:
             flags = _flags(self.include_runtime_context, "include_runtime_context")
             object.__setattr__(self, "include_runtime_context", flags)

@@ -45,7 +45,7 @@ from helix_stream.chunks import (
 from helix_stream.errors import ERROR_MASK, ToolFailedError
 from helix_stream.transformers._fold import UIMessageFold
 
-__all__ = ["ERROR_MASK", "UIChunk", "UIChunkMapper", "allowed_types"]
+__all__ = ["ERROR_MASK", "UIChunk", "UIChunkMapper"]
 
 logger = logging.getLogger("helix_stream.transformers")
 
@@ -66,12 +66,8 @@ _V5 = frozenset(
 )  # fmt: skip
 _V6 = _V5 | {"tool-approval-request", "tool-output-denied"}
 _V7 = _V6 | {"tool-approval-response", "custom", "reasoning-file", "reset-step"}
+# The UI chunk types (besides ``data-*``) that an ``ai`` client of each major accepts.
 _ALLOWED = {5: _V5, 6: _V6, 7: _V7}
-
-
-def allowed_types(client_version: int) -> frozenset[str]:
-    """The UI chunk types (besides ``data-*``) that an ``ai`` client of this major accepts."""
-    return _ALLOWED[client_version]
 
 
 class UIChunkMapper:
@@ -141,7 +137,7 @@ class UIChunkMapper:
             Start: self._start,
             Finish: self._finish,
             ErrorChunk: self._error_chunk,
-            # Internal only (DESIGN.md §5): never shown to a chat UI.
+            # Internal only: never shown to a chat UI.
             ContextRowChunk: drop,
             ContextSkipped: drop,
         }

@@ -174,7 +174,7 @@ class UIMessageStreamResponse(Response):
                 return  # the client is gone (ASGI 2.4 servers raise it from send)
             except Exception:
                 # to_ui_message_stream never raises; another chunk iterator might. The wire gets
-                # one masked error chunk, never a traceback (STYLE.md, "Errors").
+                # one masked error chunk, never a traceback (README, "Errors").
                 logger.exception("the UI chunk iterator raised")
                 error = {"type": "error", "errorText": ERROR_MASK}
                 await send(

@@ -4,7 +4,7 @@ This module owns :func:`to_ui_message_stream` and the mapping behind it. It read
 stream of :mod:`helix_stream.chunks` (or a raw litellm stream, through
 :mod:`._litellm_stream`) and writes the UI chunk dicts that ``useChat`` validates with the
 ``ai`` package's ``uiMessageChunkSchema``, keeping every rule of the protocol
-(``shared/docs/ai-sdk-protocol.md``, "Rules a server must keep"):
+(``docs/ui-message-stream.md``):
 
 * a whitelist at the boundary: context rows and ``context_skipped`` never leave, nor anything
   the client version would reject;
@@ -13,8 +13,8 @@ stream of :mod:`helix_stream.chunks` (or a raw litellm stream, through
 * tool results only for an announced tool call; ``tool-output-available`` always has ``output``;
 * one masked ``error`` for a failure, then ``finish {"finishReason": "error"}``.
 
-The per-chunk path is plain dict building dispatched on the chunk class (performance budget,
-DESIGN.md §8); folding for ``on_finish`` only happens when ``on_finish`` is given.
+The per-chunk path is plain dict building dispatched on the chunk class (the README's Performance
+budgets); folding for ``on_finish`` only happens when ``on_finish`` is given.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Checkpoints, rewinds and branches (reference 000, "Rewinds and branches")."""
+"""Checkpoints, rewinds and branches (README, "Durable sessions")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""define_state, the session context, sub-agents and define_hook (reference 004)."""
+"""define_state, the session context, sub-agents and define_hook."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The step_context hook and memory auto-inject (reference 000)."""
+"""The step_context hook and memory auto-inject."""
 
 from __future__ import annotations
 

@@ -86,7 +86,10 @@ async def test_another_app_on_the_same_schema_resumes_the_turn_so_far_then_live(
 async def test_a_failing_publish_leaves_the_live_client_whole_and_the_stream_unresumable(
     store: hs.PostgresStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async def broken(*args: Any, **kwargs: Any) -> None:
+    calls: list[int] = []
+
+    async def broken(stream_id: str, seq: int, *args: Any, **kwargs: Any) -> None:
+        calls.append(seq)
         raise hs.StoreUnavailableError("down")
 
     monkeypatch.setattr(store, "append_ui_stream", broken)
@@ -97,6 +100,7 @@ async def test_a_failing_publish_leaves_the_live_client_whole_and_the_stream_unr
     async with LiveRequest(app, "POST", "/api/chat", chat(SID, user("Open the gate"))) as a:
         chunks = await a.read_all()
     assert chunks[-2:] == [{"type": "finish", "finishReason": "stop"}, "[DONE]"]
+    assert calls == [1]  # the first batch failed; no later one was tried
     assert (await store.get_session(SID)).status == "idle"
     # Its stream was opened but never finished: a follower stops once the session is idle
     # and a further poll brings nothing, instead of waiting forever.

@@ -1,4 +1,4 @@
-"""The Store contract: one suite every store passes (DESIGN.md §7).
+"""The Store contract: one suite every store passes.
 
 Every test takes the ``store`` fixture, parametrized over the implementations; a new store
 joins by adding a param to that fixture. Tests that need a file on disk or SQLite itself

@@ -1,4 +1,4 @@
-"""PostgresStore shared by several processes: what DESIGN.md §7 promises replicas.
+"""PostgresStore shared by several processes: what the README promises replicas ("Several processes").
 
 Each test starts real child processes (``tests/store/_pg_child.py``), each with its own
 PostgresStore and pool on the test's schema, releases them together, then reads the outcome

@@ -336,7 +336,7 @@ async def test_invoke_agent_call_span_is_named_for_the_agent(traces: Traces) -> 
     assert attrs(span)["gen_ai.conversation.id"] == "sess-1"
 
 
-# -- include filters (reference 002) --------------------------------------------------------
+# -- include filters --------------------------------------------------------
 
 
 async def test_customer_lookup_example_sends_request_id_and_region_and_nothing_else(
