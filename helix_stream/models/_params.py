@@ -63,19 +63,6 @@ _HELIX_KEYWORDS: dict[str, tuple[str, str]] = {
     "on_error": ("a callback", _LOOP),
 }
 
-# prepare_step overrides that are the loop's own (not litellm params): never refused there.
-_STEP_KEYS = frozenset(
-    {
-        "model",
-        "tool_choice",
-        "active_tools",
-        "system",
-        "messages",
-        "runtime_context",
-        "tools_context",
-    }
-)
-
 # Params the loop builds itself (messages, tools) or that litellm consumes and that may hold
 # objects (a pydantic class as response_format is litellm's documented form).
 _BUILT = frozenset({"model", "messages", "tools", "stream", "stream_options"})
@@ -92,11 +79,10 @@ def check_params(
     Args:
         params: The litellm params of the call: for ``stream_text``, the keywords left after
             its own options were taken; for an Agent, its ``settings``; for ``prepare_step``,
-            its overrides (its own keys, ``system``, ``messages``... are let through); for a
-            step's request, the final params (``model``, ``messages``, ``tools`` are the
+            its litellm overrides (the loop takes its own keys out first); for a step's
+            request, the final params (``model``, ``messages``, ``tools`` are the
             loop's and are not checked as values).
-        where: Where the params were given, for the message (``"prepare_step"`` lets the
-            step's own keys through).
+        where: Where the params were given, for the message.
         is_litellm_param: litellm's "does it consume this param itself" predicate
             (:func:`helix_stream.models._litellm.is_litellm_param`). Without it, only the
             names are checked (litellm not loaded yet); with it, every param that litellm
@@ -106,15 +92,13 @@ def check_params(
         InvalidRequestError: naming the argument, and for a package keyword, where it goes.
             Never retryable.
     """
-    skip = _STEP_KEYS if where == "prepare_step" else frozenset()
     for name, value in params.items():
-        if name not in skip:
-            _check_name(name, value, where)
-            _check_class(name, value, where)
+        _check_name(name, value, where)
+        _check_class(name, value, where)
     if is_litellm_param is None:
         return
     for name, value in params.items():
-        if name in _BUILT or name in skip or is_litellm_param(name):
+        if name in _BUILT or is_litellm_param(name):
             continue
         _check_json(name, value, where)
 

@@ -1,6 +1,7 @@
 """SQLiteStore: the embedded default Store, on stdlib sqlite3 (WAL, one transaction per write).
 
-The schema, the worker thread and the transaction wrapper are in ``_sqlite_db``; this module
+The schema, the connections (on the event loop; a worker thread when the file is locked) and
+the transaction wrapper are in ``_sqlite_db``; this module
 is the protocol's methods, each a read or one ``BEGIN IMMEDIATE … COMMIT``.
 """
 
@@ -55,23 +56,13 @@ from helix_stream.store._turns import Snapshot, TurnWrite, TurnWriteResult
 
 __all__ = ["SQLiteStore"]
 
-_SQL_INSERT_LOG = "INSERT INTO log (session_id, seq, role, payload, created_at) VALUES (?,?,?,?,?)"
-
-
-def _append(
-    conn: sqlite3.Connection, session_id: str, seq: int, role: str, payload: JSON, now: float
-) -> LogRecord:
-    text = encode(payload)  # inside the transaction: a bad payload rolls back the rest
-    conn.execute(_SQL_INSERT_LOG, (session_id, seq, role, text, now))
-    return LogRecord(seq=seq, role=role, payload=decode(text), created_at=now)
-
 
 class SQLiteStore(SQLiteDatabase):
     """A :class:`~helix_stream.store.Store` in one SQLite file (or ``":memory:"``).
 
     Several ``SQLiteStore`` objects (or processes) may open the same file; each sees what the
-    others committed. Call :meth:`close` when done: it closes the connection and stops the
-    worker thread.
+    others committed. Call :meth:`close` when done: it closes the connections and stops the
+    worker thread (which only serves calls that found the file locked).
 
     Args:
         path: The database file (created on first use), or ``":memory:"``.
@@ -177,7 +168,7 @@ class SQLiteStore(SQLiteDatabase):
             require_session(conn, session_id)
             seq, now = last_seq(conn, session_id), time.time()
             records = [
-                _append(conn, session_id, seq + i, message_role(m), m, now)
+                _sqlite_turns.append_log(conn, session_id, seq + i, message_role(m), m, now)
                 for i, m in enumerate(messages, start=1)
             ]
             if checkpoint is not None:

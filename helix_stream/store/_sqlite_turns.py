@@ -1,6 +1,6 @@
 """SQLiteStore's turn calls: the snapshot read and the ``write_turn`` transaction.
 
-``read_snapshot`` is one read on the worker thread; ``write_turn`` is the body of one
+``read_snapshot`` is one read; ``write_turn`` is the body of one
 ``BEGIN IMMEDIATE … COMMIT`` (run by ``SQLiteDatabase._write``) and returns
 ``(result, wrote_anything)``. Committing the context queue as rows is here too, for
 ``commit_context`` is a ``write_turn`` that only delivers the queue.
@@ -33,7 +33,7 @@ from helix_stream.store._sqlite_db import (
 )
 from helix_stream.store._turns import Snapshot, TurnWrite, TurnWriteResult, check_turn_write
 
-__all__ = ["read_snapshot", "write_turn"]
+__all__ = ["append_log", "read_snapshot", "write_turn"]
 
 _SQL_INSERT_LOG = "INSERT INTO log (session_id, seq, role, payload, created_at) VALUES (?,?,?,?,?)"
 _SQL_LAST_CHECKPOINT = (
@@ -67,9 +67,10 @@ def read_snapshot(conn: sqlite3.Connection, session_id: str) -> Snapshot:
         conn.execute("COMMIT")
 
 
-def _append(
+def append_log(
     conn: sqlite3.Connection, session_id: str, seq: int, role: str, payload: JSON, now: float
 ) -> LogRecord:
+    """Insert one log record (inside the caller's transaction) and return it as stored."""
     text = encode(payload)  # inside the transaction: a bad payload rolls back the rest
     conn.execute(_SQL_INSERT_LOG, (session_id, seq, role, text, now))
     return LogRecord(seq=seq, role=role, payload=decode(text), created_at=now)
@@ -88,7 +89,8 @@ def _deliver_queue(
         origin_dict = decode(origin)
         for item in decode(items):
             row = context_row(item, source=source, origin=origin_dict, queue_id=qid, key=key)
-            records.append(_append(conn, session_id, seq + len(records) + 1, "context", row, now))
+            next_seq = seq + len(records) + 1
+            records.append(append_log(conn, session_id, next_seq, "context", row, now))
     conn.executemany("UPDATE context_queue SET delivered_seq = ? WHERE id = ?", delivered)
     return records
 
@@ -123,13 +125,13 @@ def write_turn(
     changed = bool(created)
     seq = last_seq(conn, session_id)
     records = [
-        _append(conn, session_id, seq + i, role, message, now)
+        append_log(conn, session_id, seq + i, role, message, now)
         for i, (role, message) in enumerate(roles, start=1)
     ]
     if write.deliver_queue:
         records += _deliver_queue(conn, session_id, seq + len(records), now)
     for row in write.rows:
-        records.append(_append(conn, session_id, seq + len(records) + 1, "context", row, now))
+        records.append(append_log(conn, session_id, seq + len(records) + 1, "context", row, now))
     if write.checkpoint is not None:
         _checkpoint(conn, session_id, write, seq + len(records), now)
     sets: dict[str, object] = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -84,13 +85,26 @@ def test_values_litellm_would_send_must_be_json_once_litellm_is_loaded() -> None
         check_params({"extra_body": loop}, is_litellm_param=is_litellm_param)
 
 
-def test_prepare_step_overrides_keep_their_own_keys() -> None:
-    check_params(
-        {"system": "s", "messages": [], "model": "m", "active_tools": ["a"], "temperature": 0},
-        where="prepare_step",
-    )
-    with pytest.raises(errors.InvalidRequestError):
-        check_params({"output_schema": Answer}, where="prepare_step")
+async def test_prepare_step_overrides_keep_their_own_keys_and_refuse_a_misplaced_one(
+    loopback: LoopbackServer,
+) -> None:
+    # The loop's own keys are taken out first; what is left must be a litellm param.
+    def own_keys(step: hs.StepInput) -> dict[str, Any]:
+        return {"system": "s", "active_tools": [], "temperature": 0}
+
+    assert await hs.stream_text(**loopback.llm(), prompt="x", prepare_step=own_keys).text()
+    sent_body = json.loads(loopback.requests[-1])
+    assert sent_body["temperature"] == 0
+    assert sent_body["messages"][0] == {"role": "system", "content": "s"}
+    sent = len(loopback.requests)
+
+    def misplaced(step: hs.StepInput) -> dict[str, Any]:
+        return {"output_schema": Answer}
+
+    with pytest.raises(errors.InvalidRequestError) as info:
+        await hs.stream_text(**loopback.llm(), prompt="x", prepare_step=misplaced).text()
+    assert info.value.message.startswith("output_schema= (the structured output of an Agent)")
+    assert len(loopback.requests) == sent  # refused before the request
 
 
 async def test_a_keyword_that_belongs_to_agent_is_refused_when_stream_text_is_called(

@@ -12,6 +12,7 @@ import json
 import math
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import closing
@@ -1525,29 +1526,49 @@ async def test_sqlite_in_memory_database_works(tmp_path: Path) -> None:
     assert not list(tmp_path.iterdir())
 
 
-async def test_sqlite_runs_every_statement_off_the_event_loop_thread(
+async def test_sqlite_runs_calls_on_the_loop_and_waits_for_a_lock_on_its_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    threads: set[int] = set()
+    loop_thread = threading.get_ident()
+    statements: list[tuple[bool, str]] = []  # (on the loop's thread, sql)
     real_connect = sqlite3.connect
 
     def traced_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
         conn: sqlite3.Connection = real_connect(*args, **kwargs)
-        conn.set_trace_callback(lambda _sql: threads.add(threading.get_ident()))
+        conn.set_trace_callback(
+            lambda sql: statements.append((threading.get_ident() == loop_thread, sql))
+        )
         return conn
 
     monkeypatch.setattr(sqlite3, "connect", traced_connect)
     store = SQLiteStore(tmp_path / "t.db")
+    other = real_connect(tmp_path / "t.db", isolation_level=None)
     try:
         await store.create_session(SID, agent_name="agent")
-        await store.append_messages(SID, [{"role": "user", "content": "q"}])
+        # Opening (the WAL switch and the schema, which may wait for another opener) runs on
+        # the thread; the call itself on the loop.
+        opening = [on_loop for on_loop, sql in statements if "CREATE" in sql or "journal" in sql]
+        assert opening and not any(opening)
+        assert [on_loop for on_loop, sql in statements if "INTO sessions" in sql] == [True]
+        statements.clear()
         await store.enqueue_context(SID, [notice("a")], source="app", origin=APP, key="k")
         await store.commit_context(SID)
-        await store.read_log(SID)
+        assert statements and all(on_loop for on_loop, _ in statements)
+        statements.clear()
+        # Another connection holds the write lock: the call goes to the thread and waits there,
+        # while the loop goes on.
+        other.execute("BEGIN IMMEDIATE")
+        call = asyncio.ensure_future(store.append_messages(SID, [{"role": "user", "content": "q"}]))
+        started = time.monotonic()
+        await asyncio.sleep(0.2)
+        assert time.monotonic() - started < 1.0 and not call.done()
+        other.execute("COMMIT")
+        await asyncio.wait_for(call, 10)
+        assert [on_loop for on_loop, sql in statements if sql == "BEGIN IMMEDIATE"] == [True, False]
+        assert [r.payload for r in await store.read_log(SID)][-1] == {"role": "user", "content": "q"}
     finally:
+        other.close()
         await store.close()
-    assert len(threads) == 1
-    assert threading.get_ident() not in threads
 
 
 async def test_sqlite_lookups_use_indexes_on_a_long_session(tmp_path: Path) -> None:
