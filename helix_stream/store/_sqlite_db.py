@@ -20,6 +20,7 @@ which is also what makes a call that met a lock safe to run again on the thread.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sqlite3
 import time
@@ -48,6 +49,12 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+
+logger = logging.getLogger("helix_stream.store")
+
+CHECKPOINT_EVERY = 200
+"""Write transactions between two WAL checkpoints (SQLite's own default is about every 1,000
+pages; a turn writes a few)."""
 
 SCHEMA_VERSION = 1
 
@@ -167,6 +174,7 @@ class SQLiteDatabase:
         self.write_transactions = 0
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="helix-sqlite")
         self._loop_conn: sqlite3.Connection | None = None  # used on the event loop's thread
+        self._checkpointed_at = 0  # write_transactions when the last checkpoint was queued
         self._thread_conn: sqlite3.Connection | None = None  # used on the worker thread
         self._closed = False
 
@@ -190,7 +198,20 @@ class SQLiteDatabase:
 
     async def _write(self, fn: Callable[[sqlite3.Connection], tuple[_T, bool]]) -> _T:
         """Run ``fn`` in one IMMEDIATE transaction; it returns (result, wrote_anything)."""
-        return await self._run(lambda conn: self._transaction(conn, fn))
+        result = await self._run(lambda conn: self._transaction(conn, fn))
+        if self.write_transactions - self._checkpointed_at >= CHECKPOINT_EVERY and not self._closed:
+            # The loop's connection never checkpoints (a checkpoint fsyncs): the thread does,
+            # in the background, queued behind the calls already there.
+            self._checkpointed_at = self.write_transactions
+            asyncio.get_running_loop().run_in_executor(self._executor, self._checkpoint)
+        return result
+
+    def _checkpoint(self) -> None:
+        try:
+            if self._thread_conn is not None:
+                self._thread_conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.Error:  # busy or closing: the next one catches up
+            logger.debug("WAL checkpoint of %s skipped", self.path, exc_info=True)
 
     def _on_thread(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
         if self._thread_conn is None:
@@ -231,7 +252,12 @@ class SQLiteDatabase:
             raise
         self._thread_conn = conn
         # ":memory:" is one database per connection: both paths share it (never locked).
-        self._loop_conn = conn if self.path == ":memory:" else self._connect(0.0)
+        if self.path == ":memory:":
+            self._loop_conn = conn
+            return
+        self._loop_conn = self._connect(0.0)
+        # Checkpoints are the thread's (see _write): the loop's commits never wait for one.
+        self._loop_conn.execute("PRAGMA wal_autocheckpoint=0")
 
     def _connect(self, busy_timeout: float) -> sqlite3.Connection:
         # isolation_level=None: sqlite3 must not open transactions behind our back; each

@@ -1571,6 +1571,36 @@ async def test_sqlite_runs_calls_on_the_loop_and_waits_for_a_lock_on_its_thread(
         await store.close()
 
 
+async def test_sqlite_checkpoints_the_wal_on_its_thread_never_on_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from helix_stream.store import _sqlite_db
+
+    loop_thread = threading.get_ident()
+    checkpoints: list[bool] = []  # on the loop's thread?
+    real_connect = sqlite3.connect
+
+    def traced_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn: sqlite3.Connection = real_connect(*args, **kwargs)
+        conn.set_trace_callback(
+            lambda sql: checkpoints.append(threading.get_ident() == loop_thread)
+            if "wal_checkpoint" in sql
+            else None
+        )
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", traced_connect)
+    monkeypatch.setattr(_sqlite_db, "CHECKPOINT_EVERY", 5)
+    store = SQLiteStore(tmp_path / "t.db")
+    try:
+        await store.create_session(SID, agent_name="agent")
+        for i in range(11):
+            await store.append_messages(SID, [{"role": "user", "content": str(i)}])
+    finally:
+        await store.close()  # after the queued checkpoints
+    assert checkpoints == [False, False]  # after writes 5 and 10, on the thread
+
+
 async def test_sqlite_lookups_use_indexes_on_a_long_session(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "big.db")
     try:
