@@ -38,8 +38,8 @@ class SharedStreamRegistry:
 
     Args:
         store: The executor's PostgresStore (its tables hold the streams).
-        flush_interval: Seconds between two batches a turn publishes (followers lag by up to
-            this much; each batch is one store write).
+        flush_interval: Seconds between two batches a turn publishes (default 0.2: followers
+            lag by up to this much; each batch is one store write, so a few per turn).
         keep_for: Seconds a finished stream's events are kept (default 10 minutes).
         poll_interval: Seconds a follower waits for a notification before it reads anyway.
     """
@@ -48,7 +48,7 @@ class SharedStreamRegistry:
         self,
         store: PostgresStore,
         *,
-        flush_interval: float = 0.05,
+        flush_interval: float = 0.2,
         keep_for: float = 600.0,
         poll_interval: float = 1.0,
     ) -> None:

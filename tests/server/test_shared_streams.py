@@ -65,7 +65,7 @@ async def test_another_app_on_the_same_schema_resumes_the_turn_so_far_then_live(
         second = _gated(other, gate)
         async with LiveRequest(first, "POST", "/api/chat", chat(SID, user("Open the gate"))) as a:
             so_far = await a.read_until(_is("tool-input-available"))
-            await asyncio.sleep(0.2)  # past one flush interval: the batch is in the table
+            await asyncio.sleep(0.5)  # past one flush interval: the batch is in the table
             async with LiveRequest(second, "GET", f"/api/chat/{SID}/stream") as resumed:
                 assert resumed.status == 200
                 assert await resumed.read_until(_is("tool-input-available")) == so_far
