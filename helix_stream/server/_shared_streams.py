@@ -67,28 +67,17 @@ class SharedStreamRegistry:
 
         Closing the returned generator closes ``ui_chunks`` (which cancels the generation).
         """
-        publisher = await self._publisher(session_id)
+        # Opening the stream row is the publisher's first write, in the background: the
+        # client's first event never waits for it.
+        publisher = _Publisher(self.store, session_id, self.flush_interval, self.keep_for)
         try:
             async for chunk in ui_chunks:
                 event = encode_sse_bytes(chunk)
-                if publisher is not None:
-                    publisher.add(event)
+                publisher.add(event)
                 yield event
         finally:
-            if publisher is not None:
-                await run_cleanup(publisher.close, what="publishing the end of a UI stream")
+            await run_cleanup(publisher.close, what="publishing the end of a UI stream")
             await aclose_quietly(ui_chunks, what="closing the turn's UI stream")
-
-    async def _publisher(self, session_id: str) -> _Publisher | None:
-        stream_id = uuid.uuid4().hex
-        try:
-            await self.store.open_ui_stream(session_id, stream_id, keep_for=self.keep_for)
-        except Exception:
-            logger.exception(
-                "session %r: its stream cannot be published (not resumable)", session_id
-            )
-            return None
-        return _Publisher(self.store, stream_id, self.flush_interval)
 
     async def resume(self, session_id: str) -> AsyncIterator[bytes] | None:
         """The session's running stream, so far then live, or ``None`` when none runs."""
@@ -167,10 +156,14 @@ class _Publisher:
     reads "after the last seq I saw") and closing never cuts a write short.
     """
 
-    def __init__(self, store: PostgresStore, stream_id: str, interval: float) -> None:
+    def __init__(
+        self, store: PostgresStore, session_id: str, interval: float, keep_for: float
+    ) -> None:
         self._store = store
-        self._stream_id = stream_id
+        self._session_id = session_id
+        self._stream_id = uuid.uuid4().hex
         self._interval = interval
+        self._keep_for = keep_for
         self._pending: list[bytes] = []
         self._seq = 0
         self._failed = False
@@ -178,9 +171,20 @@ class _Publisher:
         self._task = asyncio.get_running_loop().create_task(self._write_batches())
 
     def add(self, event: bytes) -> None:
-        self._pending.append(event)
+        if not self._failed:  # a stream that cannot be published holds nothing
+            self._pending.append(event)
 
     async def _write_batches(self) -> None:
+        try:
+            await self._store.open_ui_stream(
+                self._session_id, self._stream_id, keep_for=self._keep_for
+            )
+        except Exception:
+            self._failed = True
+            logger.exception(
+                "session %r: its stream cannot be published (not resumable)", self._session_id
+            )
+            return
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._closing.wait(), self._interval)

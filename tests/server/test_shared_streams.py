@@ -83,6 +83,23 @@ async def test_another_app_on_the_same_schema_resumes_the_turn_so_far_then_live(
         await other.close()
 
 
+async def test_a_stream_that_cannot_be_opened_is_served_whole_and_not_resumable(
+    store: hs.PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken(*args: Any, **kwargs: Any) -> None:
+        raise hs.StoreUnavailableError("down")
+
+    monkeypatch.setattr(store, "open_ui_stream", broken)
+    gate = asyncio.Event()
+    gate.set()
+    app = _gated(store, gate)
+    async with LiveRequest(app, "POST", "/api/chat", chat(SID, user("Open the gate"))) as a:
+        chunks = await a.read_all()
+    assert chunks[-2:] == [{"type": "finish", "finishReason": "stop"}, "[DONE]"]
+    async with LiveRequest(app, "GET", f"/api/chat/{SID}/stream") as late:
+        assert late.status == 204
+
+
 async def test_a_failing_publish_leaves_the_live_client_whole_and_the_stream_unresumable(
     store: hs.PostgresStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
