@@ -19,7 +19,7 @@ The routes (paths are options of :func:`routes`):
   even while it runs.
 * ``GET /api/chat/{id}/messages`` — the session's UI messages (a JSON list, no context rows).
 * ``GET /api/chat/{id}/stream`` — resume: the active stream of the session so far, then live;
-  204 when none is active in this process.
+  204 when none is active (on PostgreSQL, in any process; otherwise in this one).
 
 Errors are JSON, ``{"error": {"code", "message"}}``, with the error's HTTP status: 400 for a bad
 body or an invalid context item, 401/403 from ``authenticate``, 404 for an unknown session, 409

@@ -10,6 +10,7 @@ streams after they have been kept for a while.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ _SQL_EVENTS = (
 )
 
 
+@functools.cache  # asked for on every batch a stream publishes
 def channel(schema: str) -> str:
     """The notification channel of a schema's streams (a plain name of at most 63 bytes)."""
     return "helix_ui_" + hashlib.sha256(schema.encode()).hexdigest()[:20]

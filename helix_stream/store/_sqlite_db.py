@@ -307,10 +307,8 @@ class SQLiteDatabase:
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
     """Another connection holds the lock this call needs (SQLITE_BUSY or SQLITE_LOCKED)."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None:
-        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-    return "locked" in str(exc) or "busy" in str(exc)
+    # The primary code is the low byte (SQLITE_BUSY_SNAPSHOT and friends are busy too).
+    return exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 def _enable_wal(conn: sqlite3.Connection, busy_timeout: float) -> None:

@@ -137,3 +137,26 @@ async def test_finished_streams_are_dropped_after_keep_for(store: hs.PostgresSto
     await store.open_ui_stream("new", "stream-new", keep_for=0)  # drops what has finished
     assert (await store.read_ui_stream("old")).stream_id is None
     assert (await store.read_ui_stream("new")).stream_id == "stream-new"
+
+
+async def _stream_rows(store: hs.PostgresStore) -> tuple[Any, ...]:
+    import psycopg
+
+    with psycopg.connect(_pg.DSN) as conn:
+        return tuple(
+            conn.execute(f'SELECT * FROM "{store.schema}".{table} ORDER BY 1').fetchall()
+            for table in ("ui_streams", "ui_stream_events")
+        )
+
+
+@pytest.mark.parametrize("bad_id", ["", "a\x00b", "x" * 513])
+async def test_a_bad_session_id_is_refused_and_nothing_is_written(
+    store: hs.PostgresStore, bad_id: str
+) -> None:
+    await store.open_ui_stream("good", "stream-good", keep_for=600)
+    before = await _stream_rows(store)
+    with pytest.raises(hs.InvalidRequestError):
+        await store.open_ui_stream(bad_id, "stream-bad", keep_for=0)
+    with pytest.raises(hs.InvalidRequestError):
+        await store.read_ui_stream(bad_id)
+    assert await _stream_rows(store) == before
