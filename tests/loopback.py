@@ -38,6 +38,7 @@ class Reply:
     usage_details: dict[str, Any] = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)  # extra response headers
     fail_after: int | None = None  # after this many deltas, an SSE error event ends the stream
+    truncate: bool = False  # after the deltas, the body ends: no finish reason, no [DONE]
     response_id: str = "chatcmpl-loopback"
 
 
@@ -218,6 +219,10 @@ class LoopbackServer:
                 if reply.midstream_error:
                     self._event(json.dumps({"error": {"message": reply.midstream_error,
                                                       "type": "server_error", "code": 500}}))  # fmt: skip
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                    return
+                if reply.truncate:
                     self.wfile.write(b"0\r\n\r\n")
                     self.wfile.flush()
                     return

@@ -146,7 +146,8 @@ class ModelCall:
             recorder.request_sent(final)  # after middleware: what is really sent
             # Middleware may add keys: a tool error that quotes one must not pass it on.
             self._credentials = frozenset(credential_strings(final))
-            return await acompletion(router=router, **final)
+            # The parser reads chunks by attribute; middleware may expect litellm's objects.
+            return await acompletion(router=router, direct=not middleware, **final)
 
         async def attempt(params: dict[str, Any]) -> Any:
             return await call_with_middleware(send, middleware, params)

@@ -17,6 +17,8 @@ applies to every stream litellm returns. Two costs of litellm's stream wrapper
   to finalize it. helix hands litellm the SDK stream's own iterator, which yields the same
   items in the same order.
 
+A third saving, reading an OpenAI stream's body directly, is :mod:`._direct_stream`'s.
+
 It receives the litellm module as an argument: only ``_litellm.py`` imports litellm.
 """
 
@@ -27,6 +29,8 @@ import weakref
 from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
+
+from ._direct_stream import direct_stream
 
 __all__ = ["lighten_stream", "nothing_reads_the_answer"]
 
@@ -86,18 +90,31 @@ def _is_openai_stream(value: object) -> bool:
     )
 
 
-def lighten_stream(litellm: ModuleType, stream: Any, params: Mapping[str, Any]) -> Any:
-    """Apply both savings to a ``CustomStreamWrapper`` where they are safe; return it."""
+def lighten_stream(
+    litellm: ModuleType, stream: Any, params: Mapping[str, Any], *, direct: bool = False
+) -> Any:
+    """Apply the savings to a ``CustomStreamWrapper`` where they are safe; return the stream.
+
+    With ``direct`` (the caller passes the chunks to nothing that expects litellm's own
+    objects), an OpenAI stream that nothing else reads is read from its HTTP body instead
+    (:mod:`._direct_stream`).
+    """
     if not enabled or not hasattr(stream, "completion_stream"):
         return stream
+    unobserved = getattr(
+        stream.logging_obj, "_on_deferred_stream_complete", None
+    ) is None and nothing_reads_the_answer(litellm, params)
+    if direct and unobserved:
+        reader = direct_stream(litellm, stream, params)
+        if reader is not None:
+            return reader
     if _is_openai_stream(stream.completion_stream):
         stream.completion_stream = _SharedIterator(stream.completion_stream)
     kind = type(stream)
     if (
         hasattr(kind, "_async_build_complete_streaming_response")
         and isinstance(getattr(stream, "chunks", None), list)
-        and getattr(stream.logging_obj, "_on_deferred_stream_complete", None) is None
-        and nothing_reads_the_answer(litellm, params)
+        and unobserved
     ):
         built: list[Any] = []  # litellm asks twice at the end of a stream with usage
         # Weakly: the stream holds this function, which must not keep the stream (and all its

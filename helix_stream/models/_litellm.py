@@ -119,13 +119,15 @@ async def _loaded() -> ModuleType:
 NO_INNER_RETRIES: dict[str, int] = {"num_retries": 0, "max_retries": 0}
 
 
-async def acompletion(*, router: Any = None, **params: Any) -> Any:
+async def acompletion(*, router: Any = None, direct: bool = False, **params: Any) -> Any:
     """``litellm.acompletion(**params)``, with litellm's errors translated.
 
     Args:
         router: A ``litellm.Router``: the call is ``router.acompletion(**params)`` instead, so
             that ``model`` names one of its model groups and its fallbacks, load balancing
             and cooldowns apply.
+        direct: The caller reads the chunks by attribute only (no model middleware sees
+            them), so an OpenAI stream may be read from its body (:mod:`._direct_stream`).
         **params: The call's params.
 
     A stream is lightened where nothing can tell (:mod:`._lean_stream`).
@@ -146,7 +148,7 @@ async def acompletion(*, router: Any = None, **params: Any) -> Any:
         raise translate_error(exc, secrets=secrets) from exc
     if not params.get("stream") or router is not None:  # a Router keeps its own bookkeeping
         return response
-    return lighten_stream(litellm, response, params)
+    return lighten_stream(litellm, response, params, direct=direct)
 
 
 def _deployments(router: Any) -> list[Mapping[str, Any]]:
