@@ -33,7 +33,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from types import ModuleType
 from typing import Any
 
-__all__ = ["DirectStream", "direct_stream"]
+__all__ = ["DirectStream", "direct_stream", "is_openai_stream"]
 
 # Call parameters that change what litellm's wrapper makes of the chunks.
 _WRAPPER_PARAMS = frozenset(
@@ -219,9 +219,15 @@ def _finishes(chunk: _Fields) -> bool:
 
 
 def _is_read_error(exc: BaseException) -> bool:
-    return type(exc).__name__ in ("ReadError", "RemoteProtocolError") and type(
-        exc
-    ).__module__.startswith("httpx")
+    import httpx  # loaded with litellm
+
+    return isinstance(exc, (httpx.ReadError, httpx.RemoteProtocolError))
+
+
+def is_openai_stream(value: object) -> bool:
+    """An OpenAI SDK ``AsyncStream`` (known by its class: the SDK is not imported here)."""
+    kind = type(value)
+    return kind.__name__ == "AsyncStream" and kind.__module__.startswith("openai")
 
 
 def direct_stream(
@@ -235,12 +241,10 @@ def direct_stream(
     a mock), and no streaming time limit (``LITELLM_MAX_STREAMING_DURATION_SECONDS``).
     """
     sdk_stream = getattr(wrapper, "completion_stream", None)
-    kind = type(sdk_stream)
     response = getattr(sdk_stream, "response", None)
     if (
         getattr(wrapper, "custom_llm_provider", None) != "openai"
-        or kind.__name__ != "AsyncStream"
-        or not kind.__module__.startswith("openai")
+        or not is_openai_stream(sdk_stream)
         or response is None
         or not hasattr(response, "aiter_bytes")
         or getattr(wrapper, "chunks", None)  # already read

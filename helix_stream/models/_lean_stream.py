@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-from ._direct_stream import direct_stream
+from ._direct_stream import direct_stream, is_openai_stream
 
 __all__ = ["lighten_stream", "nothing_reads_the_answer"]
 
@@ -82,12 +82,7 @@ class _SharedIterator:
 
 
 def _is_openai_stream(value: object) -> bool:
-    kind = type(value)
-    return (
-        kind.__name__ == "AsyncStream"
-        and kind.__module__.startswith("openai")
-        and hasattr(value, "_iterator")
-    )
+    return is_openai_stream(value) and hasattr(value, "_iterator")
 
 
 def lighten_stream(
