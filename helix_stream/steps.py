@@ -105,7 +105,8 @@ def tool_result_from(result: ToolResult, tool: Tool) -> Any | None:
 
     The output is the value the tool returned, as the result carries it: a tool that returns
     a pydantic model has its JSON form here (``Weather.model_validate(weather)`` gives the
-    model back).
+    model back). A tool that returned ``None`` gives ``None`` either way: check
+    ``result.status`` and ``result.tool_name`` when that matters.
 
     Args:
         result: A tool result (``step.tool_results``, or a hook event's).

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import SandboxFileNotFoundError, SkillError, SkillNotFoundError
+from ..errors import SandboxFileNotFoundError, SandboxPathError, SkillError, SkillNotFoundError
 from ..tools import Tool, ToolContext
 from ._paths import WORKSPACE
 from ._protocol import Sandbox
@@ -77,7 +77,8 @@ class SkillFile:
         sandbox = self._sandbox if isinstance(self._sandbox, Sandbox) else await self._sandbox()
         try:
             return await sandbox.read_file(f"{SKILLS_DIR}/{self.skill}/{clean}")
-        except SandboxFileNotFoundError as exc:
+        except (SandboxFileNotFoundError, SandboxPathError) as exc:
+            # Gone from the sandbox's copy, a folder now, or a link out: no such file.
             raise self._missing() from exc
 
     async def text(self) -> str:

@@ -35,6 +35,7 @@ SKILL_FILE = "SKILL.md"
 _NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 _NAME_MAX = 64
 _DESCRIPTION_MAX = 1024
+_YAML_RAW = re.compile("[\x7f-\x9f\u2028\u2029\ufffe\uffff]")
 
 
 def skill_file_path(path: str) -> str | None:
@@ -96,6 +97,9 @@ class Skill:
             )
         if not isinstance(self.content, str):
             raise SkillFormatError(f"{where}: the content must be a string")
+        if not _is_utf8(self.description) or not _is_utf8(self.content):
+            # A lone surrogate: such text could never be written to a file.
+            raise SkillFormatError(f"{where}: the description and content must be valid text")
         files: dict[str, bytes] = {}
         for path, data in dict(self.files).items():
             clean = skill_file_path(path)
@@ -111,8 +115,7 @@ class Skill:
 
     def skill_md(self) -> str:
         """``SKILL.md`` as this skill's directory holds it: front matter, then the content."""
-        # A JSON string is a valid YAML double-quoted scalar: any description round-trips.
-        header = f"---\nname: {self.name}\ndescription: {json.dumps(self.description)}\n---\n"
+        header = f"---\nname: {self.name}\ndescription: {_yaml_quoted(self.description)}\n---\n"
         return header + self.content
 
     def read(self, path: str) -> bytes | None:
@@ -126,6 +129,26 @@ class Skill:
         """Every file of the skill's directory by relative path, ``SKILL.md`` first."""
         files = {path: _as_bytes(data) for path, data in self.files.items()}
         return {SKILL_FILE: self.skill_md().encode(), **files}
+
+
+def _yaml_quoted(text: str) -> str:
+    """``text`` as a YAML double-quoted scalar that reads back the same.
+
+    A JSON string is one (YAML shares its escapes); JSON leaves a few characters raw that YAML
+    would fold into a space (NEL, the Unicode line and paragraph separators) or refuse (DEL,
+    the C1 controls, U+FFFE/U+FFFF), so those are escaped too. Non-ASCII text stays as it is:
+    a ``\\ud83d\\ude00`` surrogate pair would read back as two lone surrogates.
+    """
+    quoted = json.dumps(text, ensure_ascii=False)
+    return _YAML_RAW.sub(lambda m: f"\\u{ord(m[0]):04x}", quoted)
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _as_bytes(data: str | bytes) -> bytes:

@@ -71,7 +71,9 @@ async def test_an_unknown_skill_shows_up_only_when_a_file_is_read() -> None:
         await handle.file("SKILL.md").text()
 
 
-@pytest.mark.parametrize("path", ["missing.md", "../code-review/SKILL.md", "/etc/passwd", ""])
+@pytest.mark.parametrize(
+    "path", ["missing.md", "../code-review/SKILL.md", "/etc/passwd", "", "references"]
+)
 async def test_an_unknown_file_is_a_typed_error_with_or_without_a_sandbox(
     box: LocalSandboxSession, path: str
 ) -> None:

@@ -189,9 +189,25 @@ def test_a_skills_files_are_frozen_and_sorted() -> None:
 
 @pytest.mark.parametrize(
     "description",
-    ["Plain.", 'Quotes " and \\ and: colons', "Line\nbreaks\tand tabs", "# not a comment", "yes"],
+    [
+        "Plain.",
+        'Quotes " and \\ and: colons',
+        "Line\nbreaks\tand tabs",
+        "# not a comment",
+        "yes",
+        "Émoji 😀 and ünïcode",
+        "NEL\x85, separators\u2028\u2029, DEL\x7f, C1\x9b, \ufffe and \ufeff",
+    ],
+    ids=["plain", "quotes", "breaks", "hash", "yes", "unicode", "yaml-specials"],
 )
 def test_skill_md_round_trips_through_the_reader(description: str) -> None:
     skill = hs.Skill("s", description, "# Body\n\nText.\n")
     meta, content = parse_skill_md(skill.skill_md(), "SKILL.md")
     assert (meta["name"], meta["description"], content) == ("s", description, skill.content)
+
+
+def test_text_that_could_not_be_written_to_a_file_is_refused() -> None:
+    with pytest.raises(hs.SkillFormatError, match="valid text"):
+        hs.Skill("s", "lone \ud800 surrogate", "c")
+    with pytest.raises(hs.SkillFormatError, match="valid text"):
+        hs.Skill("s", "d", "lone \udfff surrogate")
