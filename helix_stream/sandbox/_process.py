@@ -46,7 +46,9 @@ class _Capped:
             self.dropped += max(0, len(chunk) - room)
 
     def text(self) -> str:
-        # An incremental decoder leaves out a character the cap cut in half.
+        if not self.dropped:
+            return self.data.decode("utf-8", errors="replace")
+        # Not final: a character the cap cut in half is left out, not shown as U+FFFD.
         return codecs.getincrementaldecoder("utf-8")(errors="replace").decode(bytes(self.data))
 
 

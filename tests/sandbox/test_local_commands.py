@@ -123,6 +123,9 @@ async def test_the_cap_never_splits_a_character(tmp_path: Path) -> None:
     result = await box.run("printf 'ééé'")  # 6 bytes; the cap cuts the third in half
     assert result.stdout == "éé"
     assert result.truncated is True
+    broken = await box.run("printf 'ab\\377\\303'")  # not cut: invalid bytes are replaced
+    assert broken.stdout == "ab\ufffd\ufffd"
+    assert broken.truncated is False
 
 
 async def test_a_command_past_its_timeout_is_killed_with_its_children(tmp_path: Path) -> None:
