@@ -27,8 +27,16 @@ from .errors import (
     ModelError as ModelError,
     NoActiveContextError as NoActiveContextError,
     OutputValidationError as OutputValidationError,
+    SandboxError as SandboxError,
+    SandboxFileNotFoundError as SandboxFileNotFoundError,
+    SandboxNotFoundError as SandboxNotFoundError,
+    SandboxPathError as SandboxPathError,
+    SandboxTimeoutError as SandboxTimeoutError,
     SessionBusyError as SessionBusyError,
     SessionNotFoundError as SessionNotFoundError,
+    SkillError as SkillError,
+    SkillFormatError as SkillFormatError,
+    SkillNotFoundError as SkillNotFoundError,
     StateError as StateError,
     StoreCommitUnknownError as StoreCommitUnknownError,
     StoreUnavailableError as StoreUnavailableError,
@@ -81,6 +89,15 @@ if TYPE_CHECKING:  # "X as X": explicit re-exports, so type checkers see the laz
     from .prepare_step import (
         StepInput as StepInput,
     )
+    from .sandbox import (
+        LocalSandbox as LocalSandbox,
+        Sandbox as Sandbox,
+        SandboxProvider as SandboxProvider,
+        SandboxResult as SandboxResult,
+        Skill as Skill,
+        SkillHandle as SkillHandle,
+        skills_from_dir as skills_from_dir,
+    )
     from .session import (
         ApprovalAnswer as ApprovalAnswer,
         Executor as Executor,
@@ -91,6 +108,9 @@ if TYPE_CHECKING:  # "X as X": explicit re-exports, so type checkers see the laz
         StateHandle as StateHandle,
         current_session as current_session,
         define_state as define_state,
+    )
+    from .steps import (
+        tool_result_from as tool_result_from,
     )
     from .store import (
         MemoryStore as MemoryStore,
@@ -127,6 +147,18 @@ _LAZY: dict[str, str] = {
         "context",
     ),
     **dict.fromkeys(["ApprovalAnswer", "Executor", "ToolAnswer"], "session"),
+    **dict.fromkeys(
+        [
+            "LocalSandbox",
+            "Sandbox",
+            "SandboxProvider",
+            "SandboxResult",
+            "Skill",
+            "SkillHandle",
+            "skills_from_dir",
+        ],
+        "sandbox",
+    ),
     **dict.fromkeys(["HookContext", "LifecycleEvent", "define_hook"], "hooks"),
     **dict.fromkeys(
         [
@@ -155,6 +187,7 @@ _LAZY: dict[str, str] = {
         "middleware",
     ),
     "StepInput": "prepare_step",
+    "tool_result_from": "steps",
     **dict.fromkeys(["SessionInfo", "StateHandle", "current_session", "define_state"], "state"),
     **dict.fromkeys(
         ["MemoryStore", "PostgresStore", "SQLiteStore", "Store", "open_store"], "store"
@@ -175,8 +208,16 @@ __all__ = sorted(
         "ModelError",
         "NoActiveContextError",
         "OutputValidationError",
+        "SandboxError",
+        "SandboxFileNotFoundError",
+        "SandboxNotFoundError",
+        "SandboxPathError",
+        "SandboxTimeoutError",
         "SessionBusyError",
         "SessionNotFoundError",
+        "SkillError",
+        "SkillFormatError",
+        "SkillNotFoundError",
         "StateError",
         "StoreCommitUnknownError",
         "StoreUnavailableError",

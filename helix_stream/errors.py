@@ -17,6 +17,14 @@ The tree::
     ├── ToolFailedError               tool_failed                 500 (on the UI stream only)
     ├── HookError                     hook_failed                 500
     ├── FrameworkNotSupportedError    framework_not_supported     501
+    ├── SandboxError                  sandbox_error               500
+    │   ├── SandboxPathError          sandbox_path_refused        400
+    │   ├── SandboxNotFoundError      sandbox_not_found           404
+    │   ├── SandboxFileNotFoundError  sandbox_file_not_found      404
+    │   └── SandboxTimeoutError       sandbox_timeout             504
+    ├── SkillError                    skill_error                 500
+    │   ├── SkillFormatError          skill_invalid               400
+    │   └── SkillNotFoundError        skill_not_found             404
     ├── StoreUnavailableError         store_unavailable           503 retryable
     │   └── StoreCommitUnknownError   store_commit_unknown        503
     └── ModelError                    model_error                 502 (translated litellm errors)
@@ -54,8 +62,16 @@ __all__ = [
     "OutputValidationError",
     "PayloadTooLargeError",
     "PermissionDeniedError",
+    "SandboxError",
+    "SandboxFileNotFoundError",
+    "SandboxNotFoundError",
+    "SandboxPathError",
+    "SandboxTimeoutError",
     "SessionBusyError",
     "SessionNotFoundError",
+    "SkillError",
+    "SkillFormatError",
+    "SkillNotFoundError",
     "StateError",
     "StoreCommitUnknownError",
     "StoreUnavailableError",
@@ -217,6 +233,78 @@ class FrameworkNotSupportedError(HelixError):
 
     code = "framework_not_supported"
     http_status = 501
+
+
+class SandboxError(HelixError):
+    """A sandbox refused or failed an operation (the subclasses say which)."""
+
+    code = "sandbox_error"
+    http_status = 500
+
+
+class SandboxPathError(SandboxError):
+    """A path leaves ``/workspace`` (``..``, an absolute path elsewhere, a symbolic link out),
+    or names the wrong kind of file (a directory where a file is needed)."""
+
+    code = "sandbox_path_refused"
+    http_status = 400
+
+
+class SandboxNotFoundError(SandboxError):
+    """No sandbox has this id (never created, closed, or another session's)."""
+
+    code = "sandbox_not_found"
+    http_status = 404
+
+
+class SandboxFileNotFoundError(SandboxError):
+    """A ``/workspace`` path names no file (or, as a working directory, no directory)."""
+
+    code = "sandbox_file_not_found"
+    http_status = 404
+
+
+class SandboxTimeoutError(SandboxError):
+    """A command ran past its timeout and was killed, with every process it started.
+
+    Attributes:
+        timeout: The timeout in seconds.
+        stdout: What the command wrote to stdout before it was killed (capped like a result).
+        stderr: The same for stderr.
+    """
+
+    code = "sandbox_timeout"
+    http_status = 504
+
+    def __init__(self, timeout: float, *, stdout: str = "", stderr: str = "") -> None:
+        super().__init__(
+            f"The command ran longer than its timeout of {timeout:g} s and was killed. Pass "
+            "a larger timeout= to run(), or split the work into shorter commands."
+        )
+        self.timeout = timeout
+        self.stdout = stdout
+        self.stderr = stderr
+
+
+class SkillError(HelixError):
+    """A skill could not be read or used (the subclasses say why)."""
+
+    code = "skill_error"
+    http_status = 500
+
+
+class SkillFormatError(SkillError):
+    """A skill is malformed (its ``SKILL.md``, its name, a file of it); the message names it."""
+
+    code = "skill_invalid"
+    http_status = 400
+
+
+class SkillNotFoundError(SkillError):
+    """No skill has this name, or the skill has no file at this path."""
+
+    code = "skill_not_found"
+    http_status = 404
 
 
 class StoreUnavailableError(HelixError):

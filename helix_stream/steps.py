@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .chunks import FinishReason, Usage
+
+if TYPE_CHECKING:
+    from .tools import Tool
 
 __all__ = [
     "StepResult",
@@ -15,6 +18,7 @@ __all__ = [
     "ToolResult",
     "has_tool_call",
     "step_count_is",
+    "tool_result_from",
 ]
 
 
@@ -87,3 +91,29 @@ def has_tool_call(name: str) -> StopCondition:
 
     condition.__name__ = f"has_tool_call({name!r})"
     return condition
+
+
+def tool_result_from(result: ToolResult, tool: Tool) -> Any | None:
+    """The output of ``tool`` in ``result``, or ``None`` when the result is not that tool's
+    output (another tool's result, an error, a call that did not run or waits).
+
+    What a hook uses to pick one tool's results out of all of them::
+
+        weather = hs.tool_result_from(result, get_weather)
+        if weather is not None:
+            print(weather["temperature"])
+
+    The output is the value the tool returned, as the result carries it: a tool that returns
+    a pydantic model has its JSON form here (``Weather.model_validate(weather)`` gives the
+    model back). A tool that returned ``None`` gives ``None`` either way: check
+    ``result.status`` and ``result.tool_name`` when that matters.
+
+    Args:
+        result: A tool result (``step.tool_results``, or a hook event's).
+        tool: The tool to match: by name, the name the model calls it by.
+    """
+    if not isinstance(result, ToolResult):
+        raise TypeError(f"tool_result_from() needs a ToolResult, not {type(result).__name__}")
+    if result.tool_name != tool.name or result.status != "output":
+        return None
+    return result.output

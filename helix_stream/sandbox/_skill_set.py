@@ -1,0 +1,206 @@
+"""``SkillSet``: what an agent does with its skills — the index, ``load_skill``, the layout in a
+sandbox, and the handles ``get_skill`` returns.
+
+An agent's skills are fixed with its definition, so everything here is a pure function of the
+skills (sorted by name), computed once:
+
+- :meth:`SkillSet.index` is the text for the system prompt: each skill's name and description,
+  in name order, byte for byte the same for the same skills (prompt caches keep hitting);
+- :attr:`SkillSet.tool` is the built-in ``load_skill(name, path=None)`` tool;
+- :meth:`SkillSet.install` writes every skill into a sandbox under ``/workspace/skills/<name>/``;
+- :meth:`SkillSet.handle` is ``ctx.get_skill(name)``: synchronous, reading only when asked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import SandboxFileNotFoundError, SandboxPathError, SkillError, SkillNotFoundError
+from ..tools import Tool, ToolContext
+from ._paths import WORKSPACE
+from ._protocol import Sandbox
+from ._skills import SKILL_FILE, Skill, check_skills, skill_file_path
+
+__all__ = ["LOAD_SKILL_TOOL", "SKILLS_DIR", "SkillFile", "SkillHandle", "SkillSet"]
+
+LOAD_SKILL_TOOL = "load_skill"
+SKILLS_DIR = f"{WORKSPACE}/skills"
+
+# What a handle reads through: a sandbox, or how to get one (``ctx.get_sandbox``), or none.
+SandboxSource = Sandbox | Callable[[], Awaitable[Sandbox]] | None
+
+
+class LoadSkillInput(BaseModel):
+    """The arguments of ``load_skill``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="The skill's name, as the skill index lists it.")
+    path: str | None = Field(
+        default=None,
+        description="A file of the skill (e.g. 'references/checklist.md'); omit it for the "
+        "skill's instructions.",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SkillFile:
+    """One file of a skill, read when asked (``await handle.file(p).text()``).
+
+    Attributes:
+        skill: The skill's name.
+        path: The file's path in the skill's folder (``SKILL.md`` is the skill itself).
+    """
+
+    skill: str
+    path: str
+    _skills: Mapping[str, Skill] = field(repr=False)
+    _sandbox: SandboxSource = field(repr=False)
+
+    async def bytes(self) -> bytes:
+        """The file's bytes: from the sandbox when there is one, else from the skill.
+
+        Raises:
+            SkillNotFoundError: there is no such skill, or it has no such file.
+        """
+        clean = skill_file_path(self.path)
+        if self.skill not in self._skills or clean is None:
+            raise self._missing()
+        if self._sandbox is None:
+            data = self._skills[self.skill].read(clean)
+            if data is None:
+                raise self._missing()
+            return data
+        sandbox = self._sandbox if isinstance(self._sandbox, Sandbox) else await self._sandbox()
+        try:
+            return await sandbox.read_file(f"{SKILLS_DIR}/{self.skill}/{clean}")
+        except (SandboxFileNotFoundError, SandboxPathError) as exc:
+            # Gone from the sandbox's copy, a folder now, or a link out: no such file.
+            raise self._missing() from exc
+
+    async def text(self) -> str:
+        """The file as UTF-8 text.
+
+        Raises:
+            SkillNotFoundError: there is no such skill, or it has no such file.
+            SkillError: the file is not UTF-8 text.
+        """
+        data = await self.bytes()
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise SkillError(
+                f"File {self.path!r} of skill {self.skill!r} is not UTF-8 text ({len(data)} "
+                "bytes): read it with .bytes()"
+            ) from None
+
+    def _missing(self) -> SkillNotFoundError:
+        if self.skill not in self._skills:
+            return _unknown_skill(self.skill, self._skills)
+        files = ", ".join([SKILL_FILE, *self._skills[self.skill].files])
+        return SkillNotFoundError(
+            f"Skill {self.skill!r} has no file {self.path!r}; its files are: {files}."
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SkillHandle:
+    """A skill by name, as ``ctx.get_skill(name)`` returns it. Making one checks nothing: an
+    unknown skill shows up when a file is read (:class:`~helix_stream.errors.SkillNotFoundError`).
+
+    Attributes:
+        name: The skill's name.
+    """
+
+    name: str
+    _skills: Mapping[str, Skill] = field(repr=False)
+    _sandbox: SandboxSource = field(repr=False)
+
+    def file(self, path: str) -> SkillFile:
+        """One of the skill's files (``"SKILL.md"`` for the skill itself)."""
+        return SkillFile(self.name, path, self._skills, self._sandbox)
+
+
+class SkillSet:
+    """An agent's skills, sorted by name, and what the agent does with them.
+
+    Args:
+        skills: The skills (``hs.skills_from_dir(...)`` or ``hs.Skill`` values).
+
+    Raises:
+        SkillFormatError: two skills share a name, or an entry is not a Skill.
+    """
+
+    __slots__ = ("_by_name", "skills", "tool")
+
+    def __init__(self, skills: Sequence[Skill]) -> None:
+        self.skills: tuple[Skill, ...] = check_skills(skills)
+        self._by_name: dict[str, Skill] = {skill.name: skill for skill in self.skills}
+        self.tool: Tool = Tool(
+            name=LOAD_SKILL_TOOL,
+            description="Load a skill: its instructions, or one of its files (path=...). "
+            "The skills are listed in the system prompt.",
+            input_schema=LoadSkillInput,
+            execute=self._load,
+        )
+
+    def index(self, *, sandbox: bool = False) -> str:
+        """The skill index for the system prompt (``""`` without skills).
+
+        Args:
+            sandbox: Whether the agent has a sandbox (the index then says where the files are).
+        """
+        if not self.skills:
+            return ""
+        lines = [
+            "Skills: instructions for particular tasks. Before such a task, call "
+            f"{LOAD_SKILL_TOOL}(name) for the skill's instructions, and "
+            f"{LOAD_SKILL_TOOL}(name, path) for a file it mentions.",
+        ]
+        if sandbox:
+            lines.append(f"The skills' files are also in the sandbox, in {SKILLS_DIR}/<name>/.")
+        # One line per skill, whatever line breaks a description has.
+        lines += [f"- {s.name}: {' '.join(s.description.split())}" for s in self.skills]
+        return "\n".join(lines)
+
+    def handle(self, name: str, *, sandbox: SandboxSource = None) -> SkillHandle:
+        """``ctx.get_skill(name)``: reads from ``sandbox`` (a sandbox, or an async function
+        that returns one, called at the first read) or, without one, from the skill itself."""
+        return SkillHandle(name, self._by_name, sandbox)
+
+    async def install(self, sandbox: Sandbox) -> list[str]:
+        """Write every skill into ``sandbox`` under ``/workspace/skills/<name>/``.
+
+        Returns:
+            The paths written, in order.
+        """
+        written: list[str] = []
+        for skill in self.skills:
+            for path, data in skill.layout().items():
+                target = f"{SKILLS_DIR}/{skill.name}/{path}"
+                await sandbox.write_file(target, data)
+                written.append(target)
+        return written
+
+    async def _load(self, input: LoadSkillInput, ctx: ToolContext) -> str:
+        # The skill as it was defined (not the sandbox's copy, which commands may change):
+        # the same call returns the same text, with or without a sandbox.
+        skill = self._by_name.get(input.name)
+        if skill is None:
+            raise _unknown_skill(input.name, self._by_name)
+        if input.path is not None:
+            return await self.handle(input.name).file(input.path).text()
+        if not skill.files:
+            return skill.content
+        listing = "\n".join(f"- {path}" for path in skill.files)
+        return (
+            f"{skill.content}\n\nFiles of this skill ({LOAD_SKILL_TOOL} with path=...):\n{listing}"
+        )
+
+
+def _unknown_skill(name: str, skills: Mapping[str, Skill]) -> SkillNotFoundError:
+    known = ", ".join(skills) or "(none)"
+    return SkillNotFoundError(f"No skill named {name!r}; the skills are: {known}.")
