@@ -131,8 +131,8 @@ class StepTokens:
             return token, "strategy"
         raise AuthorizationRequiredError(
             f"tool {request.tool_name!r} needs the user to sign in to {strategy.name!r}, and "
-            "waiting for a sign-in needs a session that can pause its turn (run the agent "
-            "with Executor.run); plain stream_text cannot wait",
+            "waiting for a sign-in needs a session that can pause its turn: this run cannot "
+            "wait (plain stream_text never can)",
             strategy=strategy.name,
             tool_name=request.tool_name,
         )
