@@ -48,6 +48,7 @@ from helix_stream.auth import (
     StateSigner,
     begin_authorization,
     complete_authorization,
+    is_interactive,
 )
 
 CLIENT_ID, CLIENT_SECRET = "calendar-demo", "demo-client-secret"
@@ -156,7 +157,7 @@ async def ask(tool: hs.Tool, store: hs.TokenStore) -> str:
 async def sign_in(tool: hs.Tool, store: hs.TokenStore) -> tuple[str, str]:
     """The sign-in, driven by the app: the URL, the browser, the callback. Returns the
     result's status and the URL the user followed."""
-    assert tool.auth is not None and hs.auth.is_interactive(tool.auth)
+    assert tool.auth is not None and is_interactive(tool.auth)
     signer, pending = StateSigner(secrets.token_urlsafe(32)), MemoryPendingAuthorizations()
     begun = begin_authorization(
         tool.auth, session_id="cli", tool_call_id="sign-in", owner=APP_OWNER, signer=signer

@@ -139,7 +139,7 @@ class OAuthStrategy:
             body = None
         if not isinstance(body, dict):
             body = {}
-        if response.status_code != 200 or "error" in body:
+        if not 200 <= response.status_code < 300 or "error" in body:
             error = str(body.get("error", ""))
             error = error if _ERROR_CODE.fullmatch(error) else f"http_{response.status_code}"
             raise AuthorizationFailedError(
@@ -156,6 +156,8 @@ class OAuthStrategy:
                 error="no_access_token",
             )
         expires_in = body.get("expires_in")
+        if isinstance(expires_in, str) and expires_in.isdigit():
+            expires_in = int(expires_in)  # some providers send it as a string
         scope = body.get("scope")
         # A refresh may leave the refresh token out: the old one stays good (RFC 6749 §6).
         refresh = body.get("refresh_token")

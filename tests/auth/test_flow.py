@@ -14,6 +14,7 @@ import pytest
 
 import helix_stream as hs
 from helix_stream.auth import (
+    AuthorizationResult,
     MemoryPendingAuthorizations,
     ParkForSignIn,
     PendingAuthorization,
@@ -155,7 +156,7 @@ async def test_a_sign_in_is_completed_once_and_its_token_kept_for_the_owner(
     sign_in = await park(oauth, pending)
     callback = await follow(sign_in.url)
     result = await complete(oauth, pending, tokens, callback["state"], code=callback["code"])
-    assert result == hs.auth.AuthorizationResult(
+    assert result == AuthorizationResult(
         session_id="s-1", tool_call_id="call-1", strategy="loopback", status="authorized"
     )
     token = await tokens.get("loopback", OWNER)
@@ -211,7 +212,7 @@ async def test_a_refused_sign_in_becomes_the_calls_error_result(oauth: OAuthServ
     callback = await follow(sign_in.url)
     assert callback["error"] == "access_denied"
     result = await complete(oauth, pending, tokens, callback["state"], error=callback["error"])
-    assert result == hs.auth.AuthorizationResult(
+    assert result == AuthorizationResult(
         session_id="s-1",
         tool_call_id="call-1",
         strategy="loopback",

@@ -11,6 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 import helix_stream as hs
+from helix_stream.auth import OAuthStrategy
 from tests.auth.oauth_server import CLIENT_SECRET, OAuthServer, sign_in
 from tests.auth.test_stream_text import spans_text, tool_spans, tracing
 from tests.loopback import LoopbackServer, text, tool_calls
@@ -28,7 +29,7 @@ async def expire(store: hs.MemoryTokenStore, name: str, **changes: object) -> hs
     return expired
 
 
-def calendar_tool(strategy: hs.auth.OAuthStrategy, got: list[str]) -> hs.Tool:
+def calendar_tool(strategy: OAuthStrategy, got: list[str]) -> hs.Tool:
     async def calendar(input: Day, ctx: hs.ToolContext) -> str:
         got.append((await ctx.get_token()).token)
         return "2 meetings"
