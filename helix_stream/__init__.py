@@ -18,6 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from . import errors as errors
 from .errors import (
+    AuthorizationFailedError as AuthorizationFailedError,
+    AuthorizationRequiredError as AuthorizationRequiredError,
+    AuthorizationStateError as AuthorizationStateError,
     ContextKeyConflictError as ContextKeyConflictError,
     ContextValidationError as ContextValidationError,
     FrameworkNotSupportedError as FrameworkNotSupportedError,
@@ -40,12 +43,22 @@ from .errors import (
     StateError as StateError,
     StoreCommitUnknownError as StoreCommitUnknownError,
     StoreUnavailableError as StoreUnavailableError,
+    TokenRejectedError as TokenRejectedError,
     ToolContextError as ToolContextError,
 )
 
 if TYPE_CHECKING:  # "X as X": explicit re-exports, so type checkers see the lazy names
     from .agent import (
         Agent as Agent,
+    )
+    from .auth import (
+        EncryptedTokenStore as EncryptedTokenStore,
+        MemoryTokenStore as MemoryTokenStore,
+        Token as Token,
+        TokenRequest as TokenRequest,
+        TokenStore as TokenStore,
+        oauth_auth as oauth_auth,
+        token_auth as token_auth,
     )
     from .chunks import (
         Usage as Usage,
@@ -131,6 +144,18 @@ if TYPE_CHECKING:  # "X as X": explicit re-exports, so type checkers see the laz
 # Where each lazily loaded public name lives.
 _LAZY: dict[str, str] = {
     "Agent": "agent",
+    **dict.fromkeys(
+        [
+            "EncryptedTokenStore",
+            "MemoryTokenStore",
+            "Token",
+            "TokenRequest",
+            "TokenStore",
+            "oauth_auth",
+            "token_auth",
+        ],
+        "auth",
+    ),
     "Usage": "chunks",
     **dict.fromkeys(
         [
@@ -199,6 +224,9 @@ _LAZY: dict[str, str] = {
 __all__ = sorted(
     [
         *_LAZY,
+        "AuthorizationFailedError",
+        "AuthorizationRequiredError",
+        "AuthorizationStateError",
         "ContextKeyConflictError",
         "ContextValidationError",
         "FrameworkNotSupportedError",
@@ -221,6 +249,7 @@ __all__ = sorted(
         "StateError",
         "StoreCommitUnknownError",
         "StoreUnavailableError",
+        "TokenRejectedError",
         "ToolContextError",
         "errors",
     ]

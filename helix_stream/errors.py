@@ -6,8 +6,12 @@ The tree::
     ├── ContextValidationError        validation_error            400
     ├── ToolContextError              validation_error            400
     ├── InvalidRequestError           invalid_request             400
-    │   └── PayloadTooLargeError      payload_too_large           413
+    │   ├── PayloadTooLargeError      payload_too_large           413
+    │   └── AuthorizationStateError   authorization_state_invalid 400
     ├── AuthenticationError           unauthenticated             401
+    ├── AuthorizationRequiredError    authorization_required      401
+    ├── TokenRejectedError            token_rejected              401
+    ├── AuthorizationFailedError      authorization_failed        502
     ├── PermissionDeniedError         forbidden                   403
     ├── SessionNotFoundError          state_session_not_found     404
     ├── ContextKeyConflictError       state_context_key_conflict  409
@@ -46,6 +50,9 @@ from typing import Any, ClassVar
 __all__ = [
     "ERROR_MASK",
     "AuthenticationError",
+    "AuthorizationFailedError",
+    "AuthorizationRequiredError",
+    "AuthorizationStateError",
     "ContextKeyConflictError",
     "ContextValidationError",
     "FrameworkNotSupportedError",
@@ -75,6 +82,7 @@ __all__ = [
     "StateError",
     "StoreCommitUnknownError",
     "StoreUnavailableError",
+    "TokenRejectedError",
     "ToolContextError",
     "ToolFailedError",
     "describe_validation",
@@ -159,6 +167,61 @@ class AuthenticationError(HelixError):
 
     code = "unauthenticated"
     http_status = 401
+
+
+class AuthorizationStateError(InvalidRequestError):
+    """A sign-in callback's ``state`` is forged, expired, malformed or already used; nothing
+    was written (README, "Tools that act for the user: authorization")."""
+
+    code = "authorization_state_invalid"
+    http_status = 400
+
+
+class AuthorizationRequiredError(HelixError):
+    """A tool needs the user to sign in to a service first (``ctx.get_token()`` found no
+    token for an interactive strategy, or the tool called ``ctx.require_auth()``).
+
+    Attributes:
+        strategy: The name of the tool's auth strategy.
+        tool_name: The tool that asked.
+    """
+
+    code = "authorization_required"
+    http_status = 401
+
+    def __init__(self, message: str, *, strategy: str = "", tool_name: str = "") -> None:
+        super().__init__(message)
+        self.strategy = strategy
+        self.tool_name = tool_name
+
+
+class TokenRejectedError(HelixError):
+    """The service a tool called refused the tool's token (raise it, or call
+    ``ctx.reject_token()``): the token is evicted from the per-step cache and the token
+    store, so that the next ``ctx.get_token()`` does not hand it out again."""
+
+    code = "token_rejected"
+    http_status = 401
+
+    def __init__(self, message: str = "the service refused the token") -> None:
+        super().__init__(message)
+
+
+class AuthorizationFailedError(HelixError):
+    """An OAuth token endpoint refused a code exchange or a refresh, or answered with
+    something that is not a token.
+
+    Attributes:
+        error: The OAuth error code the endpoint gave (``invalid_grant``, ...), or a short
+            description of what was wrong with its answer.
+    """
+
+    code = "authorization_failed"
+    http_status = 502
+
+    def __init__(self, message: str, *, error: str) -> None:
+        super().__init__(message)
+        self.error = error
 
 
 class PermissionDeniedError(HelixError):

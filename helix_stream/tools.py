@@ -4,6 +4,9 @@ A tool's input is validated against its ``input_schema`` (a pydantic model) befo
 runs. A tool with a ``context_schema`` receives in ``ctx.context`` only its own entry of
 ``tools_context``, validated and frozen: a tool
 never sees the runtime context or another tool's context.
+
+A tool with ``auth=`` (a strategy from :mod:`helix_stream.auth`) gets its token through
+``await ctx.get_token()``; the loop gives its context the step's token cache.
 """
 
 from __future__ import annotations
@@ -13,13 +16,14 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from .errors import ToolContextError, describe_validation
 
 if TYPE_CHECKING:
+    from .auth import AuthStrategy, CallAuth, Token
     from .state import SessionInfo
 
 __all__ = [
@@ -67,6 +71,54 @@ class ToolContext:
     _add_context: Callable[[Sequence[ItemLike], int], Awaitable[int]] | None = None
     _add_calls: int = 0
     _write: Callable[[Any], None] | None = None
+    _auth: CallAuth | None = None
+
+    def _call_auth(self, what: str) -> CallAuth:
+        if self._auth is None:
+            from .errors import InvalidRequestError
+
+            raise InvalidRequestError(
+                f"tool {self.tool_name!r} declares no auth=: ctx.{what}() needs one, e.g. "
+                "hs.tool(auth=hs.token_auth(get_token)) or hs.tool(auth=hs.oauth_auth(...))"
+            )
+        return self._auth
+
+    async def get_token(self) -> Token:
+        """The token of this tool's auth strategy for the current principal.
+
+        Within one step the strategy is asked at most once per principal, however many
+        calls ask; across steps the token comes from the token store until it expires (an
+        OAuth token is refreshed first when it can be).
+
+        Raises:
+            InvalidRequestError: the tool declares no ``auth=``.
+            AuthorizationRequiredError: an interactive strategy has no token for this
+                principal: the user must sign in first.
+        """
+        return await self._call_auth("get_token").get_token()
+
+    def require_auth(self) -> NoReturn:
+        """Stop here until the user has signed in: raises ``AuthorizationRequiredError`` at
+        once, without resolving a token first (the same path as a token miss).
+
+        Raises:
+            InvalidRequestError: the tool declares no ``auth=``.
+            AuthorizationRequiredError: always, otherwise.
+        """
+        self._call_auth("require_auth").require()
+
+    def reject_token(self) -> NoReturn:
+        """The service refused the token: forget it and stop here.
+
+        The token leaves the per-step cache and the token store, so the next
+        ``get_token()`` does not hand it out again. Raising ``hs.TokenRejectedError`` from
+        the tool does the same.
+
+        Raises:
+            InvalidRequestError: the tool declares no ``auth=``.
+            TokenRejectedError: always, otherwise.
+        """
+        self._call_auth("reject_token").reject()
 
     async def add_context(self, items: Sequence[ItemLike]) -> int:
         """Queue context items for the session; they reach the model at its next call, once.
@@ -151,6 +203,8 @@ class Tool:
             ``None`` if the tool needs no context.
         execute: ``execute(input, ctx)``, sync or async; ``None`` makes it a client tool.
         needs_approval: Pause for the app's approval before each call.
+        auth: How the tool gets a token to act for the user (``hs.token_auth(...)``,
+            ``hs.oauth_auth(...)``), read with ``await ctx.get_token()``; ``None``: none.
     """
 
     name: str
@@ -159,9 +213,14 @@ class Tool:
     context_schema: type[BaseModel] | None = None
     execute: ExecuteFn | None = None
     needs_approval: bool = False
+    auth: AuthStrategy | None = None
     _frozen_context: type[BaseModel] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        if self.auth is not None:
+            from .auth import check_strategy
+
+            self.auth = check_strategy(self.auth, tool_name=self.name)
         if self.context_schema is not None:
             # A frozen subclass: validation copies the entry and the tool cannot assign to it.
             config = ConfigDict(**{**self.context_schema.model_config, "frozen": True})
@@ -297,6 +356,7 @@ def tool(
     context_schema: type[BaseModel] | None = None,
     execute: ExecuteFn | None = None,
     needs_approval: bool = False,
+    auth: AuthStrategy | None = None,
 ) -> Any: ...
 def tool(
     fn: ExecuteFn | None = None,
@@ -308,6 +368,7 @@ def tool(
     context_schema: type[BaseModel] | None = None,
     execute: ExecuteFn | None = None,
     needs_approval: bool = False,
+    auth: AuthStrategy | None = None,
 ) -> Any:
     """Define a tool, directly or as a decorator.
 
@@ -329,6 +390,8 @@ def tool(
         execute: ``execute(input, ctx)``, sync or async. Without it (and without a decorated
             function) the tool is a client tool: the run pauses until the client answers.
         needs_approval: Pause each call until the app approves or denies it.
+        auth: The tool's auth strategy: ``hs.token_auth(get_token)`` or
+            ``hs.oauth_auth(...)``; the tool reads its token with ``await ctx.get_token()``.
     """
 
     def build(f: ExecuteFn | None) -> Tool:
@@ -352,6 +415,7 @@ def tool(
             context_schema=context_schema,
             execute=run,
             needs_approval=needs_approval,
+            auth=auth,
         )
 
     if fn is not None:

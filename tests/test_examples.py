@@ -33,7 +33,7 @@ async def _once(name: str, capsys: pytest.CaptureFixture[str]) -> str:
 
 
 def test_every_example_is_tested() -> None:
-    tested = {"serve_litellm_stream", "fastapi_app", "tools_context", "steering"}
+    tested = {"serve_litellm_stream", "fastapi_app", "tools_context", "steering", "tool_auth"}
     assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
 
 
@@ -68,6 +68,14 @@ async def test_steering(capsys: pytest.CaptureFixture[str]) -> None:
         'POST /context -> {"recorded": 1}',
         "answer: Done: research returned three sources agree on Mars. "
         "(Following the instruction: Answer in one sentence.)",
+    ]
+
+
+async def test_tool_auth(capsys: pytest.CaptureFixture[str]) -> None:
+    assert (await _once("tool_auth", capsys)).splitlines() == [
+        "before sign-in: list_events -> AuthorizationRequiredError",
+        "sign-in: authorized",
+        'after sign-in: list_events -> ["09:00 stand-up", "14:00 design review"]',
     ]
 
 

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
+from ..auth._cache import DEFAULT_AUTH, AuthSettings
+from ..auth._strategy import strategies_by_name
 from ..errors import InvalidRequestError
 from ..middleware import ModelMiddleware, WrappedModel
 from ..models._cache import PromptCache, check_prompt_cache
@@ -21,6 +23,7 @@ from ._result import GenerateTextResult, StreamTextResult
 from ._run import resolve_contexts, run_loop
 
 if TYPE_CHECKING:
+    from ..auth import TokenStore
     from ..telemetry import TelemetrySettings
 
 __all__ = ["DEFAULT_MAX_STEPS", "build_config", "generate_text", "stream_text"]
@@ -61,18 +64,21 @@ def build_config(
     output_mode: Literal["auto", "tool"] = "auto",
     where: str | None = None,
     prompt_cache: PromptCache | None = "auto",
+    token_store: TokenStore | None = None,
 ) -> LoopConfig:
     """Validate the arguments and build a run's config (shared with the executor, which
     completes it for its session with ``dataclasses.replace``).
 
     Refuses before any request: a misplaced or unsendable litellm param, a retry count that
-    is not one, an ``output`` that is not a pydantic model (or given with ``response_format``).
+    is not one, an ``output`` that is not a pydantic model (or given with ``response_format``),
+    two different auth strategies of one name.
     """
     from ..telemetry import recorder_for
 
     where = where or f"{operation}()"
     check_params(litellm_params, where=where)
     tool_map = tools_by_name(tools)
+    strategies_by_name(tool_map)  # one name, one strategy: tokens are kept by name
     if output is not None:
         output, tool_map = _with_output(output, tool_map, litellm_params)
         finish_tool = FINISH_TOOL_NAME
@@ -114,6 +120,7 @@ def build_config(
         where=where,
         prompt_cache=prompt_cache,
         callbacks=_callbacks(callbacks),
+        auth=DEFAULT_AUTH if token_store is None else AuthSettings(token_store=token_store),
     )
 
 
@@ -159,6 +166,7 @@ def stream_text(
     max_retries: int = DEFAULT_MAX_RETRIES,
     output: type[BaseModel] | None = None,
     prompt_cache: PromptCache = "auto",
+    token_store: TokenStore | None = None,
     on_chunk: Callable[..., Any] | None = None,
     on_step_finish: Callable[..., Any] | None = None,
     on_finish: Callable[..., Any] | None = None,
@@ -206,6 +214,9 @@ def stream_text(
             provider's cache marker where the provider needs one (Anthropic, Bedrock);
             ``False`` sends none. A ``prepare_step`` override ``{"prompt_cache": ...}`` wins
             for its step. See the README, "Context rows".
+        token_store: Where the tokens of tools with ``auth=`` are kept between calls; by
+            default one in-memory store per process. See the README, "Tools that act for
+            the user: authorization".
         on_chunk, on_step_finish, on_finish, on_error: Callbacks, sync or async.
         **litellm_params: Passed through to ``litellm.acompletion`` (temperature, api_base,
             api_key, fallbacks, ...).
@@ -214,7 +225,8 @@ def stream_text(
         ToolContextError: a tool's context is missing or invalid (nothing was sent).
         InvalidRequestError: a keyword that belongs elsewhere (``output_schema=`` is an
             Agent's) or cannot be sent, litellm's own ``num_retries``, a wrong ``output``,
-            a ``prompt_cache`` that is neither ``"auto"`` nor ``False`` (nothing was sent).
+            a ``prompt_cache`` that is neither ``"auto"`` nor ``False``, two different auth
+            strategies of one name (nothing was sent).
     """
     # Every named argument above, as the keywords _start sorts (locals() holds only them here).
     options = {name: value for name, value in locals().items() if name != "litellm_params"}
@@ -237,6 +249,7 @@ _OPTIONS = (
     "router",
     "output",
     "prompt_cache",
+    "token_store",
 )
 
 

@@ -23,6 +23,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
+from ..auth._cache import DEFAULT_AUTH, AuthSettings
 from ..chunks import Chunk
 from ..middleware import ModelMiddleware, WrappedModel
 from ..models._cache import PromptCache
@@ -150,6 +151,8 @@ class LoopConfig:
         where: Where the litellm params came from (for the message of a refused one).
         prompt_cache: ``"auto"`` to add cache breakpoints where the provider needs them,
             ``False`` for none (a ``prepare_step`` override wins for its step).
+        auth: How tools with ``auth=`` resolve their tokens (the token store; a session
+            also gives the principal's ``identify``).
     """
 
     model: str | WrappedModel
@@ -175,6 +178,7 @@ class LoopConfig:
     callbacks: Callbacks = field(default_factory=Callbacks)
     session: SessionLink = NO_SESSION
     prompt_cache: PromptCache = "auto"
+    auth: AuthSettings = DEFAULT_AUTH
 
 
 async def call_user(fn: Callback | None, *args: Any, session: SessionLink = NO_SESSION) -> Any:

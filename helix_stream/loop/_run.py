@@ -176,6 +176,7 @@ class _Run:
             recorder=recorder,
             session=cfg.session,
             secrets=model.credentials,
+            auth=cfg.auth,
         )
         recorder.step_finished(
             step=self._step_result(step_number, model, [], []), response=model.response

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from ..auth._cache import DEFAULT_AUTH, AuthSettings, StepTokens
 from ..chunks import (
     Chunk,
     ToolApprovalRequest,
@@ -70,7 +71,8 @@ class ToolCalls:
     Tools run concurrently; each output is yielded as soon as it is ready. If the consumer
     stops or the task is cancelled, every tool still running is cancelled before
     :meth:`chunks` returns. Calls in ``approved`` run even though their tool needs approval:
-    the app said yes (the gate does not apply to them: the caller settled that).
+    the app said yes (the gate does not apply to them: the caller settled that). The calls
+    share one per-step token cache, resolved as ``auth`` says.
     """
 
     def __init__(
@@ -83,6 +85,7 @@ class ToolCalls:
         session: SessionLink = NO_SESSION,
         approved: frozenset[str] = frozenset(),
         secrets: frozenset[str] = frozenset(),
+        auth: AuthSettings = DEFAULT_AUTH,
     ) -> None:
         self._calls = list(calls)
         self._tools = tools
@@ -91,6 +94,7 @@ class ToolCalls:
         self._session = session
         self._approved = approved
         self._secrets = secrets
+        self._tokens = StepTokens(auth, recorder)
         self._results: dict[str, ToolResult] = {}
         self._contents: dict[str, str] = {}
         # Data parts the tools write while they run (ctx.write_data), streamed as they come.
@@ -185,6 +189,7 @@ class ToolCalls:
             for call, tool, parsed in to_start:
                 context = self._contexts.get(tool.name)
                 ctx = self._session.tool_context(call, tool, context, self._written.put_nowait)
+                ctx = self._tokens.bind(ctx, tool)
                 task = asyncio.ensure_future(
                     _execute(tool, parsed, ctx, call, self._recorder, self._secrets)
                 )
@@ -242,12 +247,17 @@ async def _execute(
     with recorder.tool_call(call=call, tool_context=ctx.context) as handle:
         try:
             output = await tool.run(parsed, ctx)
+            if ctx._auth is not None:
+                await ctx._auth.settle(None)  # a token the tool rejected leaves the store
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             # The text goes to the model, the log and telemetry: never with the tool's own
-            # context values (its keys) or the call's credentials in it.
+            # context values (its keys), the call's credentials or its tokens in it.
             hidden = set(secrets) | secret_strings(ctx.context, None)
+            if ctx._auth is not None:
+                await ctx._auth.settle(exc)
+                hidden |= ctx._auth.secrets
             text = redact(f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}", hidden)
             result = ToolResult(
                 tool_call_id=call.id, tool_name=call.name, status="error", error=text

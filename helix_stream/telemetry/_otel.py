@@ -140,6 +140,7 @@ class OtelRecorder(Recorder):
         self._step_t0 = 0.0
         self._failed_attempts = 0
         self._ended = False
+        self._tool_spans: dict[str, _ToolSpan] = {}  # open tool spans, by call id
 
     # -- the call -------------------------------------------------------------------------
 
@@ -372,6 +373,8 @@ class OtelRecorder(Recorder):
         if self._settings.record_inputs and span.is_recording():
             span.set_attribute("gen_ai.tool.call.arguments", redact(tool_arguments(call), secrets))
         handle = _ToolSpan(span, secrets)
+        call_id = str(getattr(call, "id", ""))
+        self._tool_spans[call_id] = handle
         # Current inside the tool's own task only (entered and left in that task).
         token = otel_context.attach(trace.set_span_in_context(span))
         try:
@@ -382,6 +385,24 @@ class OtelRecorder(Recorder):
         finally:
             otel_context.detach(token)
             span.end()
+            self._tool_spans.pop(call_id, None)
+
+    def token_resolved(
+        self, *, tool_call_id: str, strategy: str, source: str, secrets: set[str]
+    ) -> None:
+        handle = self._tool_spans.get(tool_call_id)
+        if handle is None:
+            return
+        # The span's error text must not show the token either (a tool that quotes it).
+        handle.secrets.update(secrets)
+        cached = source in ("step", "store")
+        attrs: dict[str, AttributeValue] = {
+            "helix.auth.strategy": strategy,
+            "helix.auth.token_source": source,
+            "helix.auth.cached": cached,
+        }
+        handle.span.set_attributes(attrs)
+        handle.span.add_event("helix.auth.token_resolved", attrs)
 
     def tool_finished(
         self, handle: Any, *, result: Any, error: BaseException | None = None

@@ -69,6 +69,14 @@ class Recorder:
     ) -> None:
         """The tool call ended with ``result`` (a ToolResult); ``error`` is what its body raised."""
 
+    def token_resolved(
+        self, *, tool_call_id: str, strategy: str, source: str, secrets: set[str]
+    ) -> None:
+        """A tool call got its token for auth strategy ``strategy`` from ``source``
+        (``"step"``: another call of the step resolved it, ``"store"``, ``"refresh"``,
+        ``"strategy"``). ``secrets`` (the token's strings) are for redaction only: what the
+        call's span shows must not contain them."""
+
     def call_finished(
         self, *, steps: Sequence[Any], finish_reason: str, usage: Any, text: str
     ) -> None:

@@ -1,0 +1,234 @@
+"""The per-step token cache (:class:`StepTokens`) and what one call holds of it (:class:`CallAuth`).
+
+Within one step a strategy is asked at most once per (strategy, owner), however many calls
+of however many tools ask: concurrent calls share one resolution in flight. Across steps a
+token comes from the token store; an expired one is refreshed first when the strategy can,
+else forgotten. An interactive strategy never makes a token itself: a miss is
+:class:`~helix_stream.errors.AuthorizationRequiredError`.
+
+The loop makes one :class:`StepTokens` per step and gives each call of a tool with ``auth=``
+a :class:`CallAuth` (``ctx.get_token()`` and friends), then calls :meth:`CallAuth.settle`
+when the tool's body is done: that is where a rejected token leaves the token store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
+
+from ..errors import AuthorizationRequiredError, TokenRejectedError
+from ..telemetry import NOOP_RECORDER, Recorder
+from ._store import MemoryTokenStore, TokenStore, evict, token_owner
+from ._strategy import AuthStrategy, InteractiveAuth, TokenAuth, is_interactive
+from ._token import Token, TokenRequest
+
+if TYPE_CHECKING:
+    from ..state import SessionInfo
+    from ..tools import Tool, ToolContext
+
+__all__ = ["DEFAULT_AUTH", "AuthSettings", "CallAuth", "StepTokens", "TokenSource"]
+
+logger = logging.getLogger("helix_stream.auth")
+
+# Where a token came from, as telemetry records it.
+TokenSource = Literal["step", "store", "refresh", "strategy"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuthSettings:
+    """How a run resolves tokens.
+
+    Attributes:
+        token_store: Where tokens are kept across steps, turns and sessions.
+        identify: ``identify(principal)``: the id tokens are kept under (an executor's
+            ``identify``); ``None``: no principal has an id.
+    """
+
+    token_store: TokenStore = field(default_factory=MemoryTokenStore)
+    identify: Callable[[Any], Any] | None = None
+
+
+# Outside a session with no token store given: one store for the whole process.
+DEFAULT_AUTH = AuthSettings()
+
+
+@dataclass(slots=True)
+class _Resolution:
+    """One resolution in flight for a step, and how many calls wait on it."""
+
+    task: asyncio.Task[tuple[Token, TokenSource]]
+    waiters: int = 0
+
+
+class StepTokens:
+    """One step's token cache (see the module docstring)."""
+
+    def __init__(self, settings: AuthSettings = DEFAULT_AUTH, recorder: Recorder = NOOP_RECORDER):
+        self.settings = settings
+        self.recorder = recorder
+        self._resolutions: dict[tuple[str, str], _Resolution] = {}
+
+    def bind(self, ctx: ToolContext, tool: Tool) -> ToolContext:
+        """``ctx`` with the token accessors of ``tool`` (as it is when the tool has no auth)."""
+        if tool.auth is None:
+            return ctx
+        call = CallAuth(
+            self, tool.auth, tool_call_id=ctx.tool_call_id, tool_name=tool.name, session=ctx.session
+        )
+        return replace(ctx, _auth=call)
+
+    async def resolve(
+        self, strategy: AuthStrategy, owner: str, request: TokenRequest
+    ) -> tuple[Token, TokenSource]:
+        """The token of ``owner`` for ``strategy``, and where it came from."""
+        key = (strategy.name, owner)
+        entry = self._resolutions.get(key)
+        first = entry is None
+        if entry is None:
+            task = asyncio.ensure_future(self._fetch(strategy, owner, request))
+            entry = self._resolutions[key] = _Resolution(task=task)
+        entry.waiters += 1
+        try:
+            token, source = await asyncio.shield(entry.task)
+        except asyncio.CancelledError:
+            # The last call waiting gave up: nobody needs the resolution any more.
+            if entry.waiters == 1 and not entry.task.done():
+                entry.task.cancel()
+                if self._resolutions.get(key) is entry:
+                    del self._resolutions[key]
+            raise
+        finally:
+            entry.waiters -= 1
+        return token, source if first else "step"
+
+    def forget(self, strategy: str, owner: str, token: Token) -> None:
+        """Drop ``token`` from this step's cache (if it is still the one there)."""
+        entry = self._resolutions.get((strategy, owner))
+        if entry is None or not entry.task.done() or entry.task.cancelled():
+            return
+        if entry.task.exception() is None and entry.task.result()[0].token == token.token:
+            del self._resolutions[(strategy, owner)]
+
+    async def _fetch(
+        self, strategy: AuthStrategy, owner: str, request: TokenRequest
+    ) -> tuple[Token, TokenSource]:
+        store = self.settings.token_store
+        kept = await store.get(strategy.name, owner)
+        if kept is not None and not kept.expired():
+            return kept, "store"
+        if kept is not None:
+            fresh = await self._refresh(strategy, owner, kept)
+            if fresh is not None:
+                return fresh, "refresh"
+            await store.delete(strategy.name, owner)
+        if isinstance(strategy, TokenAuth):
+            token = await strategy.fetch(request)
+            if not token.expired():
+                await store.put(strategy.name, owner, token)
+            return token, "strategy"
+        raise AuthorizationRequiredError(
+            f"tool {request.tool_name!r} needs the user to sign in to {strategy.name!r}, and "
+            "waiting for a sign-in needs a session that can pause its turn: this run cannot "
+            "wait (plain stream_text never can)",
+            strategy=strategy.name,
+            tool_name=request.tool_name,
+        )
+
+    async def _refresh(self, strategy: AuthStrategy, owner: str, kept: Token) -> Token | None:
+        refresh = getattr(strategy, "refresh", None) if is_interactive(strategy) else None
+        if refresh is None or not kept.refresh_token:
+            return None
+        try:
+            fresh: Token = await refresh(kept)
+        except Exception as exc:
+            # No token text in the log: only what kind of failure it was.
+            logger.warning(
+                "core.auth.refresh_failed: refreshing the token of strategy %r failed (%s); "
+                "the user signs in again",
+                strategy.name,
+                type(exc).__name__,
+                extra={"event": "core.auth.refresh_failed"},
+            )
+            return None
+        await self.settings.token_store.put(strategy.name, owner, fresh)
+        return fresh
+
+
+class CallAuth:
+    """What one tool call holds of its step's token cache (behind ``ctx.get_token()``)."""
+
+    def __init__(
+        self,
+        step: StepTokens,
+        strategy: AuthStrategy,
+        *,
+        tool_call_id: str,
+        tool_name: str,
+        session: SessionInfo | None,
+    ) -> None:
+        self.step = step
+        self.strategy = strategy
+        self.tool_call_id = tool_call_id
+        self.tool_name = tool_name
+        self.session = session
+        self.owner = token_owner(
+            session, step.settings.identify, interactive=is_interactive(strategy)
+        )
+        self.secrets: set[str] = set()  # what this call's error text must not show
+        self._token: Token | None = None  # the last token handed to the tool
+        self._rejected = False
+
+    @property
+    def interactive(self) -> InteractiveAuth | None:
+        """The strategy, when it gets its tokens from a sign-in."""
+        return self.strategy if is_interactive(self.strategy) else None
+
+    async def get_token(self) -> Token:
+        """The token for this call (see :meth:`helix_stream.ToolContext.get_token`)."""
+        request = TokenRequest(
+            session=self.session,
+            principal=None if self.session is None else self.session.auth.current,
+            tool_name=self.tool_name,
+        )
+        token, source = await self.step.resolve(self.strategy, self.owner, request)
+        self._token = token
+        self.secrets |= token.secrets()
+        self.step.recorder.token_resolved(
+            tool_call_id=self.tool_call_id,
+            strategy=self.strategy.name,
+            source=source,
+            secrets=token.secrets(),
+        )
+        return token
+
+    def require(self) -> NoReturn:
+        """Raise AuthorizationRequiredError at once (``ctx.require_auth()``)."""
+        kind = "sign in to" if self.interactive is not None else "be authorized for"
+        raise AuthorizationRequiredError(
+            f"tool {self.tool_name!r} requires the user to {kind} {self.strategy.name!r}",
+            strategy=self.strategy.name,
+            tool_name=self.tool_name,
+        )
+
+    def reject(self) -> NoReturn:
+        """Drop the token from the step's cache and raise TokenRejectedError
+        (``ctx.reject_token()``); :meth:`settle` removes it from the token store."""
+        self._rejected = True
+        if self._token is not None:
+            self.step.forget(self.strategy.name, self.owner, self._token)
+        raise TokenRejectedError(
+            f"the service called by tool {self.tool_name!r} refused its token for "
+            f"{self.strategy.name!r}"
+        )
+
+    async def settle(self, error: Exception | None) -> None:
+        """The tool's body is done (``error``: what it raised): a token it rejected, by
+        ``ctx.reject_token()`` or by raising TokenRejectedError, leaves the token store."""
+        if not (self._rejected or isinstance(error, TokenRejectedError)) or self._token is None:
+            return
+        token, self._token = self._token, None
+        self.step.forget(self.strategy.name, self.owner, token)
+        await evict(self.step.settings.token_store, self.strategy.name, self.owner, token)

@@ -1,0 +1,135 @@
+"""``EncryptedTokenStore``: tokens as Fernet ciphertext in a small key-value table.
+
+The table is anything with the :class:`KeyValueStore` protocol (three async methods), so that
+a database only has to add a table of ``(key TEXT PRIMARY KEY, value BLOB)``;
+:class:`MemoryKeyValueStore` is the in-memory one. Each value is encrypted with the app's
+key (``cryptography``'s Fernet: AES-128-CBC with HMAC-SHA256, the ``crypto`` extra) and
+names its own row inside the ciphertext, so a row copied onto another owner's key is refused
+rather than handed to that owner. A value that cannot be decrypted (a key rotated away, a
+damaged row) is treated as no token: the user signs in again, nothing fails.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from ..errors import FrameworkNotSupportedError, InvalidRequestError
+from ._store import token_key
+from ._token import Token
+
+__all__ = ["EncryptedTokenStore", "KeyValueStore", "MemoryKeyValueStore"]
+
+logger = logging.getLogger("helix_stream.auth")
+
+
+class KeyValueStore(Protocol):
+    """A table of byte values by string key (what ``EncryptedTokenStore`` writes to)."""
+
+    async def get(self, key: str) -> bytes | None:
+        """The value under ``key``, or ``None``."""
+        ...
+
+    async def set(self, key: str, value: bytes) -> None:
+        """Write ``value`` under ``key`` (replacing what was there)."""
+        ...
+
+    async def delete(self, key: str) -> None:
+        """Remove ``key`` (if present)."""
+        ...
+
+
+class MemoryKeyValueStore:
+    """A :class:`KeyValueStore` in a dict (tests, and one process's worth of tokens)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, bytes] = {}
+
+    async def get(self, key: str) -> bytes | None:
+        return self.rows.get(key)
+
+    async def set(self, key: str, value: bytes) -> None:
+        self.rows[key] = value
+
+    async def delete(self, key: str) -> None:
+        self.rows.pop(key, None)
+
+
+def _fernet(keys: str | bytes | Sequence[str | bytes]) -> Any:
+    try:
+        from cryptography.fernet import Fernet, MultiFernet
+    except ImportError:  # pragma: no cover - the extra is installed in the test environment
+        raise FrameworkNotSupportedError(
+            "EncryptedTokenStore needs the cryptography package: pip install 'helix-stream[crypto]'"
+        ) from None
+    given = [keys] if isinstance(keys, (str, bytes)) else list(keys)
+    if not given:
+        raise InvalidRequestError("EncryptedTokenStore needs at least one key")
+    try:
+        return MultiFernet([Fernet(k) for k in given])
+    except (ValueError, TypeError):
+        # The message never quotes the key.
+        raise InvalidRequestError(
+            "EncryptedTokenStore: a key is not a Fernet key (32 url-safe base64-encoded "
+            "bytes); make one with EncryptedTokenStore.generate_key()"
+        ) from None
+
+
+class EncryptedTokenStore:
+    """A token store that keeps each token encrypted in a :class:`KeyValueStore`.
+
+    Example::
+
+        store = hs.EncryptedTokenStore(table, key=os.environ["HELIX_TOKEN_KEY"])
+
+    Args:
+        table: Where the ciphertext rows go.
+        key: A Fernet key (:meth:`generate_key`), or a list of them to rotate: the first
+            encrypts, every one decrypts.
+
+    Raises:
+        InvalidRequestError: a key is not a Fernet key.
+        FrameworkNotSupportedError: ``cryptography`` is not installed (the ``crypto`` extra).
+    """
+
+    def __init__(self, table: KeyValueStore, *, key: str | bytes | Sequence[str | bytes]) -> None:
+        self._table = table
+        self._fernet = _fernet(key)
+
+    @staticmethod
+    def generate_key() -> str:
+        """A new random Fernet key (keep it with the app's other secrets)."""
+        from cryptography.fernet import Fernet
+
+        return Fernet.generate_key().decode("ascii")
+
+    async def get(self, strategy: str, owner: str) -> Token | None:
+        key = token_key(strategy, owner)
+        value = await self._table.get(key)
+        if value is None:
+            return None
+        from cryptography.fernet import InvalidToken
+
+        try:
+            data = json.loads(self._fernet.decrypt(value))
+        except (InvalidToken, ValueError):
+            data = None
+        if not isinstance(data, dict) or data.get("key") != key:
+            logger.warning(
+                "core.auth.token_unreadable: the token row of strategy %r cannot be decrypted "
+                "with the configured keys (or belongs to another row); treated as no token",
+                strategy,
+                extra={"event": "core.auth.token_unreadable"},
+            )
+            return None
+        return Token.from_dict(data["token"])
+
+    async def put(self, strategy: str, owner: str, token: Token) -> None:
+        key = token_key(strategy, owner)
+        plain = json.dumps({"key": key, "token": token.to_dict()}, separators=(",", ":"))
+        await self._table.set(key, self._fernet.encrypt(plain.encode("utf-8")))
+
+    async def delete(self, strategy: str, owner: str) -> None:
+        await self._table.delete(token_key(strategy, owner))
