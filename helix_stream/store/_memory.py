@@ -222,7 +222,9 @@ class MemoryStore(StoreWrites):
             state = EnqueueState(
                 session_id=session_id,
                 exists=session is not None,
-                key_digest=session.keys.get(request.key) if session and request.key else None,
+                key_digest=session.keys.get(request.key)
+                if session and request.key is not None
+                else None,
                 queued=sum(e.count for e in session.pending) if session else 0,
                 cap=self.max_queued_items,
             )
@@ -254,18 +256,21 @@ class MemoryStore(StoreWrites):
         async with self._lock:
             session = self._session(session_id)
             log = session.log
-            in_range = isinstance(to_seq, int) and 0 <= to_seq < len(log)
+
+            def at(seq: int) -> tuple[str, str] | None:
+                return log[seq - 1][:2] if isinstance(seq, int) and 1 <= seq <= len(log) else None
+
             state = RewindState(
                 session_id=session_id,
                 last_seq=len(log),
-                cut=(log[to_seq - 1][:2] if in_range and to_seq else None,
-                     log[to_seq][:2] if in_range else None),
+                cut=(at(to_seq), at(to_seq + 1)),
+                # Every entry: the planner passes over those whose rows survive.
                 entries=[(e.id, e.key, decode(e.origin), e.delivered_seq) for e in session.queue],
                 surviving_calls=lambda: tool_call_ids(
                     decode(text) for role, text, _ in log[:to_seq] if role == "assistant"
                 ),
                 now=time.time(),
-            )  # fmt: skip
+            )
             plan = plan_rewind(state, to_seq)
             if plan.changed:
                 _apply_rewind(session, plan)

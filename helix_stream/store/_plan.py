@@ -172,17 +172,18 @@ class TurnPlan:
 def check_turn_write(write: TurnWrite) -> CheckedWrite:
     """Check and encode a write before a store touches anything.
 
-    Refusals, in the order of the write's fields: an unknown status or ``expect`` given as a
-    bare string, a ``create.meta``, ``meta`` patch, message or row that is not strict JSON, a
-    message without a string ``role``, a checkpoint state that is not strict JSON.
+    Refusals, in the order of the write's fields: a ``create.meta`` that is not strict JSON,
+    ``expect`` given as a bare string or naming an unknown status, an unknown ``status``, a
+    ``meta`` patch, message or row that is not strict JSON (a message without a string
+    ``role`` among them), a checkpoint state that is not strict JSON.
 
     Raises:
         ValueError | TypeError: what is wrong, before anything is read or written.
     """
+    create_meta = encode(dict(write.create.meta)) if write.create is not None else "{}"
     expect = check_expect(write.expect)
     if write.status is not None:
         check_status(write.status)
-    create_meta = encode(dict(write.create.meta)) if write.create is not None else "{}"
     if write.meta:
         encode(dict(write.meta))  # a patch of JSON values merges into JSON
     messages = tuple((message_role(m), encode(m)) for m in write.messages)
@@ -252,7 +253,7 @@ def plan_turn_write(state: TurnState, write: CheckedWrite) -> TurnPlan:
     meta, meta_changed = session.meta, False
     if write.meta is not None:
         meta, meta_changed = merge_meta(session.meta, write.meta)
-    texts = [(role, text) for role, text in write.messages]
+    texts = list(write.messages)
     delivered: list[tuple[int, int]] = []
     if write.deliver_queue:
         queued, delivered = _queue_rows(state.pending, state.last_seq + len(texts))

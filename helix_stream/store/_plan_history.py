@@ -56,7 +56,8 @@ class RewindState:
         last_seq: The seq of its last log record.
         cut: The stored records at ``to_seq`` and ``to_seq + 1`` (``None`` where there is none).
         entries: The queue entries a rewind can touch — undelivered, or delivered after
-            ``to_seq`` — as ``(id, key, origin, delivered_seq)``, in id order.
+            ``to_seq`` — as ``(id, key, origin, delivered_seq)``, in id order (others are
+            passed over).
         surviving_calls: The tool call ids of the assistant messages up to ``to_seq``; asked
             only when a tool's entry needs it.
         now: The time of the rewind.
