@@ -22,12 +22,16 @@ demo: setup
 chat: setup
 	$(PY) -m helix_stream chat
 
+# The PostgresStore third of the store contract needs PostgreSQL: .ci/postgres starts the
+# machine's cluster when it has one (a run without it ends with a red "POSTGRES TESTS SKIPPED").
 test: setup
+	@.ci/postgres
 	$(PY) -m pytest -q
 
 # Each tests/*/ folder in its own pytest process, then the top-level test files: a test that
 # passes only after another folder ran (an import, a warning filter, a cache) fails here.
 test-isolated: setup
+	@.ci/postgres
 	@set -e; for dir in tests/*/; do \
 		case "$$dir" in *__pycache__*) continue;; esac; \
 		echo "== $$dir"; $(PY) -m pytest -q -p no:cacheprovider "$$dir"; \

@@ -22,7 +22,7 @@ import _common  # noqa: F401  (puts the repo on sys.path)
 import helix_stream as hs
 from helix_stream.chunks import ContextRowChunk
 from helix_stream.context import ContextPass, ContextRow
-from helix_stream.store import TurnWrite
+from helix_stream.store import NewSession, TurnWrite
 
 ROWS = 1_000
 PASSES = 200
@@ -30,16 +30,16 @@ PASSES = 200
 
 async def measure(store: hs.Store) -> list[float]:
     sid = "bench"
-    await store.create_session(sid, agent_name="bench")
+    await store.write_turn(sid, TurnWrite(create=NewSession(agent_name="bench")))
     for i in range(ROWS // 2):
-        await store.append_messages(sid, [{"role": "user", "content": f"message {i}"}])
         await store.enqueue_context(
             sid,
             [{"kind": "notice", "content": f"row {i}", "source": "app"}],
             source="app",
             origin={"type": "app"},
         )
-        await store.commit_context(sid)
+        message = {"role": "user", "content": f"message {i}"}
+        await store.write_turn(sid, TurnWrite(messages=[message], deliver_queue=True))
     # A turn reads and renders the log once, at its start.
     context_pass = ContextPass(sid, (await store.read_snapshot(sid)).log)
     messages = list(context_pass.messages)

@@ -14,8 +14,9 @@ that succeeded:
   connection fails the call that meets it);
 - ``pool check=``: the same pool with ``check=AsyncConnectionPool.check_connection`` (each
   connection is tested when handed out);
-- ``PostgresStore``: the store's own calls (get_session, set_status, append_messages,
-  enqueue_context, commit_context, read_log, update_session_meta, set_status), which retry once
+- ``PostgresStore``: the store's own calls (get_session, set_status, a write_turn of messages,
+  enqueue_context, a write_turn of the queue, read_log, update_session_meta, set_status), which
+  retry once
   after ``pool.check()``.
 
 Then, with nothing failing, the median latency of the store's calls (``--steady`` only), to
@@ -36,7 +37,7 @@ from typing import Any
 
 import _common  # noqa: F401  (puts the repo on sys.path)
 
-from helix_stream.store import PostgresStore
+from helix_stream.store import NewSession, PostgresStore, TurnWrite
 
 DSN = os.environ.get("HELIX_BENCH_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 POOL, CALLS = 4, 8
@@ -120,9 +121,9 @@ def store_calls(store: PostgresStore) -> list[Callable[[], Awaitable[Any]]]:
     return [
         lambda: store.get_session(SID),
         lambda: store.set_status(SID, "running", expect=["idle"]),
-        lambda: store.append_messages(SID, [{"role": "user", "content": "Hi"}]),
+        lambda: store.write_turn(SID, TurnWrite(messages=[{"role": "user", "content": "Hi"}])),
         lambda: store.enqueue_context(SID, [notice], source="app", origin={"type": "app"}),
-        lambda: store.commit_context(SID),
+        lambda: store.write_turn(SID, TurnWrite(deliver_queue=True)),
         lambda: store.read_log(SID),
         lambda: store.update_session_meta(SID, {"turns": 1}),
         lambda: store.set_status(SID, "idle"),
@@ -132,7 +133,7 @@ def store_calls(store: PostgresStore) -> list[Callable[[], Awaitable[Any]]]:
 async def round_store(dsn: str, schema: str) -> tuple[int, float | None, float]:
     store = PostgresStore(dsn, schema=schema, min_size=POOL, max_size=POOL)
     try:
-        await store.create_session(SID, agent_name="bench")
+        await store.write_turn(SID, TurnWrite(create=NewSession(agent_name="bench")))
         await store.set_status(SID, "idle")
         name = getattr(store, "application_name", None)
         if name is None:  # an older store: no way to end only its connections
@@ -148,10 +149,10 @@ async def steady(dsn: str, schema: str, repeats: int = 300) -> dict[str, float]:
     """Median milliseconds of each store call with nothing failing."""
     store = PostgresStore(dsn, schema=schema, min_size=1, max_size=2)
     times: dict[str, list[float]] = {}
-    names = ["get_session", "set_status CAS", "append_messages", "enqueue_context"]
-    names += ["commit_context", "read_log", "update_session_meta", "set_status"]
+    names = ["get_session", "set_status CAS", "write_turn messages", "enqueue_context"]
+    names += ["write_turn queue", "read_log", "update_session_meta", "set_status"]
     try:
-        await store.create_session(SID, agent_name="bench")
+        await store.write_turn(SID, TurnWrite(create=NewSession(agent_name="bench")))
         for _ in range(repeats):
             await store.set_status(SID, "idle")
             for name, call in zip(names, store_calls(store), strict=True):

@@ -1,7 +1,7 @@
 """Benchmark: the store side of one context pass (README, "Performance").
 
 A session of 1,000 log rows; then, 200 times: queue 10 items (ten ``enqueue_context`` calls,
-untimed) and time ``commit_context`` alone. Prints the median and p95 for SQLiteStore (on a
+untimed) and time the pass's ``write_turn`` alone (``TurnWrite(deliver_queue=True)``). Prints the median and p95 for SQLiteStore (on a
 temporary file) and MemoryStore. The budget is a median under 2 ms on SQLite; the script
 exits 1 if it is missed.
 
@@ -22,7 +22,7 @@ from pathlib import Path
 # Standalone script: make the checkout importable without installing it.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from helix_stream.store import MemoryStore, SQLiteStore, Store
+from helix_stream.store import MemoryStore, NewSession, SQLiteStore, Store, TurnWrite
 
 ROWS = 1_000
 ROUNDS = 200
@@ -32,16 +32,14 @@ SESSION = "bench"
 
 
 async def measure(store: Store) -> list[float]:
-    """Milliseconds per ``commit_context``, one per round."""
-    await store.create_session(SESSION, agent_name="bench")
+    """Milliseconds per context pass, one per round."""
+    await store.write_turn(SESSION, TurnWrite(create=NewSession(agent_name="bench")))
     for start in range(0, ROWS, 100):
-        await store.append_messages(
-            SESSION,
-            [
-                {"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i} " * 8}
-                for i in range(start, start + 100)
-            ],
-        )
+        messages = [
+            {"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i} " * 8}
+            for i in range(start, start + 100)
+        ]
+        await store.write_turn(SESSION, TurnWrite(messages=messages))
     timings: list[float] = []
     for round_no in range(ROUNDS):
         for i in range(ITEMS_PER_PASS):
@@ -53,7 +51,7 @@ async def measure(store: Store) -> list[float]:
                 key=f"r{round_no}-i{i}",
             )
         began = time.perf_counter()
-        rows = await store.commit_context(SESSION)
+        rows = (await store.write_turn(SESSION, TurnWrite(deliver_queue=True))).records
         timings.append((time.perf_counter() - began) * 1000)
         assert len(rows) == ITEMS_PER_PASS
     return timings
@@ -62,7 +60,7 @@ async def measure(store: Store) -> list[float]:
 def report(name: str, timings: list[float]) -> float:
     median = statistics.median(timings)
     p95 = statistics.quantiles(timings, n=100)[94]
-    print(f"{name:<12} commit_context x{len(timings)}: median {median:.3f} ms, p95 {p95:.3f} ms")
+    print(f"{name:<12} context pass x{len(timings)}: median {median:.3f} ms, p95 {p95:.3f} ms")
     return median
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.loopback import LoopbackServer
+from tests.store import _pg
 
 
 @pytest.fixture(scope="session")
@@ -26,3 +27,8 @@ def loopback(_loopback_server: LoopbackServer) -> Iterator[LoopbackServer]:
     _loopback_server.reset()
     yield _loopback_server
     _loopback_server.reset()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    # Here, at the root, so that any run that skipped a postgres test says so, loudly.
+    _pg.report(terminalreporter)

@@ -2,9 +2,11 @@
 
 This module owns :class:`SharedStreamRegistry`, the registry the chat routes use when the
 executor's store is a :class:`~helix_stream.PostgresStore` (``StreamRegistry`` stays the one
-for SQLite and memory stores, in-process). While a turn streams, :meth:`record` sends each SSE
-event to its client at once and publishes the events, in batches every ``flush_interval``
-seconds, to the store's ``ui_stream_events`` table, with a ``NOTIFY`` to every process. A
+for SQLite and memory stores, in-process). The registry owns a ``PostgresStreamLog`` on the
+store's schema and pool (the stream tables are not part of the ``Store`` protocol). While a
+turn streams, :meth:`record` sends each SSE event to its client at once and publishes the
+events, in batches every ``flush_interval`` seconds, to the ``ui_stream_events`` table, with a
+``NOTIFY`` to every process. A
 client that reconnects to any process (``GET .../stream``) gets the events so far and follows
 the rest live until ``finish``; the stream's events are kept for ``keep_for`` seconds after it
 ends, then dropped.
@@ -24,6 +26,7 @@ from typing import Any
 
 from .._cleanup import aclose_quietly, run_cleanup
 from ..store import PostgresStore
+from ..store.postgres import PostgresStreamLog
 from ..transformers._sse import encode_sse_bytes
 
 __all__ = ["SharedStreamRegistry"]
@@ -37,7 +40,7 @@ class SharedStreamRegistry:
     """Active streams of a PostgreSQL-backed chat service, resumable from any process.
 
     Args:
-        store: The executor's PostgresStore (its tables hold the streams).
+        store: The executor's PostgresStore (its schema holds the streams).
         flush_interval: Seconds between two batches a turn publishes (default 0.2: followers
             lag by up to this much; each batch is one store write, so a few per turn).
         keep_for: Seconds a finished stream's events are kept (default 10 minutes).
@@ -53,6 +56,7 @@ class SharedStreamRegistry:
         poll_interval: float = 1.0,
     ) -> None:
         self.store = store
+        self.log = PostgresStreamLog(store)
         self.flush_interval = flush_interval
         self.keep_for = keep_for
         self.poll_interval = poll_interval
@@ -69,7 +73,7 @@ class SharedStreamRegistry:
         """
         # Opening the stream row is the publisher's first write, in the background: the
         # client's first event never waits for it.
-        publisher = _Publisher(self.store, session_id, self.flush_interval, self.keep_for)
+        publisher = _Publisher(self.log, session_id, self.flush_interval, self.keep_for)
         try:
             async for chunk in ui_chunks:
                 event = encode_sse_bytes(chunk)
@@ -81,7 +85,7 @@ class SharedStreamRegistry:
 
     async def resume(self, session_id: str) -> AsyncIterator[bytes] | None:
         """The session's running stream, so far then live, or ``None`` when none runs."""
-        first = await self.store.read_ui_stream(session_id)
+        first = await self.log.read(session_id)
         if first.stream_id is None or first.finished:
             return None
         return self._follow(session_id, first.stream_id, first.batches)
@@ -101,7 +105,7 @@ class SharedStreamRegistry:
                     return
                 # Cleared before the read: a batch published after it still wakes the wait.
                 grew.clear()
-                update = await self.store.read_ui_stream(session_id, seq, stream_id)
+                update = await self.log.read(session_id, seq, stream_id)
                 if update.stream_id is None:  # a newer turn's stream replaced it
                     return
                 batches, finished = update.batches, update.finished
@@ -141,7 +145,7 @@ class SharedStreamRegistry:
 
     async def _notifications(self) -> None:
         try:
-            async for stream_id in self.store.listen_ui_streams():
+            async for stream_id in self.log.listen():
                 for grew in self._followers.get(stream_id, ()):
                     grew.set()
         except Exception:
@@ -157,9 +161,9 @@ class _Publisher:
     """
 
     def __init__(
-        self, store: PostgresStore, session_id: str, interval: float, keep_for: float
+        self, log: PostgresStreamLog, session_id: str, interval: float, keep_for: float
     ) -> None:
-        self._store = store
+        self._log = log
         self._session_id = session_id
         self._stream_id = uuid.uuid4().hex
         self._interval = interval
@@ -176,9 +180,7 @@ class _Publisher:
 
     async def _write_batches(self) -> None:
         try:
-            await self._store.open_ui_stream(
-                self._session_id, self._stream_id, keep_for=self._keep_for
-            )
+            await self._log.open(self._session_id, self._stream_id, keep_for=self._keep_for)
         except Exception:
             self._failed = True
             logger.exception(
@@ -199,9 +201,7 @@ class _Publisher:
         events, self._pending = b"".join(self._pending).decode(), []
         self._seq += 1
         try:
-            await self._store.append_ui_stream(
-                self._stream_id, self._seq, events, finished=finished
-            )
+            await self._log.append(self._stream_id, self._seq, events, finished=finished)
         except Exception:
             self._failed = True
             logger.exception("publishing UI stream %s failed (not resumable)", self._stream_id)

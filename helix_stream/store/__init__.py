@@ -9,6 +9,13 @@ URL or path.
 Besides appending, a store can cut a session back (``Store.rewind``, which redelivers or drops
 the queue entries whose rows it removed) and copy a prefix of one into a new session
 (``Store.branch``), as the README's "Durable sessions" describes.
+
+Layout: ``_protocol`` (the protocol and its records), ``_turns`` (``Snapshot``, ``TurnWrite``),
+``_plan`` and ``_plan_history`` (every decision, once: the planners), ``_shared`` (encoding,
+checks, refusal texts), ``_writes`` (the write methods every store shares: argument checks,
+``set_status`` and ``update_session_meta`` as turn writes); the backends ``_memory``,
+``sqlite/`` and ``postgres/`` only read state and apply plans (docs/architecture.md, "The
+store: planners and backends").
 """
 
 from __future__ import annotations
@@ -16,7 +23,6 @@ from __future__ import annotations
 import os
 
 from helix_stream.store._memory import MemoryStore
-from helix_stream.store._postgres import PostgresStore
 from helix_stream.store._protocol import (
     Checkpoint,
     LogRecord,
@@ -26,8 +32,9 @@ from helix_stream.store._protocol import (
     SessionStatus,
     Store,
 )
-from helix_stream.store._sqlite import SQLiteStore
 from helix_stream.store._turns import NewSession, Snapshot, TurnWrite, TurnWriteResult
+from helix_stream.store.postgres import PostgresStore
+from helix_stream.store.sqlite import SQLiteStore
 
 __all__ = [
     "Checkpoint",

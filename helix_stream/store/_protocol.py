@@ -7,6 +7,11 @@ keys** (for idempotent ``add_context``), and **checkpoints** (one per finished s
 ``branch`` copies a prefix of one session's log and checkpoints into a new session. Every
 method that writes does so in one transaction: it writes everything or nothing.
 
+The protocol is what the session engine uses, twelve methods: a turn reads a
+:class:`~helix_stream.store.Snapshot` and writes :class:`~helix_stream.store.TurnWrite` s
+(which also create sessions, append messages and commit the context queue); the executor adds
+context, reads the log and checkpoints, sets the status or meta, rewinds and branches.
+
 Payloads are plain JSON-safe dicts. A message payload is the OpenAI-format message exactly as
 it is sent to the model (so rendering the log again gives the same bytes). A context row
 payload is ``{"kind", "source", ...item fields, "cursor"?, "origin"}``.
@@ -129,13 +134,14 @@ class RewindResult:
 
 @runtime_checkable
 class Store(Protocol):
-    """Durable sessions. Implementations: MemoryStore, SQLiteStore (and PostgresStore).
+    """Durable sessions. Implementations: MemoryStore, SQLiteStore and PostgresStore.
 
     All methods are coroutines. Every write is one transaction, and implementations count
     them in an int attribute ``write_transactions`` (committed writes only; tests use it to
     prove "one transaction per context pass"). Methods that take a
     ``session_id`` raise :class:`~helix_stream.errors.SessionNotFoundError` when there is no
-    such session (and write nothing), except :meth:`create_session`.
+    such session (and write nothing), except :meth:`get_session` and :meth:`read_snapshot`
+    (which answer ``None``) and a :meth:`write_turn` that creates it.
 
     Every method refuses a session id (or request key) that breaks the rules of
     ``helix_stream._limits`` — 1 to 512 characters (keys 256), no control character, no lone
@@ -145,17 +151,6 @@ class Store(Protocol):
     """
 
     write_transactions: int
-
-    async def create_session(
-        self,
-        session_id: str,
-        *,
-        agent_name: str,
-        parent_id: str | None = None,
-        meta: Mapping[str, Any] | None = None,
-    ) -> SessionRecord:
-        """Create the session if it does not exist; return it either way (never overwrites)."""
-        ...
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         """The session, or ``None``."""
@@ -169,14 +164,8 @@ class Store(Protocol):
         expect: Sequence[SessionStatus] | None = None,
     ) -> bool:
         """Set the status. With ``expect``, only if the current status is one of them
-        (a compare-and-set); returns whether it was set."""
-        ...
-
-    async def append_messages(
-        self, session_id: str, messages: Sequence[JSON], *, checkpoint: Checkpoint | None = None
-    ) -> list[LogRecord]:
-        """Append messages (role from ``payload["role"]``) and, optionally, a checkpoint whose
-        ``log_seq`` the store sets to the last appended seq — all in one transaction."""
+        (a compare-and-set); returns whether it was set. The same as
+        ``write_turn(session_id, TurnWrite(status=status, expect=expect)).applied``."""
         ...
 
     async def read_log(self, session_id: str, *, after_seq: int = 0) -> list[LogRecord]:
@@ -202,33 +191,8 @@ class Store(Protocol):
         A call that would leave more than the store's ``max_queued_items`` undelivered items in
         the session's queue raises ContextValidationError and queues nothing (after the key
         is judged: a retry of a recorded request still returns 0); concurrent calls never
-        pass the limit together.
-        """
-        ...
-
-    async def pending_context(self, session_id: str) -> list[QueueEntry]:
-        """The queue entries not yet delivered, in order (read-only)."""
-        ...
-
-    async def commit_context(
-        self, session_id: str, extra_rows: Sequence[JSON] = ()
-    ) -> list[LogRecord]:
-        """The context pass's single transaction.
-
-        Takes every undelivered queue entry (in id order), appends one context row per item
-        (payload: the item, with ``"source"`` from the entry unless the item names its own,
-        and ``"origin"``: the entry's origin with ``"queue_id"`` and ``"key"`` added), marks
-        the entries delivered, then appends ``extra_rows`` (already complete row payloads:
-        hook and memory rows), and returns the new records in order. With nothing queued and
-        no extra rows it writes nothing and returns ``[]``.
-        """
-        ...
-
-    async def delivered_context(self, session_id: str) -> list[QueueEntry]:
-        """The queue entries already delivered (``delivered_seq`` set), in id order (read-only).
-
-        Entries a rewind dropped are gone; entries it made undelivered are back in
-        :meth:`pending_context` until the next :meth:`commit_context`.
+        pass the limit together. Items with no key are always recorded; no items record
+        nothing and return 0 (nor is the key kept: there was no request to remember).
         """
         ...
 
@@ -246,7 +210,8 @@ class Store(Protocol):
         Top-level keys of ``patch`` replace those of ``meta`` (a nested dict is replaced whole,
         not merged); a key whose value is ``None`` is removed (absent keys are ignored). New keys
         come after the existing ones. One transaction, which also sets ``updated_at``; a patch
-        that changes nothing writes nothing and returns the current record.
+        that changes nothing writes nothing and returns the current record. The same as
+        ``write_turn(session_id, TurnWrite(meta=patch)).session``.
 
         Raises:
             SessionNotFoundError: no such session (nothing written).
@@ -257,12 +222,13 @@ class Store(Protocol):
     async def rewind(self, session_id: str, to_seq: int) -> RewindResult:
         """Truncate the session to its first ``to_seq`` log records, in one transaction.
 
-        Reference 000, "Rewinds and branches". It deletes the log records with
+        README, "Durable sessions". It deletes the log records with
         ``seq > to_seq`` (the next append gets ``to_seq + 1``: seqs stay gap-free), deletes the
         checkpoints with ``log_seq > to_seq``, and fixes the queue:
 
         - an entry whose rows were truncated (``delivered_seq > to_seq``) is made undelivered
-          again, so the next :meth:`commit_context` delivers it again, once; its request key
+          again, so the next :meth:`write_turn` that delivers the queue delivers it again,
+          once; its request key
           is kept;
         - except that what a tool queued goes with that tool's call: an entry whose origin has
           ``"type": "tool"`` and whose ``origin["tool_call_id"]`` is no longer among the
@@ -286,7 +252,7 @@ class Store(Protocol):
     ) -> SessionRecord:
         """Create session ``new_id`` from the first ``upto_seq`` records of ``source_id``.
 
-        Reference 000, "Rewinds and branches". In one transaction: the new session is
+        README, "Durable sessions". In one transaction: the new session is
         ``"idle"``, has ``parent_id=source_id``, the source's ``meta`` and (unless given) its
         ``agent_name``; it gets copies of the source's log records with ``seq <= upto_seq``
         (same seqs, roles, payloads and ``created_at``) and of its checkpoints with
@@ -310,7 +276,8 @@ class Store(Protocol):
         ...
 
     async def write_turn(self, session_id: str, write: TurnWrite) -> TurnWriteResult:
-        """Apply one :class:`~helix_stream.store.TurnWrite` in one transaction, all or nothing.
+        """Apply one :class:`~helix_stream.store.TurnWrite` in one transaction, all or nothing
+        (its docstring says in which order the parts apply and are refused).
 
         Raises:
             SessionNotFoundError: no such session and ``write.create`` is ``None``.

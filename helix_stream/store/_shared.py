@@ -1,10 +1,10 @@
-"""What every store shares, so that they encode, compare, decide and refuse identically.
+"""What every store shares, so that they encode, compare and refuse identically.
 
 Payload JSON (:func:`encode`, :func:`decode`), the request-key fingerprint
 (:func:`items_digest`), the committed row (:func:`context_row`), the checkpoint id rule
-(:func:`checkpoint_id`), the rewind rules (:func:`plan_rewind`, :func:`tool_call_ids`,
-:func:`check_cut`), the meta merge (:func:`merge_meta`), the argument checks, and the
-messages of every refusal.
+(:func:`checkpoint_id`), the meta merge (:func:`merge_meta`), the argument checks, the messages
+of every refusal, and the reading of stored queue and checkpoint rows. The decisions that use
+them are the planners of ``_plan`` and ``_plan_history``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, get_args
 
 from helix_stream._limits import show, text_problem
@@ -22,11 +22,17 @@ from helix_stream.errors import (
     SessionNotFoundError,
     StateError,
 )
-from helix_stream.store._protocol import JSON, Checkpoint, QueueEntry, SessionStatus
+from helix_stream.store._protocol import (
+    JSON,
+    Checkpoint,
+    LogRecord,
+    QueueEntry,
+    SessionRecord,
+    SessionStatus,
+)
 
 __all__ = [
     "check_conflict_mode",
-    "check_cut",
     "check_expect",
     "check_queue_cap",
     "check_seq",
@@ -39,14 +45,14 @@ __all__ = [
     "encode",
     "items_digest",
     "key_conflict",
+    "log_from_rows",
     "merge_meta",
     "message_role",
-    "plan_rewind",
     "queue_entries_from_rows",
     "queue_full",
     "session_exists",
+    "session_from_row",
     "session_not_found",
-    "tool_call_ids",
 ]
 
 _STATUSES: frozenset[str] = frozenset(get_args(SessionStatus))
@@ -88,7 +94,7 @@ def items_digest(items: Sequence[JSON]) -> str:
 
 
 def context_row(item: JSON, *, source: str, origin: JSON, queue_id: int, key: str | None) -> JSON:
-    """The row payload committed for one queued item (see ``Store.commit_context``)."""
+    """The row payload committed for one queued item (see ``TurnWrite.deliver_queue``)."""
     # The item's own source wins (the executor has already forced "tool" on a tool's items).
     return {
         **item,
@@ -124,76 +130,6 @@ def merge_meta(meta: JSON, patch: Mapping[str, Any]) -> tuple[JSON, bool]:
     return decode(text), text != encode(meta)
 
 
-# -- rewinds -------------------------------------------------------------------------------
-
-
-def tool_call_ids(assistant_messages: Iterable[JSON]) -> set[str]:
-    """The ids in the messages' ``tool_calls[*].id`` (the calls a log still holds)."""
-    ids: set[str] = set()
-    for message in assistant_messages:
-        for call in message.get("tool_calls") or ():
-            if isinstance(call, dict) and isinstance(call.get("id"), str):
-                ids.add(call["id"])
-    return ids
-
-
-def plan_rewind(
-    entries: Iterable[tuple[int, JSON, int | None]],
-    to_seq: int,
-    surviving_calls: Callable[[], set[str]],
-) -> tuple[list[int], list[int]]:
-    """Which queue entries a rewind to ``to_seq`` redelivers and which it drops.
-
-    ``entries`` are ``(id, origin, delivered_seq)`` in id order. Reference 000, "Rewinds and
-    branches": an entry whose rows were truncated is delivered again, once; but what a tool
-    queued goes with that tool's call, so a tool entry whose call is no longer in the log is
-    dropped, delivered or not. ``surviving_calls`` is only called if a tool entry needs it.
-
-    Returns:
-        ``(redelivered, dropped)`` queue ids, each in id order.
-    """
-    redelivered: list[int] = []
-    dropped: list[int] = []
-    calls: set[str] | None = None
-    for queue_id, origin, delivered_seq in entries:
-        if delivered_seq is not None and delivered_seq <= to_seq:
-            continue  # its rows survive
-        if origin.get("type") == "tool":
-            calls = surviving_calls() if calls is None else calls
-            if origin.get("tool_call_id") not in calls:
-                dropped.append(queue_id)
-                continue
-        if delivered_seq is not None:
-            redelivered.append(queue_id)
-    return redelivered, dropped
-
-
-Row = tuple[str, str]  # (role, payload JSON text), as stored
-
-
-def _queue_id(row: Row | None) -> object:
-    if row is None or row[0] != "context":
-        return None
-    origin = decode(row[1]).get("origin")
-    return origin.get("queue_id") if isinstance(origin, dict) else None
-
-
-def check_cut(session_id: str, to_seq: int, row_at: Row | None, row_after: Row | None) -> None:
-    """Refuse a rewind that would keep some of one queue entry's rows and cut the others.
-
-    ``row_at`` and ``row_after`` are the stored records at ``to_seq`` (``None`` when it is 0)
-    and ``to_seq + 1``. An entry is delivered again only as a whole, so a cut inside its rows
-    would either lose or double the cut items.
-    """
-    queue_id = _queue_id(row_at)
-    if queue_id is not None and queue_id == _queue_id(row_after):
-        raise ValueError(
-            f"cannot rewind session {session_id!r} to seq {to_seq}: it falls inside the rows "
-            f"of queue entry {queue_id}, which one context pass committed together; nothing "
-            "was written. Rewind to a checkpoint's log_seq, or to before that pass."
-        )
-
-
 # -- argument checks -----------------------------------------------------------------------
 
 
@@ -203,7 +139,8 @@ def check_status(status: str) -> None:
 
 
 def check_expect(expect: Sequence[str] | None) -> tuple[str, ...] | None:
-    """Validate ``set_status(expect=...)``; a bare string would silently match by substring."""
+    """Validate an ``expect`` (of ``TurnWrite`` or ``set_status``); a bare string would
+    silently match by substring."""
     if expect is None:
         return None
     if isinstance(expect, str):
@@ -240,7 +177,7 @@ def check_seq(session_id: str, name: str, seq: int, last: int) -> None:
 def session_not_found(session_id: str) -> SessionNotFoundError:
     return SessionNotFoundError(
         f"No session {show(session_id)}; nothing was written. Create it first "
-        "(create_session, or executor.run) or check the id."
+        "(executor.run, or a write_turn with create=) or check the id."
     )
 
 
@@ -272,6 +209,29 @@ def duplicate_checkpoint(session_id: str, cp_id: str) -> ValueError:
         f"checkpoint {cp_id!r} already exists in session {session_id!r}; nothing was written. "
         "Pass an empty id to have the store make a fresh one."
     )
+
+
+def session_from_row(row: Sequence[Any]) -> SessionRecord:
+    """The record of a SQL row ``(id, agent_name, status, parent_id, created_at, updated_at,
+    meta)`` (meta as JSON text) — the SQL stores' shared reading."""
+    sid, agent_name, status, parent_id, created_at, updated_at, meta = row
+    return SessionRecord(
+        id=sid,
+        agent_name=agent_name,
+        status=status,
+        parent_id=parent_id,
+        created_at=created_at,
+        updated_at=updated_at,
+        meta=decode(meta),
+    )
+
+
+def log_from_rows(rows: Iterable[Sequence[Any]]) -> list[LogRecord]:
+    """Log records from SQL rows ``(seq, role, payload, created_at)``."""
+    return [
+        LogRecord(seq=seq, role=role, payload=decode(payload), created_at=at)
+        for seq, role, payload, at in rows
+    ]
 
 
 def queue_entries_from_rows(rows: Iterable[Sequence[Any]]) -> list[QueueEntry]:

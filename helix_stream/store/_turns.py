@@ -6,8 +6,8 @@ once (``Store.read_snapshot``), and writes one :class:`TurnWrite` per boundary
 appending the user's message, committing the context queue as rows), each finished step (its
 messages and a checkpoint), and the end (the new status). Each write is one transaction.
 
-This module owns those two records and :func:`check_turn_write`, the argument checks every
-store applies the same way.
+This module owns those records. What a write does is decided by ``_plan.plan_turn_write``, the
+same on every store.
 """
 
 from __future__ import annotations
@@ -24,9 +24,8 @@ from helix_stream.store._protocol import (
     SessionRecord,
     SessionStatus,
 )
-from helix_stream.store._shared import check_expect, check_status, message_role
 
-__all__ = ["NewSession", "Snapshot", "TurnWrite", "TurnWriteResult", "check_turn_write"]
+__all__ = ["NewSession", "Snapshot", "TurnWrite", "TurnWriteResult"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,18 +58,34 @@ class NewSession:
 class TurnWrite:
     """One transaction at a turn boundary; the parts apply in the order of the fields.
 
+    A store checks the write's shape first (an unknown status, ``expect`` as a bare string, a
+    payload that is not strict JSON, a message without a ``role``: ``ValueError`` or
+    ``TypeError``), then the session, in field order; every refusal writes nothing.
+
     Attributes:
         create: Create the session (status ``idle``) when it does not exist. Without it, a
-            missing session is :class:`~helix_stream.errors.SessionNotFoundError`.
+            missing session is :class:`~helix_stream.errors.SessionNotFoundError`. An existing
+            session is never overwritten: ``create`` is then ignored.
         expect: A compare-and-set: unless the status is one of these, nothing is written and
-            the result says ``applied=False``.
-        status: The new status.
+            the result says ``applied=False``. It is compared after ``create``: a new session
+            is ``idle``, so a create whose ``expect`` leaves out ``"idle"`` is not applied, the
+            session is not created, and the result's ``session`` is the record it would have
+            made. An empty ``expect`` never holds.
+        status: The new status (any status may follow any other; setting the current one is
+            still a write, which updates ``updated_at``).
         meta: A patch merged into ``meta`` as ``Store.update_session_meta`` does.
         messages: Appended to the log first.
-        deliver_queue: Then every undelivered queue entry becomes context rows, as
-            ``Store.commit_context`` does.
+        deliver_queue: Then every undelivered queue entry becomes context rows (one per item,
+            in id order: the item, with ``"source"`` from the entry unless the item names its
+            own, and ``"origin"``: the entry's origin with ``"queue_id"`` and ``"key"``), and
+            the entries are marked delivered at the seq of their first row.
         rows: Then these complete row payloads (hook and memory rows).
-        checkpoint: Then a checkpoint at the last seq (its ``log_seq`` is set by the store).
+        checkpoint: Then a checkpoint at the last seq (its ``log_seq`` is set by the store; an
+            empty ``id`` gets a fresh uuid4 hex). An id the session already has refuses the
+            whole write with ``ValueError``.
+
+    A write that changes nothing (no new session, rows, checkpoint or status, and a meta patch
+    that leaves ``meta`` as it is) writes nothing and is not counted in ``write_transactions``.
     """
 
     create: NewSession | None = None
@@ -89,24 +104,11 @@ class TurnWriteResult:
 
     Attributes:
         applied: ``False`` when ``expect`` did not hold: nothing was written.
-        session: The session record after the write (before it, when not applied).
+        session: The session record after the write; when not applied, before it (or, for a
+            create that was not applied, the record it would have made).
         records: The appended log records: messages, then queue rows, then ``rows``.
     """
 
     applied: bool
     session: SessionRecord
     records: list[LogRecord] = field(default_factory=list)
-
-
-def check_turn_write(write: TurnWrite) -> tuple[list[tuple[str, JSON]], tuple[str, ...] | None]:
-    """Validate a write before a store touches anything; return the messages' roles and the
-    expected statuses.
-
-    Raises:
-        ValueError | TypeError: a status is unknown, ``expect`` is a bare string, or a
-            message has no string ``role``.
-    """
-    if write.status is not None:
-        check_status(write.status)
-    roles = [(message_role(m), m) for m in write.messages]
-    return roles, check_expect(write.expect)

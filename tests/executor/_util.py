@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import helix_stream as hs
+from tests._store import pending_context
 
 
 def messages_bytes(raw: bytes) -> bytes:
@@ -30,6 +31,6 @@ async def snapshot(store: hs.Store, session_id: str) -> tuple[Any, ...]:
     if session is None:
         return (None, store.write_transactions)
     log = await store.read_log(session_id)
-    pending = await store.pending_context(session_id)
+    pending = await pending_context(store, session_id)
     checkpoints = await store.checkpoints(session_id)
     return (session.status, log, pending, checkpoints, store.write_transactions)

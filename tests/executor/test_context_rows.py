@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 import helix_stream as hs
 from helix_stream import chunks as c
+from tests._store import pending_context
 from tests.executor._util import assert_prefix_stable, messages_bytes, snapshot
 from tests.loopback import LoopbackServer, text, tool_calls
 
@@ -124,7 +125,7 @@ async def test_without_a_key_every_call_records(
     await start_session(executor, loopback)
     assert await executor.add_context(SID, [hs.notice("a")]) == 1
     assert await executor.add_context(SID, [hs.notice("a")]) == 1
-    assert len(await executor.store.pending_context(SID)) == 2
+    assert len(await pending_context(executor.store, SID)) == 2
 
 
 async def test_concurrent_same_key_calls_record_once(
@@ -135,7 +136,7 @@ async def test_concurrent_same_key_calls_record_once(
         *[executor.add_context(SID, [hs.notice("once")], key="race") for _ in range(20)]
     )
     assert sorted(counts) == [0] * 19 + [1]
-    assert len(await executor.store.pending_context(SID)) == 1
+    assert len(await pending_context(executor.store, SID)) == 1
 
 
 # -- the context pass ----------------------------------------------------------------------
@@ -166,7 +167,7 @@ async def test_one_transaction_per_context_pass(
     rows = [ch.row for ch in chunks if isinstance(ch, c.ContextRowChunk)]
     assert [r.content for r in rows] == ["n0", "i0", "n1", "i1", "n2", "i2", "n3", "i3", "n4", "i4"]
     assert [r.seq for r in rows] == list(range(rows[0].seq, rows[0].seq + 10))
-    assert await store.pending_context(SID) == []
+    assert await pending_context(store, SID) == []
 
 
 async def test_rows_reach_the_very_next_call_in_their_form(
@@ -313,7 +314,7 @@ async def test_add_context_works_on_idle_and_paused_sessions(
     await executor.run(agent_for(loopback, [ask]), SID, "ask me").consume()
     assert (await executor.session(SID)).status == "paused"
     assert await executor.add_context(SID, [hs.notice("while paused")]) == 1
-    assert [e.items[0]["content"] for e in await executor.store.pending_context(SID)] == [
+    assert [e.items[0]["content"] for e in await pending_context(executor.store, SID)] == [
         "while paused"
     ]
 
@@ -365,7 +366,7 @@ async def test_a_reopened_sqlite_store_has_every_row(
     second = hs.Executor(store=hs.SQLiteStore(path))
     assert await second.log(SID) == log_before
     assert [r.content for r in await second.context_rows(SID)] == ["Answer in French."]
-    assert [e.items[0]["content"] for e in await second.store.pending_context(SID)] == [
+    assert [e.items[0]["content"] for e in await pending_context(second.store, SID)] == [
         "queued, not yet delivered"
     ]
     assert await second.add_context(SID, [hs.instruction("Answer in French.")], key="k1") == 0

@@ -20,6 +20,7 @@ CHILD = textwrap.dedent(
     import asyncio, sys
     import helix_stream as hs
     from helix_stream import chunks as c
+    from tests._store import create_session
 
     def step_context(req):
         n = (req.cursor or 0) + 1
@@ -27,7 +28,7 @@ CHILD = textwrap.dedent(
 
     async def main(path, api_base):
         executor = hs.Executor(store=hs.SQLiteStore(path))
-        await executor.store.create_session("crash", agent_name="crashy")
+        await create_session(executor.store, "crash", agent_name="crashy")
         await executor.add_context("crash", [hs.instruction("Queued before the crash.")])
         agent = hs.Agent(name="crashy", model="openai/loopback", step_context=step_context,
                          settings={"api_base": api_base, "api_key": "k"})

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 import helix_stream as hs
 from helix_stream import chunks as c
 from helix_stream.session._meta import TurnMeta
+from tests._store import create_session, pending_context
 from tests.loopback import LoopbackServer, error, text, tool_calls
 
 SID = "durable-1"
@@ -50,7 +51,7 @@ async def test_a_checkpoint_follows_each_step(
         counter.update(lambda n: n + 1)
         return "counted"
 
-    await executor.store.create_session(SID, agent_name="durable")
+    await create_session(executor.store, SID, agent_name="durable")
     await executor.add_context(SID, [hs.disable_tools(["other"])])
     loopback.script(tool_calls(("count", {"q": "a"})), text("done"))
     await executor.run(
@@ -158,7 +159,7 @@ async def test_a_rewind_takes_a_tools_items_with_its_call(
     loopback.script(text("ok"))
     await executor.run(a, SID, "again").consume()
     assert await executor.context_rows(SID) == []
-    assert await executor.store.pending_context(SID) == []
+    assert await pending_context(executor.store, SID) == []
 
 
 async def test_retry_after_a_committed_step_keeps_the_failed_steps_rows(
@@ -171,7 +172,7 @@ async def test_retry_after_a_committed_step_keeps_the_failed_steps_rows(
         return {"items": [hs.notice(f"tick {req.cursor or 0}")], "cursor": (req.cursor or 0) + 1}
 
     a = agent(loopback, step_context=step_context)
-    await executor.store.create_session(SID, agent_name="durable")
+    await create_session(executor.store, SID, agent_name="durable")
     loopback.script(tool_calls(("noop", {"q": "x"})), error(500, "down"))
     result = executor.run(a, SID, "go")
     await result.consume()
@@ -198,7 +199,7 @@ async def test_a_first_step_failure_is_retried_from_its_start_never_lost_never_d
         return {"items": [hs.notice(f"tick {req.cursor or 0}")], "cursor": (req.cursor or 0) + 1}
 
     a = agent(loopback, step_context=step_context)
-    await executor.store.create_session(SID, agent_name="durable")
+    await create_session(executor.store, SID, agent_name="durable")
     await executor.add_context(SID, [hs.instruction("Queued before the turn.")])
     loopback.script(error(500, "down"))
     await executor.run(a, SID, "go").consume()
@@ -226,7 +227,7 @@ async def test_a_branch_copies_rows_but_never_the_queue(
             {"items": [hs.notice("feed")], "cursor": "c9"} if req.cursor is None else None
         ),
     )
-    await executor.store.create_session(SID, agent_name="durable")
+    await create_session(executor.store, SID, agent_name="durable")
     await executor.add_context(SID, [hs.disable_tools(["noop"])])
     loopback.script(text("one"))
     await executor.run(a, SID, "first").consume()
@@ -241,7 +242,7 @@ async def test_a_branch_copies_rows_but_never_the_queue(
     ]
     branched = await executor.store.get_session(branch)
     assert branched is not None and TurnMeta.read(branched.meta).start_seq == cp.log_seq
-    assert await executor.store.pending_context(branch) == []
+    assert await pending_context(executor.store, branch) == []
     loopback.script(tool_calls(("noop", {"q": "x"})), text("b"))
     chunks = [ch async for ch in executor.run(a, branch, "in the branch")]
     assert [ch.reason for ch in chunks if isinstance(ch, c.ToolNotExecuted)] == [

@@ -10,6 +10,7 @@ import pytest
 
 import helix_stream as hs
 from helix_stream import chunks as c
+from tests._store import create_session
 from tests.loopback import LoopbackServer, text, tool_calls
 
 SID = "hooked-1"
@@ -70,7 +71,7 @@ async def test_the_cursor_round_trips_through_the_log(
 async def test_hook_rows_commit_in_the_same_transaction_as_the_queue(
     executor: hs.Executor, loopback: LoopbackServer
 ) -> None:
-    await executor.store.create_session(SID, agent_name="hooked")
+    await create_session(executor.store, SID, agent_name="hooked")
     await executor.add_context(SID, [hs.instruction("from the app")])
     store = executor.store
     measured: list[tuple[list[str], int]] = []

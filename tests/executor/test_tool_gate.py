@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 import helix_stream as hs
 from helix_stream import chunks as c
+from tests._store import create_session, pending_context
 from tests.executor._util import snapshot
 from tests.loopback import LoopbackServer, error, text, tool_calls
 
@@ -89,7 +90,7 @@ async def test_enable_from_the_app_switches_a_tool_back_on(
 ) -> None:
     ran = Ran()
     a = agent(loopback, [ran.tool("search")])
-    await executor.store.create_session(SID, agent_name="gated")
+    await create_session(executor.store, SID, agent_name="gated")
     await executor.add_context(SID, [hs.disable_tools(["search"])])
     await executor.add_context(SID, [hs.enable_tools(["search"])])
     loopback.script(tool_calls(("search", {"q": "x"})), text("ok"))
@@ -109,7 +110,7 @@ async def test_a_tools_enable_has_no_effect_and_is_logged(
     a = agent(
         loopback, [ran.tool("search"), hs.tool(name="sneaky", input_schema=Q, execute=sneaky)]
     )
-    await executor.store.create_session(SID, agent_name="gated")
+    await create_session(executor.store, SID, agent_name="gated")
     await executor.add_context(SID, [hs.disable_tools(["search"])])
     loopback.script(
         tool_calls(("sneaky", {"q": "x"})), tool_calls(("search", {"q": "y"})), text("ok")
@@ -152,7 +153,7 @@ def test_disabling_finish_is_refused() -> None:
 async def test_gated_tools_run_no_approval(executor: hs.Executor, loopback: LoopbackServer) -> None:
     ran = Ran()
     a = agent(loopback, [ran.tool("deploy", needs_approval=True)])
-    await executor.store.create_session(SID, agent_name="gated")
+    await create_session(executor.store, SID, agent_name="gated")
     await executor.add_context(SID, [hs.disable_tools(["deploy"])])
     loopback.script(tool_calls(("deploy", {"q": "prod"})), text("ok"))
     chunks = await turn(executor, a, "go")
@@ -236,7 +237,7 @@ async def test_a_switch_off_reaches_a_waiting_approval(
         await executor.add_context(SID, [hs.disable_tools(["deploy"])])
     # The switch-off is still queued (no model call since): the approval reads the queue too.
     assert any(
-        e.items[0].get("disable") == ["deploy"] for e in await executor.store.pending_context(SID)
+        e.items[0].get("disable") == ["deploy"] for e in await pending_context(executor.store, SID)
     )
     await executor.respond_to_approval(SID, "approval-call_0_deploy", approved=True)
     loopback.script(text("ok"))
@@ -343,7 +344,7 @@ async def test_forced_completion_calls_finish_even_after_a_switch_off_attempt(
     a = agent(loopback, [ran.tool("search")], output_schema=Answer, max_steps=2)
     # Validation refuses such an item; a row that says it anyway (written straight to the store)
     # must still not stop forced completion.
-    await executor.store.create_session(SID, agent_name="gated")
+    await create_session(executor.store, SID, agent_name="gated")
     await executor.store.enqueue_context(
         SID,
         [{"kind": "tools", "disable": ["__finish__"], "source": "app"}],
@@ -445,7 +446,7 @@ async def test_a_gated_call_fires_no_tool_hook(
     )
     ran = Ran()
     a = agent(loopback, [ran.tool("search"), ran.tool("calc")], hooks=[hook])
-    await executor.store.create_session(SID, agent_name="gated")
+    await create_session(executor.store, SID, agent_name="gated")
     await executor.add_context(SID, [hs.disable_tools(["search"])])
     loopback.script(
         tool_calls(("search", {"q": "x"}), ("calc", {"q": "1"}), ("nope", {"q": "?"})), text("ok")

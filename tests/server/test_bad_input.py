@@ -21,6 +21,7 @@ import pytest
 import helix_stream as hs
 from helix_stream._limits import MAX_ITEMS_PER_CALL, MAX_JSON_DEPTH, MAX_SESSION_ID_LENGTH
 from helix_stream.server import create_app
+from tests._store import create_session, pending_context
 from tests.executor._util import snapshot
 from tests.server.conftest import chat, client, user
 from tests.store import _pg
@@ -48,7 +49,7 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 @pytest.fixture
 async def http(store: hs.Store, agent: hs.Agent) -> AsyncIterator[httpx.AsyncClient]:
     executor = hs.Executor(store=store)
-    await store.create_session(SID, agent_name=agent.name)
+    await create_session(store, SID, agent_name=agent.name)
     async with client(create_app(executor, agent)) as made:
         yield made
 
@@ -292,5 +293,5 @@ async def test_the_session_queue_cap_refuses_whole_and_a_turn_makes_room(
     assert (await post(http, "/context", body(100, 50))).json() == {"recorded": 50}
     # A turn's context pass delivers the queue: there is room again.
     assert (await post(http, "/api/chat", chat(SID, user("Hi")))).status_code == 200
-    assert await store.pending_context(SID) == []
+    assert await pending_context(store, SID) == []
     assert (await post(http, "/context", body(150, 100))).json() == {"recorded": 100}

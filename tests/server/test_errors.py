@@ -13,6 +13,7 @@ from starlette.requests import Request
 import helix_stream as hs
 from helix_stream.errors import AuthenticationError, PermissionDeniedError
 from helix_stream.server import create_app
+from tests._store import create_session
 from tests.executor._util import snapshot
 from tests.server.conftest import chat, user
 
@@ -22,7 +23,7 @@ ASSISTANT = {"id": "m1", "role": "assistant", "parts": [{"type": "text", "text":
 
 @pytest.fixture
 async def app(executor: hs.Executor, agent: hs.Agent) -> Any:
-    await executor.store.create_session(SID, agent_name=agent.name)
+    await create_session(executor.store, SID, agent_name=agent.name)
     await executor.add_context(SID, [hs.notice("seeded")], key="seed")
     return create_app(executor, agent, max_body_bytes=2048)
 
@@ -228,7 +229,7 @@ async def test_authenticate_refuses_every_route_and_nothing_is_written(
     path: str,
     body: Any,
 ) -> None:
-    await executor.store.create_session(SID, agent_name=agent.name)
+    await create_session(executor.store, SID, agent_name=agent.name)
     app = create_app(executor, agent, _refuse(error))
     before = await snapshot(executor.store, SID)
     response = await make_client(app).request(method, path, json=body)
@@ -247,7 +248,7 @@ async def test_authorize_keeps_callers_to_their_own_sessions(
         if auth != "owner":
             raise PermissionDeniedError(f"{session_id!r} is not yours")
 
-    await executor.store.create_session(SID, agent_name=agent.name)
+    await create_session(executor.store, SID, agent_name=agent.name)
     app = create_app(
         executor, agent, lambda request: request.headers["x-user"], authorize=authorize
     )

@@ -14,6 +14,7 @@ import pytest
 
 import helix_stream as hs
 from helix_stream.server import SharedStreamRegistry, StreamRegistry, create_app
+from helix_stream.store.postgres import PostgresStreamLog
 from tests.server._asgi import LiveRequest
 from tests.server.conftest import chat, user
 from tests.store import _pg
@@ -89,10 +90,11 @@ async def test_a_stream_that_cannot_be_opened_is_served_whole_and_not_resumable(
     async def broken(*args: Any, **kwargs: Any) -> None:
         raise hs.StoreUnavailableError("down")
 
-    monkeypatch.setattr(store, "open_ui_stream", broken)
+    registry = SharedStreamRegistry(store)
+    monkeypatch.setattr(registry.log, "open", broken)
     gate = asyncio.Event()
     gate.set()
-    app = _gated(store, gate)
+    app = _gated(store, gate, streams=registry)
     async with LiveRequest(app, "POST", "/api/chat", chat(SID, user("Open the gate"))) as a:
         chunks = await a.read_all()
     assert chunks[-2:] == [{"type": "finish", "finishReason": "stop"}, "[DONE]"]
@@ -109,10 +111,10 @@ async def test_a_failing_publish_leaves_the_live_client_whole_and_the_stream_unr
         calls.append(seq)
         raise hs.StoreUnavailableError("down")
 
-    monkeypatch.setattr(store, "append_ui_stream", broken)
+    registry = SharedStreamRegistry(store, poll_interval=0.1)
+    monkeypatch.setattr(registry.log, "append", broken)
     gate = asyncio.Event()
     gate.set()
-    registry = SharedStreamRegistry(store, poll_interval=0.1)
     app = _gated(store, gate, streams=registry)
     async with LiveRequest(app, "POST", "/api/chat", chat(SID, user("Open the gate"))) as a:
         chunks = await a.read_all()
@@ -131,12 +133,13 @@ async def _drain(stream: AsyncIterator[bytes]) -> bytes:
 
 
 async def test_finished_streams_are_dropped_after_keep_for(store: hs.PostgresStore) -> None:
-    await store.open_ui_stream("old", "stream-old", keep_for=600)
-    await store.append_ui_stream("stream-old", 1, "data: {}\n\n", finished=True)
-    assert (await store.read_ui_stream("old")).batches == [(1, "data: {}\n\n")]
-    await store.open_ui_stream("new", "stream-new", keep_for=0)  # drops what has finished
-    assert (await store.read_ui_stream("old")).stream_id is None
-    assert (await store.read_ui_stream("new")).stream_id == "stream-new"
+    log = PostgresStreamLog(store)
+    await log.open("old", "stream-old", keep_for=600)
+    await log.append("stream-old", 1, "data: {}\n\n", finished=True)
+    assert (await log.read("old")).batches == [(1, "data: {}\n\n")]
+    await log.open("new", "stream-new", keep_for=0)  # drops what has finished
+    assert (await log.read("old")).stream_id is None
+    assert (await log.read("new")).stream_id == "stream-new"
 
 
 async def _stream_rows(store: hs.PostgresStore) -> tuple[Any, ...]:
@@ -153,10 +156,11 @@ async def _stream_rows(store: hs.PostgresStore) -> tuple[Any, ...]:
 async def test_a_bad_session_id_is_refused_and_nothing_is_written(
     store: hs.PostgresStore, bad_id: str
 ) -> None:
-    await store.open_ui_stream("good", "stream-good", keep_for=600)
+    log = PostgresStreamLog(store)
+    await log.open("good", "stream-good", keep_for=600)
     before = await _stream_rows(store)
     with pytest.raises(hs.InvalidRequestError):
-        await store.open_ui_stream(bad_id, "stream-bad", keep_for=0)
+        await log.open(bad_id, "stream-bad", keep_for=0)
     with pytest.raises(hs.InvalidRequestError):
-        await store.read_ui_stream(bad_id)
+        await log.read(bad_id)
     assert await _stream_rows(store) == before

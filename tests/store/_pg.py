@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from helix_stream.store import PostgresStore
+from helix_stream.store import PostgresStore, QueueEntry
+from helix_stream.store._shared import queue_entries_from_rows
 
 DSN = os.environ.get("HELIX_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -98,6 +99,21 @@ async def fill_pool(store: PostgresStore, size: int, session_id: str = "s-1") ->
         await asyncio.sleep(0.05)
 
 
+async def delivered_entries(store: PostgresStore, session_id: str) -> list[QueueEntry]:
+    """The session's delivered queue entries, read from the store's table (the ``Store``
+    protocol shows only the undelivered ones), in id order."""
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(DSN, autocommit=True) as conn:
+        cur = await conn.execute(
+            "SELECT id, items::text, source, key, origin::text, created_at, delivered_seq"
+            f' FROM "{store.schema}".context_queue'
+            " WHERE session_id = %s AND delivered_seq IS NOT NULL ORDER BY id",
+            (session_id,),
+        )
+        return queue_entries_from_rows(await cur.fetchall())
+
+
 def drop_schemas() -> None:
     """Drop every schema made since the last call (the test's stores are closed by then)."""
     if not _made:
@@ -110,12 +126,24 @@ def drop_schemas() -> None:
 
 
 def report(terminalreporter: pytest.TerminalReporter) -> None:
-    """Say in the run's summary that the postgres tests were skipped, and why."""
+    """Say loudly, in the run's summary, that the postgres tests were skipped, and why."""
     global _reported
     if _reported or unreachable.cache_info().currsize == 0:
         return
     reason = unreachable()
     if reason is not None:
         _reported = True
-        terminalreporter.write_sep("-", "postgres tests skipped")
-        terminalreporter.write_line(reason)
+        skipped = len(
+            [r for r in terminalreporter.stats.get("skipped", []) if "PostgreSQL" in str(r.longrepr)]
+        )
+        terminalreporter.write_sep("!", "POSTGRES TESTS SKIPPED", red=True, bold=True)
+        terminalreporter.write_line(
+            f"{skipped} PostgresStore test{'' if skipped == 1 else 's'} did not run: {reason}",
+            yellow=True,
+            bold=True,
+        )
+        terminalreporter.write_line(
+            "Start the machine's PostgreSQL (`make test` and .ci/run do when it is installed), "
+            "or set HELIX_TEST_POSTGRES_DSN.",
+            yellow=True,
+        )

@@ -26,6 +26,7 @@ from pydantic import BaseModel
 
 import helix_stream as hs
 from helix_stream.store import PostgresStore
+from tests._store import append_messages, commit_context
 
 
 class FlagInput(BaseModel):
@@ -67,8 +68,8 @@ async def produce(store: PostgresStore, args: dict[str, Any]) -> Any:
 async def commit_loop(store: PostgresStore, args: dict[str, Any]) -> Any:
     passes = rows = 0
     while not os.path.exists(args["stop"]):
-        await store.append_messages(args["sid"], [{"role": "user", "content": f"m{passes}"}])
-        rows += len(await store.commit_context(args["sid"]))
+        await append_messages(store, args["sid"], [{"role": "user", "content": f"m{passes}"}])
+        rows += len(await commit_context(store, args["sid"]))
         passes += 1
     return {"passes": passes, "rows": rows}
 

@@ -15,6 +15,3 @@ def _drop_postgres_schemas() -> Iterator[None]:
     yield
     _pg.drop_schemas()
 
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    _pg.report(terminalreporter)

@@ -34,19 +34,29 @@ from helix_stream.store import (
     Checkpoint,
     LogRecord,
     MemoryStore,
+    NewSession,
     PostgresStore,
     QueueEntry,
     RewindResult,
     SessionRecord,
     SQLiteStore,
     Store,
+    TurnWrite,
 )
-from helix_stream.store._sqlite_db import SQL_DELIVERED, SQL_LAST_SEQ, SQL_PENDING, SQL_READ_LOG
-from helix_stream.store._sqlite_history import (
-    _SQL_CALLS,
-    _SQL_COPY_CHECKPOINTS,
-    _SQL_COPY_LOG,
-    _SQL_REWIND_QUEUE,
+from helix_stream.store.sqlite._apply import SQL_COPY_CHECKPOINTS, SQL_COPY_LOG
+from helix_stream.store.sqlite._read import (
+    SQL_CALLS,
+    SQL_LAST_SEQ,
+    SQL_PENDING,
+    SQL_READ_LOG,
+    SQL_REWIND_QUEUE,
+)
+from tests._store import (
+    append_messages,
+    commit_context,
+    create_session,
+    delivered,
+    pending_context,
 )
 from tests.store import _pg
 
@@ -105,14 +115,13 @@ async def snapshot(store: Store, *session_ids: str) -> tuple[object, ...]:
         state.append(record)
         if record is not None:
             state.append(await store.read_log(sid))
-            state.append(await store.pending_context(sid))
-            state.append(await store.delivered_context(sid))
+            state.append(await pending_context(store, sid))
             state.append(await store.checkpoints(sid))
     return tuple(state)
 
 
 async def session(store: Store, sid: str = SID) -> SessionRecord:
-    return await store.create_session(sid, agent_name="agent")
+    return await create_session(store, sid, agent_name="agent")
 
 
 # -- sessions ------------------------------------------------------------------------------
@@ -125,8 +134,25 @@ async def test_store_satisfies_the_protocol_and_starts_with_no_writes(
     assert store.write_transactions == 0
 
 
+# What the session engine and the server call: the whole protocol.
+PROTOCOL = {
+    "get_session", "read_snapshot", "write_turn", "enqueue_context", "read_log", "checkpoints",
+    "last_seq", "rewind", "branch", "set_status", "update_session_meta", "close",
+}  # fmt: skip
+
+
+def test_the_protocol_is_what_the_engine_uses_and_no_store_has_more() -> None:
+    protocol = {name for name, value in vars(Store).items() if callable(value)}
+    assert {name for name in protocol if not name.startswith("_")} == PROTOCOL
+    # PostgresStore's own: migrating ahead of a deploy.
+    own = {MemoryStore: set(), SQLiteStore: set(), PostgresStore: {"migrate"}}
+    for cls, extra in own.items():
+        public = {name for name in dir(cls) if not name.startswith("_")}
+        assert {n for n in public if callable(getattr(cls, n))} == PROTOCOL | extra, cls
+
+
 async def test_create_session_returns_an_idle_record_with_its_fields(store: Store) -> None:
-    record = await store.create_session(
+    record = await create_session(store, 
         SID, agent_name="agent", parent_id="parent", meta={"z": 1, "a": [1, "é"]}
     )
     assert (record.id, record.agent_name, record.status, record.parent_id) == (
@@ -146,7 +172,7 @@ async def test_create_session_never_overwrites_and_writes_nothing_the_second_tim
     store: Store,
 ) -> None:
     first = await session(store)
-    again = await store.create_session(SID, agent_name="other", parent_id="p", meta={"x": 1})
+    again = await create_session(store, SID, agent_name="other", parent_id="p", meta={"x": 1})
     assert again == first
     assert await store.get_session(SID) == first
     assert store.write_transactions == 1
@@ -210,10 +236,10 @@ async def test_set_status_refuses_expect_given_as_a_bare_string(store: Store) ->
 
 async def test_append_messages_numbers_them_from_one_without_gaps(store: Store) -> None:
     await session(store)
-    first = await store.append_messages(
+    first = await append_messages(store, 
         SID, [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
     )
-    second = await store.append_messages(SID, [{"role": "tool", "content": "c"}])
+    second = await append_messages(store, SID, [{"role": "tool", "content": "c"}])
     assert [(r.seq, r.role) for r in first + second] == [
         (1, "user"),
         (2, "assistant"),
@@ -232,7 +258,7 @@ async def test_payloads_read_back_equal_with_the_same_key_order(store: Store) ->
         "tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": '{"b":1,"a":2}'}}],
         "a": 1.5,
     }
-    [written] = await store.append_messages(SID, [message])
+    [written] = await append_messages(store, SID, [message])
     [read] = await store.read_log(SID)
     assert read.payload == message == written.payload
     assert list(read.payload) == ["role", "z", "content", "tool_calls", "a"]
@@ -242,7 +268,7 @@ async def test_payloads_read_back_equal_with_the_same_key_order(store: Store) ->
 async def test_a_caller_mutating_its_dict_does_not_change_the_log(store: Store) -> None:
     await session(store)
     message: dict[str, Any] = {"role": "user", "content": "a"}
-    [written] = await store.append_messages(SID, [message])
+    [written] = await append_messages(store, SID, [message])
     message["content"] = "changed"
     written.payload["content"] = "also changed"
     [read] = await store.read_log(SID)
@@ -251,7 +277,7 @@ async def test_a_caller_mutating_its_dict_does_not_change_the_log(store: Store) 
 
 async def test_read_log_after_seq_returns_only_later_records(store: Store) -> None:
     await session(store)
-    await store.append_messages(SID, [{"role": "user", "content": str(i)} for i in range(5)])
+    await append_messages(store, SID, [{"role": "user", "content": str(i)} for i in range(5)])
     assert [r.seq for r in await store.read_log(SID, after_seq=3)] == [4, 5]
     assert await store.read_log(SID, after_seq=5) == []
 
@@ -259,16 +285,16 @@ async def test_read_log_after_seq_returns_only_later_records(store: Store) -> No
 async def test_sequences_are_per_session(store: Store) -> None:
     await session(store, "a")
     await session(store, "b")
-    await store.append_messages("a", [{"role": "user", "content": "1"}])
-    [b1] = await store.append_messages("b", [{"role": "user", "content": "1"}])
-    [a2] = await store.append_messages("a", [{"role": "user", "content": "2"}])
+    await append_messages(store, "a", [{"role": "user", "content": "1"}])
+    [b1] = await append_messages(store, "b", [{"role": "user", "content": "1"}])
+    [a2] = await append_messages(store, "a", [{"role": "user", "content": "2"}])
     assert (b1.seq, a2.seq) == (1, 2)
 
 
 async def test_append_messages_with_nothing_writes_nothing(store: Store) -> None:
     await session(store)
     before = await snapshot(store, SID)
-    assert await store.append_messages(SID, []) == []
+    assert await append_messages(store, SID, []) == []
     assert await snapshot(store, SID) == before
 
 
@@ -276,7 +302,7 @@ async def test_append_messages_refuses_a_message_without_a_role(store: Store) ->
     await session(store)
     before = await snapshot(store, SID)
     with pytest.raises(ValueError, match="role"):
-        await store.append_messages(SID, [{"role": "user", "content": "ok"}, {"content": "x"}])
+        await append_messages(store, SID, [{"role": "user", "content": "ok"}, {"content": "x"}])
     assert await snapshot(store, SID) == before
 
 
@@ -285,8 +311,8 @@ async def test_append_messages_refuses_a_message_without_a_role(store: Store) ->
 
 async def test_append_messages_with_a_checkpoint_is_one_transaction(store: Store) -> None:
     await session(store)
-    await store.append_messages(SID, [{"role": "user", "content": "q"}])
-    records = await store.append_messages(
+    await append_messages(store, SID, [{"role": "user", "content": "q"}])
+    records = await append_messages(store, 
         SID,
         [{"role": "assistant", "content": "a"}, {"role": "tool", "content": "t"}],
         checkpoint=checkpoint(step_number=0, state={"myapp.budget": {"count": 2}, "a": 1}),
@@ -302,7 +328,7 @@ async def test_append_messages_with_a_checkpoint_is_one_transaction(store: Store
 
 async def test_a_given_checkpoint_id_is_kept(store: Store) -> None:
     await session(store)
-    await store.append_messages(
+    await append_messages(store, 
         SID, [{"role": "user", "content": "q"}], checkpoint=checkpoint(id="cp-1")
     )
     assert [cp.id for cp in await store.checkpoints(SID)] == ["cp-1"]
@@ -312,8 +338,8 @@ async def test_a_checkpoint_without_messages_points_at_the_current_last_seq(
     store: Store,
 ) -> None:
     await session(store)
-    await store.append_messages(SID, [{"role": "user", "content": str(i)} for i in range(4)])
-    assert await store.append_messages(SID, [], checkpoint=checkpoint(step_number=3)) == []
+    await append_messages(store, SID, [{"role": "user", "content": str(i)} for i in range(4)])
+    assert await append_messages(store, SID, [], checkpoint=checkpoint(step_number=3)) == []
     assert store.write_transactions == 3
     [cp] = await store.checkpoints(SID)
     assert (cp.log_seq, cp.step_number) == (4, 3)
@@ -322,7 +348,7 @@ async def test_a_checkpoint_without_messages_points_at_the_current_last_seq(
 async def test_checkpoints_are_listed_oldest_first(store: Store) -> None:
     await session(store)
     for step in range(3):
-        await store.append_messages(
+        await append_messages(store, 
             SID,
             [{"role": "assistant", "content": str(step)}],
             checkpoint=checkpoint(step_number=step),
@@ -338,12 +364,12 @@ async def test_a_duplicate_checkpoint_id_is_refused_with_its_messages(
     store: Store,
 ) -> None:
     await session(store)
-    await store.append_messages(
+    await append_messages(store, 
         SID, [{"role": "user", "content": "q"}], checkpoint=checkpoint(id="cp")
     )
     before = await snapshot(store, SID)
     with pytest.raises(ValueError, match="'cp'"):
-        await store.append_messages(
+        await append_messages(store, 
             SID, [{"role": "assistant", "content": "a"}], checkpoint=checkpoint(id="cp")
         )
     assert await snapshot(store, SID) == before
@@ -359,10 +385,10 @@ async def test_a_bad_message_after_good_ones_leaves_nothing_written(
     store: Store, bad: object
 ) -> None:
     await session(store)
-    await store.append_messages(SID, [{"role": "user", "content": "kept"}])
+    await append_messages(store, SID, [{"role": "user", "content": "kept"}])
     before = await snapshot(store, SID)
     with pytest.raises((TypeError, ValueError)):
-        await store.append_messages(
+        await append_messages(store, 
             SID,
             [{"role": "assistant", "content": "a"}, {"role": "tool", "content": bad}],
             checkpoint=checkpoint(),
@@ -377,7 +403,7 @@ async def test_a_bad_checkpoint_state_leaves_its_messages_unwritten(
     await session(store)
     before = await snapshot(store, SID)
     with pytest.raises((TypeError, ValueError)):
-        await store.append_messages(
+        await append_messages(store, 
             SID, [{"role": "assistant", "content": "a"}], checkpoint=checkpoint(state={"x": bad})
         )
     assert await snapshot(store, SID) == before
@@ -391,9 +417,9 @@ async def test_a_bad_extra_row_leaves_the_queue_undelivered_and_the_log_unchange
     await store.enqueue_context(SID, [notice("a"), notice("b")], source="app", origin=APP)
     before = await snapshot(store, SID)
     with pytest.raises((TypeError, ValueError)):
-        await store.commit_context(SID, [{"kind": "notice", "content": bad}])
+        await commit_context(store, SID, [{"kind": "notice", "content": bad}])
     assert await snapshot(store, SID) == before
-    assert len(await store.pending_context(SID)) == 1
+    assert len(await pending_context(store, SID)) == 1
 
 
 @pytest.mark.parametrize("bad", BAD_VALUES)
@@ -423,13 +449,14 @@ Call = Callable[[Store, str], Awaitable[object]]
 UNKNOWN_SESSION_CALLS: list[Any] = [
     pytest.param(lambda s, sid: s.set_status(sid, "running"), id="set_status"),
     pytest.param(lambda s, sid: s.set_status(sid, "running", expect=["idle"]), id="set_status_cas"),
+    pytest.param(lambda s, sid: s.write_turn(sid, TurnWrite()), id="write_turn_empty"),
     pytest.param(
-        lambda s, sid: s.append_messages(sid, [{"role": "user", "content": "x"}]),
-        id="append_messages",
+        lambda s, sid: s.write_turn(sid, TurnWrite(messages=[{"role": "user", "content": "x"}])),
+        id="write_turn_messages",
     ),
     pytest.param(
-        lambda s, sid: s.append_messages(sid, [], checkpoint=checkpoint()),
-        id="append_messages_checkpoint",
+        lambda s, sid: s.write_turn(sid, TurnWrite(checkpoint=checkpoint())),
+        id="write_turn_checkpoint",
     ),
     pytest.param(lambda s, sid: s.read_log(sid), id="read_log"),
     pytest.param(
@@ -440,14 +467,18 @@ UNKNOWN_SESSION_CALLS: list[Any] = [
         lambda s, sid: s.enqueue_context(sid, [notice("x")], source="app", origin=APP, key="k"),
         id="enqueue_context_key",
     ),
-    pytest.param(lambda s, sid: s.pending_context(sid), id="pending_context"),
-    pytest.param(lambda s, sid: s.commit_context(sid), id="commit_context"),
     pytest.param(
-        lambda s, sid: s.commit_context(sid, [{"kind": "notice", "content": "m"}]),
-        id="commit_context_extra",
+        lambda s, sid: s.write_turn(sid, TurnWrite(deliver_queue=True)), id="write_turn_queue"
+    ),
+    pytest.param(
+        lambda s, sid: s.write_turn(sid, TurnWrite(rows=[{"kind": "notice", "content": "m"}])),
+        id="write_turn_rows",
+    ),
+    pytest.param(
+        lambda s, sid: s.write_turn(sid, TurnWrite(expect=["idle"], status="running")),
+        id="write_turn_claim",
     ),
     pytest.param(lambda s, sid: s.checkpoints(sid), id="checkpoints"),
-    pytest.param(lambda s, sid: s.delivered_context(sid), id="delivered_context"),
     pytest.param(lambda s, sid: s.last_seq(sid), id="last_seq"),
     pytest.param(lambda s, sid: s.update_session_meta(sid, {"a": 1}), id="update_session_meta"),
     pytest.param(lambda s, sid: s.rewind(sid, 0), id="rewind"),
@@ -483,7 +514,7 @@ async def test_enqueue_records_every_item_as_one_pending_entry(store: Store) -> 
         == 2
     )
     assert await store.enqueue_context(SID, [notice("c")], source="app", origin=APP) == 1
-    first, second = await store.pending_context(SID)
+    first, second = await pending_context(store, SID)
     assert isinstance(first, QueueEntry)
     assert (first.items, first.source, first.key, first.origin, first.delivered_seq) == (
         [notice("a"), notice("b")],
@@ -502,7 +533,7 @@ async def test_pending_context_is_read_only(store: Store) -> None:
     await session(store)
     await store.enqueue_context(SID, [notice("a")], source="app", origin=APP)
     before = await snapshot(store, SID)
-    assert await store.pending_context(SID) == await store.pending_context(SID)
+    assert await pending_context(store, SID) == await pending_context(store, SID)
     assert await snapshot(store, SID) == before
 
 
@@ -567,7 +598,7 @@ async def test_without_a_key_every_call_records_again(store: Store) -> None:
     await session(store)
     for _ in range(3):
         assert await store.enqueue_context(SID, [notice("same")], source="app", origin=APP) == 1
-    assert [e.items for e in await store.pending_context(SID)] == [[notice("same")]] * 3
+    assert [e.items for e in await pending_context(store, SID)] == [[notice("same")]] * 3
 
 
 async def test_keys_are_scoped_per_session(store: Store) -> None:
@@ -580,7 +611,7 @@ async def test_keys_are_scoped_per_session(store: Store) -> None:
 async def test_a_key_is_remembered_after_its_items_were_delivered(store: Store) -> None:
     await session(store)
     await store.enqueue_context(SID, [notice("a")], source="app", origin=APP, key="k")
-    await store.commit_context(SID)
+    await commit_context(store, SID)
     before = await snapshot(store, SID)
     assert await store.enqueue_context(SID, [notice("a")], source="app", origin=APP, key="k") == 0
     with pytest.raises(ContextKeyConflictError):
@@ -619,7 +650,7 @@ async def test_concurrent_enqueues_with_one_key_record_once(store: Store) -> Non
         *(store.enqueue_context(SID, items, source="app", origin=APP, key="k") for _ in range(20))
     )
     assert sorted(results) == [0] * 19 + [2]
-    assert [e.items for e in await store.pending_context(SID)] == [items]
+    assert [e.items for e in await pending_context(store, SID)] == [items]
     assert store.write_transactions == 2
 
 
@@ -630,13 +661,13 @@ async def test_commit_context_is_one_transaction_that_delivers_every_entry(
     store: Store,
 ) -> None:
     await session(store)
-    await store.append_messages(SID, [{"role": "user", "content": "hi"}])
+    await append_messages(store, SID, [{"role": "user", "content": "hi"}])
     tool_origin = {"type": "tool", "tool_call_id": "c1"}
     await store.enqueue_context(SID, [notice("a"), notice("b")], source="app", origin=APP, key="k")
     await store.enqueue_context(
         SID, [{"kind": "tools", "disable": ["web"]}], source="tool", origin=tool_origin
     )
-    entries = await store.pending_context(SID)
+    entries = await pending_context(store, SID)
     memory_row = {
         "kind": "notice",
         "content": "m",
@@ -645,7 +676,7 @@ async def test_commit_context_is_one_transaction_that_delivers_every_entry(
     }
     writes = store.write_transactions
 
-    rows = await store.commit_context(SID, [memory_row])
+    rows = await commit_context(store, SID, [memory_row])
 
     assert store.write_transactions == writes + 1
     assert all(isinstance(r, LogRecord) and r.role == "context" for r in rows)
@@ -676,35 +707,35 @@ async def test_commit_context_is_one_transaction_that_delivers_every_entry(
     ]
     assert list(rows[0].payload) == ["kind", "content", "source", "origin"]
     assert await store.read_log(SID, after_seq=1) == rows
-    assert await store.pending_context(SID) == []
+    assert await pending_context(store, SID) == []
 
 
-async def test_delivered_seq_is_the_seq_of_each_entrys_first_row(store: Store) -> None:
+async def test_each_entry_is_delivered_at_the_seq_of_its_first_row(store: Store) -> None:
     await session(store)
     await store.enqueue_context(SID, [notice("a"), notice("b")], source="app", origin=APP)
     await store.enqueue_context(SID, [notice("c")], source="app", origin=APP)
-    first, second = await store.pending_context(SID)
-    assert await store.delivered_context(SID) == []
-    rows = await store.commit_context(SID)
-    first_row_of: dict[int, int] = {}
-    for row in rows:
-        first_row_of.setdefault(row.payload["origin"]["queue_id"], row.seq)
-    assert first_row_of == {first.id: 1, second.id: 3}
-    delivered = await store.delivered_context(SID)
-    assert [(e.id, e.delivered_seq) for e in delivered] == [(first.id, 1), (second.id, 3)]
-    assert [e.items for e in delivered] == [first.items, second.items]
-    assert await store.pending_context(SID) == []
+    await store.enqueue_context(SID, [notice("d")], source="app", origin=APP)
+    first, second, third = await pending_context(store, SID)
+    rows = await commit_context(store, SID)
+    assert [r.payload["origin"]["queue_id"] for r in rows] == [first.id] * 2 + [second.id, third.id]
+    assert await delivered(store, SID) == {first.id: 1, second.id: 3, third.id: 4}
+    assert await pending_context(store, SID) == []
+    # The store marked each entry delivered at its first row: a rewind before that row gives it
+    # back, one past it keeps it.
+    assert (await store.rewind(SID, 3)).redelivered_entries == [third.id]
+    assert (await store.rewind(SID, 2)).redelivered_entries == [second.id]
+    assert await pending_context(store, SID) == [second, third]
 
 
 async def test_commit_context_with_nothing_new_writes_nothing(store: Store) -> None:
     await session(store)
     before = await snapshot(store, SID)
-    assert await store.commit_context(SID) == []
+    assert await commit_context(store, SID) == []
     assert await snapshot(store, SID) == before
     await store.enqueue_context(SID, [notice("a")], source="app", origin=APP)
-    assert len(await store.commit_context(SID)) == 1
+    assert len(await commit_context(store, SID)) == 1
     after_first = await snapshot(store, SID)
-    assert await store.commit_context(SID) == []
+    assert await commit_context(store, SID) == []
     assert await snapshot(store, SID) == after_first
 
 
@@ -717,22 +748,22 @@ async def test_commit_context_with_only_extra_rows_appends_them(store: Store) ->
         "cursor": 7,
         "origin": {"type": "hook"},
     }
-    rows = await store.commit_context(SID, [hook_row])
+    rows = await commit_context(store, SID, [hook_row])
     assert [(r.seq, r.role, r.payload) for r in rows] == [(1, "context", hook_row)]
     assert store.write_transactions == 2
 
 
 async def test_context_rows_and_messages_share_one_gap_free_sequence(store: Store) -> None:
     await session(store)
-    await store.append_messages(SID, [{"role": "user", "content": "q"}])
+    await append_messages(store, SID, [{"role": "user", "content": "q"}])
     await store.enqueue_context(SID, [notice("a")], source="app", origin=APP)
-    await store.commit_context(SID)
-    await store.append_messages(
+    await commit_context(store, SID)
+    await append_messages(store, 
         SID, [{"role": "assistant", "content": "r"}, {"role": "tool", "content": "t"}]
     )
     await store.enqueue_context(SID, [notice("b"), notice("c")], source="app", origin=APP)
-    await store.commit_context(SID)
-    await store.append_messages(SID, [{"role": "assistant", "content": "done"}])
+    await commit_context(store, SID)
+    await append_messages(store, SID, [{"role": "assistant", "content": "done"}])
     log = await store.read_log(SID)
     assert [(r.seq, r.role) for r in log] == [
         (1, "user"),
@@ -750,7 +781,7 @@ async def test_an_items_own_source_wins_over_the_entrys(store: Store) -> None:
     await store.enqueue_context(
         SID, [{**notice("a"), "source": "memory"}, notice("b")], source="app", origin=APP
     )
-    first, second = await store.commit_context(SID)
+    first, second = await commit_context(store, SID)
     assert (first.payload["source"], second.payload["source"]) == ("memory", "app")
 
 
@@ -760,14 +791,14 @@ async def test_an_items_own_source_wins_over_the_entrys(store: Store) -> None:
 async def test_last_seq_is_zero_for_an_empty_log_then_the_last_records_seq(store: Store) -> None:
     await session(store)
     assert await store.last_seq(SID) == 0
-    await store.append_messages(SID, [{"role": "user", "content": "q"}])
+    await append_messages(store, SID, [{"role": "user", "content": "q"}])
     await store.enqueue_context(SID, [notice("a"), notice("b")], source="app", origin=APP)
-    await store.commit_context(SID)
+    await commit_context(store, SID)
     assert await store.last_seq(SID) == 3
 
 
 async def test_update_session_meta_merges_the_patch_and_removes_none_keys(store: Store) -> None:
-    created = await store.create_session(
+    created = await create_session(store, 
         SID, agent_name="agent", meta={"a": 1, "b": {"x": 1}, "c": 3, "n": 1}
     )
     writes = store.write_transactions
@@ -785,7 +816,7 @@ async def test_update_session_meta_merges_the_patch_and_removes_none_keys(store:
 
 
 async def test_update_session_meta_that_changes_nothing_writes_nothing(store: Store) -> None:
-    await store.create_session(SID, agent_name="agent", meta={"a": 1})
+    await create_session(store, SID, agent_name="agent", meta={"a": 1})
     before = await snapshot(store, SID)
     for patch in ({}, {"a": 1}, {"absent": None}):
         assert await store.update_session_meta(SID, patch) == before[1]
@@ -796,7 +827,7 @@ async def test_update_session_meta_that_changes_nothing_writes_nothing(store: St
 async def test_update_session_meta_refuses_a_value_that_is_not_json(
     store: Store, bad: object
 ) -> None:
-    await store.create_session(SID, agent_name="agent", meta={"a": 1})
+    await create_session(store, SID, agent_name="agent", meta={"a": 1})
     before = await snapshot(store, SID)
     with pytest.raises((TypeError, ValueError)):
         await store.update_session_meta(SID, {"b": 2, "c": {"x": bad}})
@@ -807,7 +838,7 @@ async def test_a_caller_mutating_a_records_meta_does_not_change_the_session(
     store: Store,
 ) -> None:
     # Regression: MemoryStore handed out the dict it kept, so this changed the stored meta.
-    record = await store.create_session(SID, agent_name="agent", meta={"a": 1})
+    record = await create_session(store, SID, agent_name="agent", meta={"a": 1})
     record.meta["a"] = 2
     read = await store.get_session(SID)
     assert read is not None
@@ -852,19 +883,19 @@ async def enqueue_tool(store: Store, call_id: str, text: str) -> QueueEntry:
         key=f"call:{call_id}:0",
         on_key_conflict="ignore",
     )
-    return (await store.pending_context(SID))[-1]
+    return (await pending_context(store, SID))[-1]
 
 
 async def test_rewind_deletes_later_records_and_checkpoints_and_seqs_continue(
     store: Store,
 ) -> None:
     await session(store)
-    await store.append_messages(SID, [user("q")])
-    await store.append_messages(
+    await append_messages(store, SID, [user("q")])
+    await append_messages(store, 
         SID, [{"role": "assistant", "content": "a"}], checkpoint=checkpoint(id="cp-2")
     )
-    await store.append_messages(SID, [user("q2")])
-    await store.append_messages(
+    await append_messages(store, SID, [user("q2")])
+    await append_messages(store, 
         SID, [{"role": "assistant", "content": "b"}], checkpoint=checkpoint(id="cp-4")
     )
     kept_log = (await store.read_log(SID))[:2]
@@ -879,7 +910,7 @@ async def test_rewind_deletes_later_records_and_checkpoints_and_seqs_continue(
     assert await store.checkpoints(SID) == kept_cps
     assert [cp.id for cp in kept_cps] == ["cp-2"]
     assert await store.last_seq(SID) == 2
-    [again] = await store.append_messages(SID, [user("again")], checkpoint=checkpoint(id="cp-4"))
+    [again] = await append_messages(store, SID, [user("again")], checkpoint=checkpoint(id="cp-4"))
     assert again.seq == 3
     assert [(cp.id, cp.log_seq) for cp in await store.checkpoints(SID)] == [
         ("cp-2", 2),
@@ -889,19 +920,19 @@ async def test_rewind_deletes_later_records_and_checkpoints_and_seqs_continue(
 
 async def test_rewind_to_zero_empties_the_log(store: Store) -> None:
     await session(store)
-    await store.append_messages(SID, [user("a"), user("b")], checkpoint=checkpoint())
+    await append_messages(store, SID, [user("a"), user("b")], checkpoint=checkpoint())
     result = await store.rewind(SID, 0)
     assert result.removed_records == 2
     assert await store.read_log(SID) == []
     assert await store.checkpoints(SID) == []
-    [first] = await store.append_messages(SID, [user("c")])
+    [first] = await append_messages(store, SID, [user("c")])
     assert first.seq == 1
 
 
 async def test_rewind_keeps_the_session_record_but_its_updated_at(store: Store) -> None:
-    await store.create_session(SID, agent_name="agent", meta={"m": 1})
+    await create_session(store, SID, agent_name="agent", meta={"m": 1})
     await store.set_status(SID, "failed")
-    await store.append_messages(SID, [user("a"), user("b")])
+    await append_messages(store, SID, [user("a"), user("b")])
     before = await store.get_session(SID)
     await store.rewind(SID, 1)
     after = await store.get_session(SID)
@@ -912,67 +943,62 @@ async def test_rewind_keeps_the_session_record_but_its_updated_at(store: Store) 
 
 async def test_rewind_redelivers_an_app_entry_whose_rows_were_cut_once(store: Store) -> None:
     await session(store)
-    await store.append_messages(SID, [user("q")])
+    await append_messages(store, SID, [user("q")])
     await store.enqueue_context(SID, [notice("a"), notice("b")], source="app", origin=APP, key="k")
-    rows = await store.commit_context(SID)
-    await store.append_messages(SID, [{"role": "assistant", "content": "r"}])
-    [entry] = await store.delivered_context(SID)
+    [entry] = await pending_context(store, SID)
+    rows = await commit_context(store, SID)
+    await append_messages(store, SID, [{"role": "assistant", "content": "r"}])
+    assert await delivered(store, SID) == {entry.id: 2}
 
     result = await store.rewind(SID, 1)
 
     assert result == RewindResult(
         removed_records=3, redelivered_entries=[entry.id], dropped_entries=[]
     )
-    assert await store.delivered_context(SID) == []
-    [pending] = await store.pending_context(SID)
-    assert pending.delivered_seq is None
-    assert (pending.id, pending.items, pending.key, pending.origin) == (
-        entry.id,
-        entry.items,
-        "k",
-        entry.origin,
-    )
+    assert await delivered(store, SID) == {}
+    assert await pending_context(store, SID) == [entry]  # the same entry, undelivered again
+    assert entry.key == "k"
     # Its key is kept: a retry of the same request still records nothing.
     assert await store.enqueue_context(SID, entry.items, source="app", origin=APP, key="k") == 0
-    again = await store.commit_context(SID)
+    again = await commit_context(store, SID)
     assert [(r.seq, r.payload) for r in again] == [(r.seq, r.payload) for r in rows]
-    assert [e.delivered_seq for e in await store.delivered_context(SID)] == [2]
-    assert await store.commit_context(SID) == []
-    assert await store.pending_context(SID) == []
+    assert await delivered(store, SID) == {entry.id: 2}
+    assert await commit_context(store, SID) == []
+    assert await pending_context(store, SID) == []
 
 
 async def test_rewind_leaves_an_entry_whose_rows_survive_delivered(store: Store) -> None:
     await session(store)
-    await store.append_messages(SID, [user("q")])
+    await append_messages(store, SID, [user("q")])
     await store.enqueue_context(SID, [notice("a")], source="app", origin=APP)
-    await store.commit_context(SID)
-    await store.append_messages(SID, [{"role": "assistant", "content": "r"}])
-    delivered = await store.delivered_context(SID)
+    await commit_context(store, SID)
+    await append_messages(store, SID, [{"role": "assistant", "content": "r"}])
+    before = await delivered(store, SID)
     result = await store.rewind(SID, 2)
     assert (result.redelivered_entries, result.dropped_entries) == ([], [])
-    assert await store.delivered_context(SID) == delivered
-    assert await store.pending_context(SID) == []
+    assert await delivered(store, SID) == before and len(before) == 1
+    assert await pending_context(store, SID) == []
 
 
 async def test_rewind_drops_a_delivered_tool_entry_whose_call_it_removed_and_its_key(
     store: Store,
 ) -> None:
     await session(store)
-    await store.append_messages(SID, [user("q"), calling("c1"), answer("c1")])
+    await append_messages(store, SID, [user("q"), calling("c1"), answer("c1")])
     entry = await enqueue_tool(store, "c1", "switch web off")
-    await store.commit_context(SID)
-    await store.append_messages(SID, [{"role": "assistant", "content": "r"}])
+    await commit_context(store, SID)
+    await append_messages(store, SID, [{"role": "assistant", "content": "r"}])
 
     result = await store.rewind(SID, 1)
 
     assert result == RewindResult(
         removed_records=4, redelivered_entries=[], dropped_entries=[entry.id]
     )
-    assert await store.pending_context(SID) == []
-    assert await store.delivered_context(SID) == []
-    assert await store.commit_context(SID) == []
+    assert await pending_context(store, SID) == []
+    assert await delivered(store, SID) == {}
+    assert await commit_context(store, SID) == []
     # The key went with the entry: the re-run call's items record anew, even other ones.
-    await store.append_messages(SID, [calling("c1"), answer("c1")])
+    await append_messages(store, SID, [calling("c1"), answer("c1")])
     assert (
         await store.enqueue_context(
             SID, [notice("other")], source="tool", origin=tool_origin("c1"), key="call:c1:0"
@@ -983,18 +1009,18 @@ async def test_rewind_drops_a_delivered_tool_entry_whose_call_it_removed_and_its
 
 async def test_rewind_redelivers_a_tool_entry_whose_call_survived(store: Store) -> None:
     await session(store)
-    await store.append_messages(SID, [user("q"), calling("c0", "c1"), answer("c0"), answer("c1")])
+    await append_messages(store, SID, [user("q"), calling("c0", "c1"), answer("c0"), answer("c1")])
     entry = await enqueue_tool(store, "c1", "note")
-    [row] = await store.commit_context(SID)
-    await store.append_messages(SID, [{"role": "assistant", "content": "r"}])
+    [row] = await commit_context(store, SID)
+    await append_messages(store, SID, [{"role": "assistant", "content": "r"}])
 
     result = await store.rewind(SID, 4)
 
     assert result == RewindResult(
         removed_records=2, redelivered_entries=[entry.id], dropped_entries=[]
     )
-    assert [e.id for e in await store.pending_context(SID)] == [entry.id]
-    [again] = await store.commit_context(SID)
+    assert [e.id for e in await pending_context(store, SID)] == [entry.id]
+    [again] = await commit_context(store, SID)
     assert (again.seq, again.payload) == (row.seq, row.payload)
 
 
@@ -1002,40 +1028,40 @@ async def test_rewind_drops_an_undelivered_tool_entry_whose_call_it_removed(
     store: Store,
 ) -> None:
     await session(store)
-    await store.append_messages(SID, [user("q"), calling("c0"), answer("c0")])
-    await store.append_messages(SID, [calling("c1"), answer("c1")])
+    await append_messages(store, SID, [user("q"), calling("c0"), answer("c0")])
+    await append_messages(store, SID, [calling("c1"), answer("c1")])
     kept_tool = await enqueue_tool(store, "c0", "from c0")
     dropped = await enqueue_tool(store, "c1", "from c1")
     await store.enqueue_context(SID, [notice("app")], source="app", origin=APP, key="k")
-    app = (await store.pending_context(SID))[-1]
+    app = (await pending_context(store, SID))[-1]
 
     result = await store.rewind(SID, 3)
 
     assert result == RewindResult(
         removed_records=2, redelivered_entries=[], dropped_entries=[dropped.id]
     )
-    assert await store.pending_context(SID) == [kept_tool, app]
-    rows = await store.commit_context(SID)
+    assert await pending_context(store, SID) == [kept_tool, app]
+    rows = await commit_context(store, SID)
     assert [r.payload["content"] for r in rows] == ["from c0", "app"]
 
 
 async def test_rewind_sorts_redelivered_entries_back_into_id_order(store: Store) -> None:
     await session(store)
     await store.enqueue_context(SID, [notice("first")], source="app", origin=APP)
-    await store.commit_context(SID)
+    await commit_context(store, SID)
     await store.enqueue_context(SID, [notice("second")], source="app", origin=APP)
     result = await store.rewind(SID, 0)
     assert len(result.redelivered_entries) == 1
-    assert [e.items for e in await store.pending_context(SID)] == [
+    assert [e.items for e in await pending_context(store, SID)] == [
         [notice("first")],
         [notice("second")],
     ]
-    assert [r.payload["content"] for r in await store.commit_context(SID)] == ["first", "second"]
+    assert [r.payload["content"] for r in await commit_context(store, SID)] == ["first", "second"]
 
 
 async def test_rewind_to_the_last_seq_writes_nothing(store: Store) -> None:
     await session(store)
-    await store.append_messages(SID, [user("q"), calling("c1")], checkpoint=checkpoint())
+    await append_messages(store, SID, [user("q"), calling("c1")], checkpoint=checkpoint())
     await enqueue_tool(store, "gone", "queued by a call the log does not hold")
     before = await snapshot(store, SID)
     result = await store.rewind(SID, 2)
@@ -1048,7 +1074,7 @@ async def test_rewind_refuses_a_seq_out_of_range_and_writes_nothing(
     store: Store, to_seq: int
 ) -> None:
     await session(store)
-    await store.append_messages(SID, [user("q"), calling("c1"), answer("c1")])
+    await append_messages(store, SID, [user("q"), calling("c1"), answer("c1")])
     await store.enqueue_context(SID, [notice("a")], source="app", origin=APP, key="k")
     before = await snapshot(store, SID)
     with pytest.raises(ValueError, match=f"to_seq={to_seq}.*nothing was written"):
@@ -1060,10 +1086,10 @@ async def test_rewind_refuses_to_cut_inside_one_entrys_rows_and_writes_nothing(
     store: Store,
 ) -> None:
     await session(store)
-    await store.append_messages(SID, [user("q")])
+    await append_messages(store, SID, [user("q")])
     await store.enqueue_context(SID, [notice("a"), notice("b")], source="app", origin=APP)
-    await store.commit_context(SID)  # rows 2 and 3: one entry
-    await store.append_messages(SID, [{"role": "assistant", "content": "r"}])
+    await commit_context(store, SID)  # rows 2 and 3: one entry
+    await append_messages(store, SID, [{"role": "assistant", "content": "r"}])
     before = await snapshot(store, SID)
     with pytest.raises(ValueError, match="inside the rows of queue entry"):
         await store.rewind(SID, 2)
@@ -1081,13 +1107,13 @@ NEW = "s-2"
 async def branch_source(store: Store) -> None:
     """SID: seqs 1-2 messages (checkpoint "cp-a" at 2), 3 a context row (key "k"),
     4 a message (checkpoint "cp-b" at 4); then one entry still queued (key "q")."""
-    await store.create_session(SID, agent_name="agent", meta={"m": [1], "n": "x"})
-    await store.append_messages(
+    await create_session(store, SID, agent_name="agent", meta={"m": [1], "n": "x"})
+    await append_messages(store, 
         SID, [user("q"), {"role": "assistant", "content": "a"}], checkpoint=checkpoint(id="cp-a")
     )
     await store.enqueue_context(SID, [notice("delivered")], source="app", origin=APP, key="k")
-    await store.commit_context(SID)
-    await store.append_messages(
+    await commit_context(store, SID)
+    await append_messages(store, 
         SID,
         [{"role": "assistant", "content": "b"}],
         checkpoint=checkpoint(id="cp-b", step_number=1),
@@ -1123,21 +1149,22 @@ async def test_branch_copies_records_and_checkpoints_up_to_the_seq(store: Store)
 
 async def test_branch_never_copies_the_queue_nor_request_keys(store: Store) -> None:
     await branch_source(store)
-    source_queue = await store.pending_context(SID)
+    source_queue = await pending_context(store, SID)
 
     await store.branch(SID, NEW, upto_seq=4)
 
-    assert await store.pending_context(NEW) == []
-    assert await store.delivered_context(NEW) == []
-    assert await store.commit_context(NEW) == []
+    assert await pending_context(store, NEW) == []
+    assert await commit_context(store, NEW) == []
+    # Nor the delivered part: cutting the copied context row off the branch redelivers nothing.
+    assert (await store.rewind(NEW, 2)).redelivered_entries == []
     # Keys the source used record anew in the branch, even with other items.
     assert await store.enqueue_context(NEW, [notice("x")], source="app", origin=APP, key="q") == 1
     assert await store.enqueue_context(NEW, [notice("y")], source="app", origin=APP, key="k") == 1
     # The item still queued in the source is delivered only there.
-    assert await store.pending_context(SID) == source_queue
-    [row] = await store.commit_context(SID)
+    assert await pending_context(store, SID) == source_queue
+    [row] = await commit_context(store, SID)
     assert (row.seq, row.payload["content"]) == (5, "queued")
-    assert [r.payload["content"] for r in await store.commit_context(NEW)] == ["x", "y"]
+    assert [r.payload["content"] for r in await commit_context(store, NEW)] == ["x", "y"]
 
 
 async def test_branch_at_zero_is_empty_and_takes_a_given_agent_name(store: Store) -> None:
@@ -1146,7 +1173,7 @@ async def test_branch_at_zero_is_empty_and_takes_a_given_agent_name(store: Store
     assert (record.agent_name, record.parent_id) == ("other", SID)
     assert await store.read_log(NEW) == []
     assert await store.checkpoints(NEW) == []
-    [first] = await store.append_messages(NEW, [user("fresh")])
+    [first] = await append_messages(store, NEW, [user("fresh")])
     assert first.seq == 1
 
 
@@ -1156,8 +1183,8 @@ async def test_a_branch_and_its_source_change_independently(store: Store) -> Non
     source_before = await snapshot(store, SID)
     # A copied checkpoint id is taken in the branch too, as in any session.
     with pytest.raises(ValueError, match="'cp-b'"):
-        await store.append_messages(NEW, [user("x")], checkpoint=checkpoint(id="cp-b"))
-    await store.append_messages(NEW, [user("x")], checkpoint=checkpoint(id="cp-c"))
+        await append_messages(store, NEW, [user("x")], checkpoint=checkpoint(id="cp-b"))
+    await append_messages(store, NEW, [user("x")], checkpoint=checkpoint(id="cp-c"))
     await store.rewind(NEW, 2)
     await store.update_session_meta(NEW, {"m": None})
     await store.set_status(NEW, "running")
@@ -1217,7 +1244,11 @@ BAD_IDS = {
 ID_CALLS: list[Any] = [
     *UNKNOWN_SESSION_CALLS,
     pytest.param(lambda s, sid: s.get_session(sid), id="get_session"),
-    pytest.param(lambda s, sid: s.create_session(sid, agent_name="agent"), id="create_session"),
+    pytest.param(lambda s, sid: s.read_snapshot(sid), id="read_snapshot"),
+    pytest.param(
+        lambda s, sid: s.write_turn(sid, TurnWrite(create=NewSession(agent_name="a"))),
+        id="write_turn_create",
+    ),
     pytest.param(lambda s, sid: s.branch(SID, sid, upto_seq=0), id="branch_new_id"),
 ]
 
@@ -1240,8 +1271,8 @@ async def test_an_invalid_session_id_is_refused_as_invalid_and_nothing_is_writte
     "sid", ["parent/call_abc123", "a/b/c", "é 🙂 x", "y" * 512], ids=["slash", "nested", "unicode", "512"]
 )
 async def test_every_valid_id_round_trips(store: Store, sid: str) -> None:
-    await store.create_session(sid, agent_name="agent")
-    await store.append_messages(sid, [{"role": "user", "content": "hi"}])
+    await create_session(store, sid, agent_name="agent")
+    await append_messages(store, sid, [{"role": "user", "content": "hi"}])
     record = await store.get_session(sid)
     assert record is not None and record.id == sid
     assert [r.payload["content"] for r in await store.read_log(sid)] == ["hi"]
@@ -1260,20 +1291,20 @@ async def test_an_invalid_request_key_is_refused_and_nothing_is_written(
 
 SURROGATE_WRITES: list[Any] = [
     pytest.param(
-        lambda s: s.append_messages(SID, [{"role": "user", "content": "a\udc00"}]), id="message"
+        lambda s: append_messages(s, SID, [{"role": "user", "content": "a\udc00"}]), id="message"
     ),
     pytest.param(
-        lambda s: s.append_messages(SID, [], checkpoint=checkpoint(state={"x": "\ud800"})),
+        lambda s: append_messages(s, SID, [], checkpoint=checkpoint(state={"x": "\ud800"})),
         id="checkpoint",
     ),
     pytest.param(
         lambda s: s.enqueue_context(SID, [notice("\ud800")], source="app", origin=APP),
         id="queue-item",
     ),
-    pytest.param(lambda s: s.commit_context(SID, [notice("\ud800")]), id="extra-row"),
+    pytest.param(lambda s: commit_context(s, SID, [notice("\ud800")]), id="extra-row"),
     pytest.param(lambda s: s.update_session_meta(SID, {"x": "\ud800"}), id="meta"),
     pytest.param(
-        lambda s: s.create_session("s-2", agent_name="a", meta={"\ud800": 1}), id="session-meta"
+        lambda s: create_session(s, "s-2", agent_name="a", meta={"\ud800": 1}), id="session-meta"
     ),
 ]
 
@@ -1293,9 +1324,9 @@ async def test_a_lone_surrogate_in_a_payload_is_refused_by_every_store_and_nothi
 async def test_nul_and_astral_text_in_payloads_round_trip(store: Store) -> None:
     text = "a\x00b 🙂 \u2028"
     await session(store)
-    await store.append_messages(SID, [{"role": "user", "content": text}])
+    await append_messages(store, SID, [{"role": "user", "content": text}])
     await store.enqueue_context(SID, [notice(text)], source="app", origin=APP)
-    await store.commit_context(SID)
+    await commit_context(store, SID)
     log = await store.read_log(SID)
     assert [r.payload["content"] for r in log] == [text, text]
 
@@ -1308,7 +1339,7 @@ def items(n: int, prefix: str = "n") -> list[dict[str, Any]]:
 
 
 async def queued(store: Store, sid: str = SID) -> int:
-    return sum(len(e.items) for e in await store.pending_context(sid))
+    return sum(len(e.items) for e in await pending_context(store, sid))
 
 
 async def test_the_queue_cap_refuses_a_call_that_would_pass_it_whole(capped: Store) -> None:
@@ -1331,7 +1362,7 @@ async def test_a_context_pass_makes_room_and_the_cap_is_per_session(capped: Stor
     assert await capped.enqueue_context("s-2", items(QUEUE_CAP), source="app", origin=APP) == 10
     with pytest.raises(ContextValidationError):
         await capped.enqueue_context(SID, items(1), source="app", origin=APP)
-    await capped.commit_context(SID)
+    await commit_context(capped, SID)
     assert await capped.enqueue_context(SID, items(QUEUE_CAP), source="app", origin=APP) == 10
 
 
@@ -1414,15 +1445,15 @@ def test_the_store_package_exports_exactly_its_public_names() -> None:
 async def test_sqlite_reopened_from_its_file_has_everything(tmp_path: Path) -> None:
     path = tmp_path / "helix.db"
     first = SQLiteStore(path)
-    await first.create_session(SID, agent_name="agent", parent_id="p", meta={"m": 1})
-    await first.create_session("other", agent_name="agent")
+    await create_session(first, SID, agent_name="agent", parent_id="p", meta={"m": 1})
+    await create_session(first, "other", agent_name="agent")
     await first.set_status(SID, "paused")
-    await first.append_messages(
+    await append_messages(first, 
         SID, [{"role": "user", "content": "q"}], checkpoint=checkpoint(id="c0")
     )
     await first.enqueue_context(SID, [notice("delivered")], source="app", origin=APP, key="k1")
-    await first.commit_context(SID, [{"kind": "notice", "content": "m", "source": "memory"}])
-    await first.append_messages(
+    await commit_context(first, SID, [{"kind": "notice", "content": "m", "source": "memory"}])
+    await append_messages(first, 
         SID, [{"role": "assistant", "content": "a"}], checkpoint=checkpoint(step_number=1)
     )
     await first.enqueue_context(SID, [notice("queued")], source="tool", origin=APP, key="k2")
@@ -1441,7 +1472,7 @@ async def test_sqlite_reopened_from_its_file_has_everything(tmp_path: Path) -> N
         )
         with pytest.raises(ContextKeyConflictError):
             await second.enqueue_context(SID, [notice("x")], source="app", origin=APP, key="k2")
-        [row] = await second.commit_context(SID)
+        [row] = await commit_context(second, SID)
         assert (row.seq, row.payload["content"]) == (5, "queued")
     finally:
         await second.close()
@@ -1453,13 +1484,13 @@ async def test_sqlite_reopened_from_its_file_has_everything(tmp_path: Path) -> N
 async def test_sqlite_rewind_branch_and_meta_survive_reopening(tmp_path: Path) -> None:
     path = tmp_path / "helix.db"
     first = SQLiteStore(path)
-    await first.create_session(SID, agent_name="agent", meta={"m": 1, "gone": 2})
+    await create_session(first, SID, agent_name="agent", meta={"m": 1, "gone": 2})
     await first.update_session_meta(SID, {"gone": None, "n": [3]})
-    await first.append_messages(SID, [user("q"), calling("c1"), answer("c1")])
+    await append_messages(first, SID, [user("q"), calling("c1"), answer("c1")])
     app = await first.enqueue_context(SID, [notice("app")], source="app", origin=APP, key="a")
     tool = await enqueue_tool(first, "c1", "tool")
-    await first.commit_context(SID)  # rows 4 and 5
-    await first.append_messages(
+    await commit_context(first, SID)  # rows 4 and 5
+    await append_messages(first, 
         SID, [{"role": "assistant", "content": "r"}], checkpoint=checkpoint()
     )
     await first.branch(SID, NEW, upto_seq=5, agent_name="other")
@@ -1476,8 +1507,8 @@ async def test_sqlite_rewind_branch_and_meta_survive_reopening(tmp_path: Path) -
         assert await second.last_seq(SID) == 1 and await second.last_seq(NEW) == 5
         # The redelivered entry is delivered once more, the dropped one's key is free again,
         # and the branch has no keys of its own yet.
-        assert [r.payload["content"] for r in await second.commit_context(SID)] == ["app"]
-        assert await second.commit_context(SID) == []
+        assert [r.payload["content"] for r in await commit_context(second, SID)] == ["app"]
+        assert await commit_context(second, SID) == []
         assert (
             await second.enqueue_context(
                 SID, [notice("x")], source="tool", origin=tool_origin("c1"), key="call:c1:0"
@@ -1496,7 +1527,7 @@ async def test_sqlite_two_stores_on_one_file_record_a_key_once(tmp_path: Path) -
     a, b = SQLiteStore(path), SQLiteStore(path)
     try:
         await asyncio.gather(
-            a.create_session(SID, agent_name="x"), b.create_session(SID, agent_name="y")
+            create_session(a, SID, agent_name="x"), create_session(b, SID, agent_name="y")
         )
         items = [notice("a")]
         results = await asyncio.gather(
@@ -1506,8 +1537,8 @@ async def test_sqlite_two_stores_on_one_file_record_a_key_once(tmp_path: Path) -
             )
         )
         assert sorted(results) == [0] * 19 + [1]
-        assert [e.items for e in await a.pending_context(SID)] == [items]
-        assert await b.pending_context(SID) == await a.pending_context(SID)
+        assert [e.items for e in await pending_context(a, SID)] == [items]
+        assert await pending_context(b, SID) == await pending_context(a, SID)
         assert a.write_transactions + b.write_transactions == 2  # one session, one entry
     finally:
         await a.close()
@@ -1517,9 +1548,9 @@ async def test_sqlite_two_stores_on_one_file_record_a_key_once(tmp_path: Path) -
 async def test_sqlite_in_memory_database_works(tmp_path: Path) -> None:
     store = SQLiteStore(":memory:")
     try:
-        await store.create_session(SID, agent_name="agent")
+        await create_session(store, SID, agent_name="agent")
         await store.enqueue_context(SID, [notice("a")], source="app", origin=APP)
-        rows = await store.commit_context(SID)
+        rows = await commit_context(store, SID)
         assert await store.read_log(SID) == rows
     finally:
         await store.close()
@@ -1544,7 +1575,7 @@ async def test_sqlite_runs_calls_on_the_loop_and_waits_for_a_lock_on_its_thread(
     store = SQLiteStore(tmp_path / "t.db")
     other = real_connect(tmp_path / "t.db", isolation_level=None)
     try:
-        await store.create_session(SID, agent_name="agent")
+        await create_session(store, SID, agent_name="agent")
         # Opening (the WAL switch and the schema, which may wait for another opener) runs on
         # the thread; the call itself on the loop.
         opening = [on_loop for on_loop, sql in statements if "CREATE" in sql or "journal" in sql]
@@ -1552,13 +1583,13 @@ async def test_sqlite_runs_calls_on_the_loop_and_waits_for_a_lock_on_its_thread(
         assert [on_loop for on_loop, sql in statements if "INTO sessions" in sql] == [True]
         statements.clear()
         await store.enqueue_context(SID, [notice("a")], source="app", origin=APP, key="k")
-        await store.commit_context(SID)
+        await commit_context(store, SID)
         assert statements and all(on_loop for on_loop, _ in statements)
         statements.clear()
         # Another connection holds the write lock: the call goes to the thread and waits there,
         # while the loop goes on.
         other.execute("BEGIN IMMEDIATE")
-        call = asyncio.ensure_future(store.append_messages(SID, [{"role": "user", "content": "q"}]))
+        call = asyncio.ensure_future(append_messages(store, SID, [{"role": "user", "content": "q"}]))
         started = time.monotonic()
         await asyncio.sleep(0.2)
         assert time.monotonic() - started < 1.0 and not call.done()
@@ -1574,7 +1605,7 @@ async def test_sqlite_runs_calls_on_the_loop_and_waits_for_a_lock_on_its_thread(
 async def test_sqlite_checkpoints_the_wal_on_its_thread_never_on_the_loop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from helix_stream.store import _sqlite_db
+    from helix_stream.store.sqlite import _db as _sqlite_db
 
     loop_thread = threading.get_ident()
     checkpoints: list[bool] = []  # on the loop's thread?
@@ -1593,9 +1624,9 @@ async def test_sqlite_checkpoints_the_wal_on_its_thread_never_on_the_loop(
     monkeypatch.setattr(_sqlite_db, "CHECKPOINT_EVERY", 5)
     store = SQLiteStore(tmp_path / "t.db")
     try:
-        await store.create_session(SID, agent_name="agent")
+        await create_session(store, SID, agent_name="agent")
         for i in range(11):
-            await store.append_messages(SID, [{"role": "user", "content": str(i)}])
+            await append_messages(store, SID, [{"role": "user", "content": str(i)}])
     finally:
         await store.close()  # after the queued checkpoints
     assert checkpoints == [False, False]  # after writes 5 and 10, on the thread
@@ -1604,13 +1635,13 @@ async def test_sqlite_checkpoints_the_wal_on_its_thread_never_on_the_loop(
 async def test_sqlite_lookups_use_indexes_on_a_long_session(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "big.db")
     try:
-        await store.create_session(SID, agent_name="agent")
-        await store.append_messages(
+        await create_session(store, SID, agent_name="agent")
+        await append_messages(store, 
             SID, [{"role": "user", "content": str(i)} for i in range(10_000)]
         )
         await store.enqueue_context(SID, [notice("a")], source="app", origin=APP)
         assert [r.seq for r in await store.read_log(SID, after_seq=9_998)] == [9_999, 10_000]
-        [row] = await store.commit_context(SID)
+        [row] = await commit_context(store, SID)
         assert row.seq == 10_001
     finally:
         await store.close()
@@ -1619,12 +1650,11 @@ async def test_sqlite_lookups_use_indexes_on_a_long_session(tmp_path: Path) -> N
         for sql, args in (
             (SQL_READ_LOG, (SID, 9_998)),
             (SQL_PENDING, (SID,)),
-            (SQL_DELIVERED, (SID,)),
             (SQL_LAST_SEQ, (SID,)),
-            (_SQL_REWIND_QUEUE, (SID, 9_998)),
-            (_SQL_CALLS, (SID, 9_998)),
-            (_SQL_COPY_LOG, ("new", SID, 9_998)),
-            (_SQL_COPY_CHECKPOINTS, ("new", SID, 9_998)),
+            (SQL_REWIND_QUEUE, (SID, 9_998)),
+            (SQL_CALLS, (SID, 9_998)),
+            (SQL_COPY_LOG, ("new", SID, 9_998)),
+            (SQL_COPY_CHECKPOINTS, ("new", SID, 9_998)),
         ):
             plan = " ".join(
                 str(step[3]) for step in conn.execute("EXPLAIN QUERY PLAN " + sql, args)

@@ -20,11 +20,15 @@ import pytest
 
 from helix_stream.errors import FrameworkNotSupportedError
 from helix_stream.store import MemoryStore, PostgresStore, SQLiteStore, open_store
-from helix_stream.store._postgres import _SQL_READ_LOG
-from helix_stream.store._postgres_history import _SQL_CALLS, _SQL_REWIND_QUEUE
-from helix_stream.store._postgres_queue import SQL_DELIVERED, SQL_PENDING
-from helix_stream.store._postgres_schema import LATEST_VERSION
 from helix_stream.store._shared import items_digest
+from helix_stream.store.postgres._read import (
+    SQL_CALLS,
+    SQL_PENDING,
+    SQL_READ_LOG,
+    SQL_REWIND_QUEUE,
+)
+from helix_stream.store.postgres._schema import LATEST_VERSION
+from tests._store import append_messages, commit_context, create_session, pending_context
 from tests.store import _pg
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,7 +105,7 @@ async def test_stores_starting_together_on_a_new_schema_migrate_it_once() -> Non
     try:
         applied = await asyncio.gather(*(s.migrate() for s in stores))
         assert sorted(applied) == [[], [], [], [1, 2]]
-        await asyncio.gather(*(s.create_session(SID, agent_name="a") for s in stores))
+        await asyncio.gather(*(create_session(s, SID, agent_name="a") for s in stores))
         assert sum(s.write_transactions for s in stores) == 1
     finally:
         for s in stores:
@@ -130,28 +134,28 @@ async def test_a_schema_with_a_newer_migration_is_refused_and_left_alone() -> No
 async def test_a_second_store_on_the_schema_sees_everything_the_first_wrote(
     store: PostgresStore,
 ) -> None:
-    await store.create_session(SID, agent_name="agent", meta={"z": 1, "a": 2})
-    await store.append_messages(SID, [{"role": "user", "content": "q", "name": "é"}])
+    await create_session(store, SID, agent_name="agent", meta={"z": 1, "a": 2})
+    await append_messages(store, SID, [{"role": "user", "content": "q", "name": "é"}])
     await store.enqueue_context(SID, [notice("queued")], source="app", origin=APP, key="k")
     second = PostgresStore(_pg.DSN, schema=store.schema)
     try:
         assert await second.get_session(SID) == await store.get_session(SID)
         assert await second.read_log(SID) == await store.read_log(SID)
-        assert await second.pending_context(SID) == await store.pending_context(SID)
+        assert await pending_context(second, SID) == await pending_context(store, SID)
         assert (
             await second.enqueue_context(SID, [notice("queued")], source="app", origin=APP, key="k")
             == 0
         )
-        [row] = await second.commit_context(SID)
+        [row] = await commit_context(second, SID)
         assert row.seq == 2 and await store.last_seq(SID) == 2
     finally:
         await second.close()
 
 
 async def test_payloads_are_json_the_database_can_query(store: PostgresStore) -> None:
-    await store.create_session(SID, agent_name="agent")
+    await create_session(store, SID, agent_name="agent")
     await store.enqueue_context(SID, [notice("hello")], source="app", origin=APP)
-    await store.commit_context(SID)
+    await commit_context(store, SID)
     with psycopg.connect(_pg.DSN) as conn:
         row = conn.execute(
             f"SELECT payload->>'content', payload->'origin'->>'type' FROM \"{store.schema}\".log"
@@ -178,11 +182,11 @@ async def test_a_store_closed_before_first_use_refuses_calls() -> None:
 async def test_lookups_use_indexes_in_a_database_of_many_long_sessions(
     store: PostgresStore,
 ) -> None:
-    await store.create_session(SID, agent_name="agent")
-    await store.append_messages(SID, [{"role": "user", "content": str(i)} for i in range(2_000)])
+    await create_session(store, SID, agent_name="agent")
+    await append_messages(store, SID, [{"role": "user", "content": str(i)} for i in range(2_000)])
     for i in range(50):
         await store.enqueue_context(SID, [notice(str(i))], source="app", origin=APP)
-        await store.commit_context(SID)
+        await commit_context(store, SID)
     await store.enqueue_context(SID, [notice("pending")], source="app", origin=APP)
     with psycopg.connect(_pg.DSN) as conn:
         conn.execute(f'SET search_path TO "{store.schema}"')
@@ -202,11 +206,10 @@ async def test_lookups_use_indexes_in_a_database_of_many_long_sessions(
         )
         conn.execute("ANALYZE")
         for sql, args in (
-            (_SQL_READ_LOG, (2_040, SID)),
+            (SQL_READ_LOG, (2_040, SID)),
             (SQL_PENDING, (SID,)),
-            (SQL_DELIVERED, (SID,)),
-            (_SQL_REWIND_QUEUE, (SID, 2_040)),
-            (_SQL_CALLS, (SID, 2_040)),
+            (SQL_REWIND_QUEUE, (SID, 2_040)),
+            (SQL_CALLS, (SID, 2_040)),
         ):
             query = sql.replace("{s}.", "")
             plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + query, args).fetchall())
@@ -266,7 +269,7 @@ def test_without_psycopg_a_postgres_store_says_to_install_the_extra() -> None:
 async def test_a_compare_and_set_waits_for_a_concurrent_one_then_sees_its_result(
     store: PostgresStore, other: psycopg.AsyncConnection[Any]
 ) -> None:
-    await store.create_session(SID, agent_name="agent")
+    await create_session(store, SID, agent_name="agent")
     await other.execute("UPDATE sessions SET status = 'running' WHERE id = %s", (SID,))
     second = asyncio.create_task(store.set_status(SID, "running", expect=["idle"]))
     assert await blocked(second)  # the row is locked by the uncommitted update
@@ -278,7 +281,7 @@ async def test_a_compare_and_set_waits_for_a_concurrent_one_then_sees_its_result
 async def test_a_same_key_enqueue_waits_for_the_other_claim_and_records_nothing(
     store: PostgresStore, other: psycopg.AsyncConnection[Any]
 ) -> None:
-    await store.create_session(SID, agent_name="agent")
+    await create_session(store, SID, agent_name="agent")
     items = [notice("a")]
     # Another process's enqueue with key "k", claimed but not yet committed.
     await other.execute(
@@ -296,14 +299,14 @@ async def test_a_same_key_enqueue_waits_for_the_other_claim_and_records_nothing(
     assert await blocked(second)
     await other.commit()
     assert await second == 0
-    assert [e.id for e in await store.pending_context(SID)] == [1000]
+    assert [e.id for e in await pending_context(store, SID)] == [1000]
     assert store.write_transactions == 1  # the session only
 
 
 async def test_a_same_key_enqueue_records_if_the_other_claim_rolls_back(
     store: PostgresStore, other: psycopg.AsyncConnection[Any]
 ) -> None:
-    await store.create_session(SID, agent_name="agent")
+    await create_session(store, SID, agent_name="agent")
     await other.execute(
         "INSERT INTO context_queue (id, session_id, items, source, key, origin, created_at)"
         " VALUES (1000, %s, '[]', 'app', 'k', '{}', 0)",
@@ -316,14 +319,14 @@ async def test_a_same_key_enqueue_records_if_the_other_claim_rolls_back(
     assert await blocked(second)
     await other.rollback()
     assert await second == 1
-    assert [e.items for e in await store.pending_context(SID)] == [[notice("a")]]
+    assert [e.items for e in await pending_context(store, SID)] == [[notice("a")]]
 
 
 async def test_a_context_pass_waits_for_another_pass_of_the_session_then_continues_its_seqs(
     store: PostgresStore, other: psycopg.AsyncConnection[Any]
 ) -> None:
-    await store.create_session(SID, agent_name="agent")
-    await store.append_messages(SID, [{"role": "user", "content": "q"}])
+    await create_session(store, SID, agent_name="agent")
+    await append_messages(store, SID, [{"role": "user", "content": "q"}])
     await store.enqueue_context(SID, [notice("a")], source="app", origin=APP)
     # Another process's context pass, in progress: it holds the session row's lock.
     await other.execute("SELECT 1 FROM sessions WHERE id = %s FOR NO KEY UPDATE", (SID,))
@@ -333,7 +336,7 @@ async def test_a_context_pass_waits_for_another_pass_of_the_session_then_continu
     )
     await other.execute("UPDATE context_queue SET delivered_seq = 2")
     await other.execute("UPDATE sessions SET last_seq = 2")
-    pass_here = asyncio.create_task(store.commit_context(SID, [notice("extra")]))
+    pass_here = asyncio.create_task(commit_context(store, SID, [notice("extra")]))
     assert await blocked(pass_here)
     await other.commit()
     [row] = await pass_here  # the queued entry went to the other pass: only the extra row
@@ -344,7 +347,7 @@ async def test_a_context_pass_waits_for_another_pass_of_the_session_then_continu
 async def test_an_enqueue_during_a_context_pass_neither_waits_nor_is_lost(
     store: PostgresStore, other: psycopg.AsyncConnection[Any]
 ) -> None:
-    await store.create_session(SID, agent_name="agent")
+    await create_session(store, SID, agent_name="agent")
     await store.enqueue_context(SID, [notice("first")], source="app", origin=APP)
     # Another process's context pass: it locked the session and read the queue...
     await other.execute("SELECT last_seq FROM sessions WHERE id = %s FOR NO KEY UPDATE", (SID,))
@@ -361,7 +364,7 @@ async def test_an_enqueue_during_a_context_pass_neither_waits_nor_is_lost(
     await other.execute("UPDATE sessions SET last_seq = 1 WHERE id = %s", (SID,))
     await other.commit()
     # The entry that arrived during it is the next pass's, once.
-    [row] = await store.commit_context(SID)
+    [row] = await commit_context(store, SID)
     assert (row.seq, row.payload["content"]) == (2, "during")
-    assert await store.commit_context(SID) == []
-    assert [len(e.items) for e in await store.delivered_context(SID)] == [1, 1]
+    assert await commit_context(store, SID) == []
+    assert [len(e.items) for e in await _pg.delivered_entries(store, SID)] == [1, 1]

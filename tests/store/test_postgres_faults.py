@@ -19,6 +19,7 @@ import pytest
 
 from helix_stream.errors import StoreCommitUnknownError, StoreUnavailableError
 from helix_stream.store import Checkpoint, PostgresStore
+from tests._store import append_messages, commit_context, create_session, pending_context
 from tests.store import _pg
 from tests.store._pg import backends, fill_pool, terminate
 from tests.store._pg_proxy import Fault, PgProxy
@@ -67,9 +68,9 @@ def _calls(store: PostgresStore) -> list[tuple[str, Callable[[], Awaitable[Any]]
     return [
         ("get_session", lambda: store.get_session(SID)),
         ("set_status", lambda: store.set_status(SID, "running", expect=["idle"])),
-        ("append_messages", lambda: store.append_messages(SID, [{"role": "user", "content": "Hi"}])),
+        ("append_messages", lambda: append_messages(store, SID, [{"role": "user", "content": "Hi"}])),
         ("enqueue_context", lambda: store.enqueue_context(SID, [notice("n")], source="app", origin=APP)),
-        ("commit_context", lambda: store.commit_context(SID)),
+        ("commit_context", lambda: commit_context(store, SID)),
         ("read_log", lambda: store.read_log(SID)),
         ("update_session_meta", lambda: store.update_session_meta(SID, {"turns": 1})),
         ("set_status idle", lambda: store.set_status(SID, "idle")),
@@ -79,7 +80,7 @@ def _calls(store: PostgresStore) -> list[tuple[str, Callable[[], Awaitable[Any]]
 async def test_every_call_after_the_pools_connections_are_ended_succeeds(
     store: PostgresStore, caplog: pytest.LogCaptureFixture
 ) -> None:
-    await store.create_session(SID, agent_name="agent")
+    await create_session(store, SID, agent_name="agent")
     await fill_pool(store, 4)
     assert await terminate(store.application_name) == 4
     failed: list[str] = []
@@ -93,8 +94,8 @@ async def test_every_call_after_the_pools_connections_are_ended_succeeds(
     # Each write was applied exactly once.
     log = await store.read_log(SID)
     assert [(r.seq, r.role) for r in log] == [(1, "user"), (2, "context")]
-    assert [e.items for e in await store.delivered_context(SID)] == [[notice("n")]]
-    assert await store.pending_context(SID) == []
+    assert [e.items for e in await _pg.delivered_entries(store, SID)] == [[notice("n")]]
+    assert await pending_context(store, SID) == []
     session = await store.get_session(SID)
     assert session is not None
     assert (session.status, session.meta) == ("idle", {"turns": 1})
@@ -107,7 +108,7 @@ async def test_every_call_after_the_pools_connections_are_ended_succeeds(
 async def test_calls_running_when_the_connections_are_ended_are_retried(
     store: PostgresStore,
 ) -> None:
-    await store.create_session(SID, agent_name="agent")
+    await create_session(store, SID, agent_name="agent")
     await fill_pool(store, 4)
 
     async def enqueue(index: int) -> int:
@@ -120,7 +121,7 @@ async def test_calls_running_when_the_connections_are_ended_are_retried(
     await asyncio.sleep(0)
     await terminate(store.application_name)
     assert await asyncio.gather(*writes) == [1] * 8
-    pending = await store.pending_context(SID)
+    pending = await pending_context(store, SID)
     assert sorted(e.key or "" for e in pending) == [f"k{i}" for i in range(8)]
 
 
@@ -143,7 +144,7 @@ def _proxied(proxy: PgProxy, **kwargs: Any) -> PostgresStore:
 
 WRITES: dict[str, Callable[[PostgresStore], Awaitable[Any]]] = {
     "enqueue_context": lambda s: s.enqueue_context(SID, [notice("once")], source="app", origin=APP),
-    "append_messages": lambda s: s.append_messages(
+    "append_messages": lambda s: append_messages(s, 
         SID,
         [{"role": "assistant", "content": "once"}],
         checkpoint=Checkpoint(id="", session_id=SID, step_number=0, log_seq=0, state={}, created_at=0),
@@ -153,7 +154,7 @@ WRITES: dict[str, Callable[[PostgresStore], Awaitable[Any]]] = {
 
 async def _written(store: PostgresStore, write: str) -> list[Any]:
     if write == "enqueue_context":
-        return [e.items for e in await store.pending_context(SID)]
+        return [e.items for e in await pending_context(store, SID)]
     return [(r.role, r.payload) for r in await store.read_log(SID)] + [
         (c.step_number, c.log_seq) for c in await store.checkpoints(SID)
     ]
@@ -172,7 +173,7 @@ async def test_a_write_whose_commit_was_cut_off_is_applied_exactly_once(
 ) -> None:
     store = _proxied(proxy)
     try:
-        await store.create_session(SID, agent_name="agent")
+        await create_session(store, SID, agent_name="agent")
         before = store.write_transactions
         proxy.arm(fault)
         with caplog.at_level(logging.WARNING, logger="helix_stream.store"):
@@ -191,7 +192,7 @@ async def test_a_write_whose_commit_was_cut_off_is_applied_exactly_once(
 async def test_a_held_transaction_is_ended_by_its_own_pid_and_xid_only(proxy: PgProxy) -> None:
     store = _proxied(proxy)
     try:
-        await store.create_session(SID, agent_name="agent")
+        await create_session(store, SID, agent_name="agent")
         # Another connection of the same application, idle in a transaction of its own: the
         # store must not end it while settling its own lost COMMIT.
         async with await psycopg.AsyncConnection.connect(
@@ -215,7 +216,7 @@ async def test_a_server_that_stays_away_fails_the_call_typed_and_writes_nothing(
 ) -> None:
     store = _proxied(proxy, timeout=1.0)
     try:
-        await store.create_session(SID, agent_name="agent")
+        await create_session(store, SID, agent_name="agent")
         proxy.refuse = True
         proxy.cut_all()
         with pytest.raises(StoreUnavailableError) as caught:
@@ -227,7 +228,7 @@ async def test_a_server_that_stays_away_fails_the_call_typed_and_writes_nothing(
         deadline = time.monotonic() + 30
         while True:
             try:
-                pending = await store.pending_context(SID)
+                pending = await pending_context(store, SID)
                 break
             except StoreUnavailableError:
                 assert time.monotonic() < deadline

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from helix_stream.store import PostgresStore
+from tests._store import commit_context, create_session, pending_context
 from tests.loopback import LoopbackServer, text, tool_calls
 from tests.store import _pg
 
@@ -111,7 +112,7 @@ async def test_context_added_by_another_process_reaches_the_runs_next_model_call
     adder = children.start("add_context", sid="shared", texts=["from B", "also from B"], key="b-1")
     assert await adder.line() == "READY"  # the go file exists already: it runs at once
     assert await adder.result() == [2, 0]  # recorded once; the retry with its key records nothing
-    assert [e.items for e in await store.pending_context("shared")] == [
+    assert [e.items for e in await pending_context(store, "shared")] == [
         [notice("from B") | {"source": "app"}, notice("also from B") | {"source": "app"}]
     ]
     flag.touch()
@@ -130,8 +131,8 @@ async def test_context_added_by_another_process_reaches_the_runs_next_model_call
     assert [r.seq for r in log] == list(range(1, len(log) + 1))
     contents = Counter(r.payload["content"] for r in log if r.role == "context")
     assert contents == {"from B": 1, "also from B": 1}
-    assert await store.pending_context("shared") == []
-    [entry] = await store.delivered_context("shared")
+    assert await pending_context(store, "shared") == []
+    [entry] = await _pg.delivered_entries(store, "shared")
     assert entry.key == "b-1" and log[entry.delivered_seq - 1].payload["content"] == "from B"
     record = await store.get_session("shared")
     assert record is not None and record.status == "idle"
@@ -141,14 +142,14 @@ async def test_two_processes_enqueueing_with_the_same_keys_record_each_once(
     shared: tuple[PostgresStore, Children],
 ) -> None:
     store, children = shared
-    await store.create_session("keys", agent_name="agent")
+    await create_session(store, "keys", agent_name="agent")
     n = 200
     racers = [children.start("enqueue_keys", sid="keys", n=n, batch=8, pool=8) for _ in range(2)]
     await children.release()
     a, b = [await racer.result() for racer in racers]
     # Per key, exactly one of the two processes recorded the item; the other got 0.
     assert [sorted(pair) for pair in zip(a, b, strict=True)] == [[0, 1]] * n
-    entries = await store.pending_context("keys")
+    entries = await pending_context(store, "keys")
     assert sorted(e.key for e in entries if e.key) == sorted(f"k{i}" for i in range(n))
     assert all(e.items == [notice(f"request {str(e.key)[1:]}")] for e in entries)
 
@@ -178,7 +179,7 @@ async def test_compare_and_set_across_processes_lets_exactly_one_win_each_time(
     store, children = shared
     n = 300
     for i in range(n):
-        await store.create_session(f"cas-{i}", agent_name="agent")
+        await create_session(store, f"cas-{i}", agent_name="agent")
     racers = [children.start("cas", n=n) for _ in range(3)]
     await children.release()
     results = [await racer.result() for racer in racers]
@@ -191,7 +192,7 @@ async def test_context_passes_racing_enqueues_from_other_processes_lose_and_doub
     shared: tuple[PostgresStore, Children], tmp_path: Path
 ) -> None:
     store, children = shared
-    await store.create_session("busy", agent_name="agent")
+    await create_session(store, "busy", agent_name="agent")
     stop = tmp_path / "stop"
     committers = [children.start("commit_loop", sid="busy", stop=str(stop)) for _ in range(2)]
     producers = [children.start("produce", sid="busy", n=150, name=f"p{k}") for k in range(2)]
@@ -200,7 +201,7 @@ async def test_context_passes_racing_enqueues_from_other_processes_lose_and_doub
     stop.touch()
     loops = [await c.result() for c in committers]
     assert all(loop["passes"] > 0 for loop in loops)
-    final = await store.commit_context("busy")  # whatever the loops left queued
+    final = await commit_context(store, "busy")  # whatever the loops left queued
 
     log = await store.read_log("busy")
     assert [r.seq for r in log] == list(range(1, len(log) + 1))  # gap-free, never doubled
@@ -209,8 +210,8 @@ async def test_context_passes_racing_enqueues_from_other_processes_lose_and_doub
     assert sorted(row["content"] for row in rows) == sorted(expected)  # each item exactly once
     assert sum(loop["rows"] for loop in loops) + len(final) == len(rows)
     # Each entry's rows are contiguous, from its delivered_seq on, in item order.
-    entries = await store.delivered_context("busy")
-    assert len(entries) == 300 and await store.pending_context("busy") == []
+    entries = await _pg.delivered_entries(store, "busy")
+    assert len(entries) == 300 and await pending_context(store, "busy") == []
     for entry in entries:
         assert entry.delivered_seq is not None
         span = log[entry.delivered_seq - 1 : entry.delivered_seq - 1 + len(entry.items)]

@@ -12,6 +12,7 @@ import pytest
 
 from helix_stream.errors import SessionNotFoundError
 from helix_stream.store import Checkpoint, NewSession, Store, TurnWrite
+from tests._store import create_session, pending_context
 from tests.store.test_contract import STORES
 
 
@@ -37,13 +38,11 @@ async def everything(store: Store, session_id: str = SID) -> tuple[Any, ...]:
     snap = await store.read_snapshot(session_id)
     if snap.session is None:
         return (None, store.write_transactions)
-    session = snap.session
     return (
-        session.status,
-        session.meta,
+        snap.session,
         snap.log,
         await store.checkpoints(session_id),
-        await store.pending_context(session_id),
+        await pending_context(store, session_id),
         store.write_transactions,
     )
 
@@ -54,7 +53,7 @@ async def test_a_snapshot_of_no_session_is_empty(store: Store) -> None:
 
 
 async def test_the_first_write_creates_claims_and_appends_in_order(store: Store) -> None:
-    await store.create_session("other", agent_name="x")  # another session is untouched
+    await create_session(store, "other", agent_name="x")  # another session is untouched
     await store.enqueue_context(
         "other", [{"kind": "notice", "content": "theirs"}], source="app", origin=APP
     )
@@ -77,11 +76,11 @@ async def test_the_first_write_creates_claims_and_appends_in_order(store: Store)
     assert [(r.seq, r.role) for r in result.records] == [(1, "user"), (2, "context")]
     snap = await store.read_snapshot(SID)
     assert snap.log == result.records and snap.session == result.session
-    assert len(await store.pending_context("other")) == 1
+    assert len(await pending_context(store, "other")) == 1
 
 
 async def test_queue_rows_come_after_the_messages_and_before_the_extra_rows(store: Store) -> None:
-    await store.create_session(SID, agent_name="a")
+    await create_session(store, SID, agent_name="a")
     await store.enqueue_context(
         SID,
         [{"kind": "notice", "content": "q1"}, {"kind": "notice", "content": "q2"}],
@@ -101,14 +100,14 @@ async def test_queue_rows_come_after_the_messages_and_before_the_extra_rows(stor
     payloads = [(r.role, r.payload.get("content")) for r in result.records]
     assert payloads == [("user", "u"), ("context", "q1"), ("context", "q2"), ("context", None)]
     assert result.records[1].payload["origin"]["key"] == "k"
-    assert await store.pending_context(SID) == []
+    assert await pending_context(store, SID) == []
     snap = await store.read_snapshot(SID)
     assert snap.checkpoint is not None
     assert (snap.checkpoint.log_seq, snap.checkpoint.state) == (4, {"slots": {"a": 1}})
 
 
 async def test_a_failed_compare_and_set_writes_nothing(store: Store) -> None:
-    await store.create_session(SID, agent_name="a")
+    await create_session(store, SID, agent_name="a")
     await store.set_status(SID, "running")
     await store.enqueue_context(SID, [{"kind": "notice", "content": "q"}], source="app", origin=APP)
     before = await everything(store)
@@ -141,7 +140,7 @@ async def test_a_failed_compare_and_set_writes_nothing(store: Store) -> None:
     ],
 )
 async def test_a_bad_write_raises_and_writes_nothing(store: Store, write: TurnWrite) -> None:
-    await store.create_session(SID, agent_name="a")
+    await create_session(store, SID, agent_name="a")
     await store.enqueue_context(SID, [{"kind": "notice", "content": "q"}], source="app", origin=APP)
     before = await everything(store)
     with pytest.raises((TypeError, ValueError)):
@@ -156,7 +155,7 @@ async def test_a_write_to_a_missing_session_without_create_is_not_found(store: S
 
 
 async def test_a_write_that_changes_nothing_is_not_counted(store: Store) -> None:
-    await store.create_session(SID, agent_name="a", meta={"k": 1})
+    await create_session(store, SID, agent_name="a", meta={"k": 1})
     before = await everything(store)
     result = await store.write_turn(SID, TurnWrite(deliver_queue=True, meta={"k": 1}))
     assert result.applied and result.records == []
@@ -164,7 +163,7 @@ async def test_a_write_that_changes_nothing_is_not_counted(store: Store) -> None
 
 
 async def test_two_claims_racing_for_one_session_one_wins(store: Store) -> None:
-    await store.create_session(SID, agent_name="a")
+    await create_session(store, SID, agent_name="a")
     claims = [
         TurnWrite(
             expect=("idle",), status="running", messages=[{"role": "user", "content": str(i)}]
@@ -194,7 +193,7 @@ async def test_two_creators_of_one_new_session_one_wins(store: Store) -> None:
 
 
 async def test_the_snapshot_has_the_last_checkpoint_and_the_pending_queue(store: Store) -> None:
-    await store.create_session(SID, agent_name="a")
+    await create_session(store, SID, agent_name="a")
     for n in range(3):
         await store.write_turn(
             SID,

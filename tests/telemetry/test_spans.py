@@ -30,6 +30,7 @@ from helix_stream.errors import InvalidRequestError
 from helix_stream.loop import generate_text, stream_text
 from helix_stream.telemetry import NOOP_RECORDER, TelemetrySettings, recorder_for
 from helix_stream.tools import tool
+from tests._store import create_session
 from tests.loopback import LoopbackServer, error, text, tool_calls
 
 API_KEY = "SECRET-api-key-9f3"
@@ -672,7 +673,7 @@ async def test_record_inputs_and_outputs_false_keep_messages_and_results_out(
 async def run_with_rows(loopback: LoopbackServer, settings: Any, **agent_options: Any) -> None:
     """A session turn whose first call gets one row of each source: app, hook, memory."""
     executor = hs.Executor()
-    await executor.store.create_session("rows", agent_name="rows")
+    await create_session(executor.store, "rows", agent_name="rows")
     await executor.add_context("rows", [hs.instruction("SECRET-ROW-TEXT")])
     options: dict[str, Any] = {
         "step_context": lambda req: (

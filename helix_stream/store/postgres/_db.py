@@ -1,21 +1,19 @@
-"""PostgresStore's plumbing: the lazy psycopg import, the pool, transactions, and the reads and
-locks every method starts with.
+"""PostgresStore's plumbing: the lazy psycopg import, the pool, and its transactions.
 
 psycopg is imported when a ``PostgresStore`` is made, never by ``import helix_stream``. The
 pool (``psycopg_pool.AsyncConnectionPool``) opens on first use, after :func:`migrate` has run
 on a connection of its own; its connections are in autocommit mode, so a read is its
 statements alone and a write is an explicit ``BEGIN … COMMIT`` (:meth:`PostgresDatabase._write`).
 
-Isolation is READ COMMITTED, with the session row as the lock: a method that appends to a
-session's log (or rewinds it, or merges its meta) starts with ``SELECT … FOR NO KEY UPDATE`` on
-that row, so writers of one session queue behind each other across processes, and each later
-statement sees everything the previous holder committed. ``enqueue_context`` takes no row
-lock (only an advisory lock shared with the session's other enqueues, for the queue cap): the
-``context_keys`` primary key decides a request-key race, and an entry committed during a
-context pass simply waits for the next one.
+Isolation is READ COMMITTED, with the session row as the lock: a turn write or a rewind starts
+with ``SELECT … FOR NO KEY UPDATE`` on that row (``_read``), so writers of one session queue
+behind each other across processes, and each later statement sees everything the previous
+holder committed. ``enqueue_context`` takes no row lock (only an advisory lock shared with the
+session's other enqueues, for the queue cap): the ``context_keys`` primary key decides a
+request-key race, and an entry committed during a context pass simply waits for the next one.
 
 **Lost connections** (a server restart, a terminated backend, a failover): every call runs
-through ``_postgres_retry.with_retry``, which runs it once more on a fresh connection when its
+through ``_retry.with_retry``, which runs it once more on a fresh connection when its
 connection turned out dead; a write only when its first try cannot have committed. Every write
 transaction reads its own transaction id first (``txid_current()``, in the same round trip as
 ``BEGIN``), so a ``COMMIT`` whose reply was lost can be settled.
@@ -33,49 +31,24 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from helix_stream._limits import MAX_QUEUED_ITEMS
 from helix_stream.errors import FrameworkNotSupportedError, StoreUnavailableError
-from helix_stream.store._postgres_retry import SQL_XID, Attempt, with_retry
-from helix_stream.store._postgres_schema import migrate
-from helix_stream.store._protocol import JSON, LogRecord, SessionRecord
-from helix_stream.store._shared import check_queue_cap, decode, encode, session_not_found
+from helix_stream.store._shared import check_queue_cap, session_not_found
+from helix_stream.store.postgres._retry import SQL_XID, Attempt, with_retry
+from helix_stream.store.postgres._schema import migrate
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection, AsyncCursor, AsyncPipeline
     from psycopg.rows import TupleRow
     from psycopg_pool import AsyncConnectionPool
 
-__all__ = [
-    "SESSION_COLUMNS",
-    "PostgresDatabase",
-    "Row",
-    "Tx",
-    "session_record",
-]
+__all__ = ["PostgresDatabase", "Row", "Tx"]
 
 _T = TypeVar("_T")
 Row = tuple[Any, ...]
 Params = Sequence[Any] | Mapping[str, Any]
 
-SESSION_COLUMNS = "id, agent_name, status, parent_id, created_at, updated_at, meta"
 # Plain names only: the schema is spliced into every statement and into string literals.
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
-# One statement appends the rows, marks the queue entries they came from delivered, and
-# advances the session's counter: one round trip for every write of a context pass. (The CTEs
-# touch different tables, so sharing one snapshot is harmless; the caller holds the session
-# lock.) The session and IS NULL conditions let the update find its entries through the small
-# context_queue_pending index instead of scanning the whole queue. Arrays go as binary (%b):
-# no per-element quoting of JSON text on the way out.
-_SQL_APPEND = """WITH appended AS (
-    INSERT INTO {s}.log (session_id, seq, role, payload, created_at)
-    SELECT %(sid)s, t.seq, t.role, t.payload, %(now)s
-    FROM unnest(%(seqs)b::bigint[], %(roles)b::text[], %(payloads)b::json[])
-        AS t(seq, role, payload)
-), delivered AS (
-    UPDATE {s}.context_queue q SET delivered_seq = d.seq
-    FROM unnest(%(queue_ids)b::bigint[], %(firsts)b::bigint[]) AS d(id, seq)
-    WHERE q.id = d.id AND q.session_id = %(sid)s AND q.delivered_seq IS NULL
-)
-UPDATE {s}.sessions SET last_seq = %(last)s WHERE id = %(sid)s"""
-# BEGIN and the transaction's id in one simple query (SQL_XID: see _postgres_retry).
+# BEGIN and the transaction's id in one simple query (SQL_XID: see _retry).
 _SQL_BEGIN_XID = f"BEGIN; {SQL_XID}"
 
 
@@ -99,20 +72,6 @@ def load_psycopg() -> tuple[ModuleType, ModuleType]:
             "Install them with: pip install 'helix-stream[postgres]'"
         ) from exc
     return psycopg, psycopg_pool
-
-
-def session_record(row: Row) -> SessionRecord:
-    """The record of a row of ``SESSION_COLUMNS``."""
-    sid, agent_name, status, parent_id, created_at, updated_at, meta = row[:7]
-    return SessionRecord(
-        id=sid,
-        agent_name=agent_name,
-        status=status,
-        parent_id=parent_id,
-        created_at=created_at,
-        updated_at=updated_at,
-        meta=decode(meta),
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,56 +113,6 @@ class Tx:
         if not rows:
             raise session_not_found(session_id)
         return [row for row in rows if row[0] is not None]
-
-    async def append(
-        self,
-        session_id: str,
-        start: int,
-        rows: Sequence[tuple[str, JSON]],
-        now: float,
-        delivered: Sequence[tuple[int, int]] = (),
-    ) -> list[LogRecord]:
-        """Append ``rows`` (role, payload) at seqs ``start + 1 …``, mark the ``delivered``
-        queue entries ``(id, seq of its first row)``, and advance ``sessions.last_seq``.
-
-        The caller holds the session's lock, so ``start`` is the session's last seq.
-        """
-        texts = [encode(payload) for _, payload in rows]  # a bad payload fails before any write
-        seqs = list(range(start + 1, start + len(rows) + 1))
-        roles = [role for role, _ in rows]
-        params = {
-            "sid": session_id,
-            "now": now,
-            "seqs": seqs,
-            "roles": roles,
-            "payloads": texts,
-            "queue_ids": [qid for qid, _ in delivered],
-            "firsts": [first for _, first in delivered],
-            "last": start + len(rows),
-        }
-        await self.send(_SQL_APPEND, params)
-        return [
-            LogRecord(seq=seq, role=role, payload=decode(text), created_at=now)
-            for seq, role, text in zip(seqs, roles, texts, strict=True)
-        ]
-
-    async def lock_session(self, session_id: str, columns: str = "last_seq") -> Row:
-        """Lock the session row until commit and return ``columns`` of its newest version.
-
-        Only columns of the locked row itself are current here: under READ COMMITTED, a
-        subquery in this statement would still read the snapshot taken before the wait.
-        """
-        row = await self.one(
-            f"SELECT {columns} FROM {{s}}.sessions WHERE id = %s FOR NO KEY UPDATE",
-            (session_id,),
-        )
-        if row is None:
-            raise session_not_found(session_id)
-        return row
-
-    async def require_session(self, session_id: str) -> None:
-        if await self.one("SELECT 1 FROM {s}.sessions WHERE id = %s", (session_id,)) is None:
-            raise session_not_found(session_id)
 
 
 class PostgresDatabase:
@@ -283,10 +192,17 @@ class PostgresDatabase:
         Raises:
             FrameworkNotSupportedError: the schema is newer than this release.
         """
-        self._check_open()
-        conn = await self._psycopg.AsyncConnection.connect(self._dsn, **self._connect_kwargs)
-        async with conn:
+        async with await self._connect() as conn:
             return await migrate(conn, self._ident, self.schema)
+
+    async def _connect(self) -> AsyncConnection[TupleRow]:
+        """A connection of its own, outside the pool, in autocommit mode (for a migration or
+        a ``LISTEN``); the caller closes it."""
+        self._check_open()
+        conn: AsyncConnection[TupleRow] = await self._psycopg.AsyncConnection.connect(
+            self._dsn, **self._connect_kwargs
+        )
+        return conn
 
     def _check_open(self) -> None:
         if self._closed:
@@ -312,7 +228,7 @@ class PostgresDatabase:
 
     async def _read(self, fn: Callable[[Tx], Awaitable[_T]], what: str = "a read") -> _T:
         """Run ``fn`` outside a transaction (each statement sees what is committed); after a
-        lost connection, once more on a fresh one (``_postgres_retry``)."""
+        lost connection, once more on a fresh one (``_retry``)."""
         await self._ensure_open()
 
         async def once(attempt: Attempt) -> _T:
@@ -335,7 +251,7 @@ class PostgresDatabase:
         an error rolls everything back. The transaction learns its id first, in the same round
         trip as ``BEGIN``, so that a lost ``COMMIT`` can be settled; after a lost connection
         the write runs once more only if its first try cannot have committed
-        (``_postgres_retry``). With ``pipeline``, statements go out without waiting for the
+        (``_retry``). With ``pipeline``, statements go out without waiting for the
         previous one's result until ``fn`` reads one (``BEGIN`` and ``COMMIT`` included): fewer
         round trips, for some CPU in psycopg, which pays on the context pass's hot path.
         """

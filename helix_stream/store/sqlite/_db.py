@@ -1,5 +1,4 @@
-"""SQLiteStore's plumbing: the schema, the connections and their transactions, and the few
-per-session lookups every transaction starts with.
+"""SQLiteStore's plumbing: the connections and their transactions.
 
 A store call is a few hundred microseconds of work (WAL, no fsync per commit, a warm page
 cache), so it runs right on the event loop's thread, on a connection that never waits for a
@@ -26,27 +25,13 @@ import sqlite3
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from helix_stream._limits import MAX_QUEUED_ITEMS
-from helix_stream.errors import FrameworkNotSupportedError
-from helix_stream.store._protocol import SessionRecord
-from helix_stream.store._shared import check_queue_cap, decode, session_not_found
+from helix_stream.store._shared import check_queue_cap
+from helix_stream.store.sqlite._schema import create_schema
 
-__all__ = [
-    "SCHEMA_VERSION",
-    "SQL_DELIVERED",
-    "SQL_LAST_SEQ",
-    "SQL_PENDING",
-    "SQL_READ_LOG",
-    "SQL_SESSION",
-    "SQLiteDatabase",
-    "last_seq",
-    "pending_items",
-    "read_session",
-    "require_session",
-    "session_record",
-]
+__all__ = ["SQLiteDatabase"]
 
 _T = TypeVar("_T")
 
@@ -55,100 +40,6 @@ logger = logging.getLogger("helix_stream.store")
 CHECKPOINT_EVERY = 200
 """Write transactions between two WAL checkpoints (SQLite's own default is about every 1,000
 pages; a turn writes a few)."""
-
-SCHEMA_VERSION = 1
-
-# Payloads are JSON text. Every per-session lookup is served by an index: the log's primary
-# key (session_id, seq) answers read_log(after_seq), MAX(seq) and a rewind's or branch's range;
-# the partial index answers pending_context without touching delivered entries, however long
-# the history; context_queue_by_session serves delivered_context and a rewind's queue scan.
-# Adding an index is compatible both ways, so context_queue_by_session did not need a new
-# SCHEMA_VERSION: an older file gets it when opened.
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
-    """CREATE TABLE IF NOT EXISTS sessions (
-        id TEXT PRIMARY KEY, agent_name TEXT NOT NULL, status TEXT NOT NULL, parent_id TEXT,
-        created_at REAL NOT NULL, updated_at REAL NOT NULL, meta TEXT NOT NULL)""",
-    """CREATE TABLE IF NOT EXISTS log (
-        session_id TEXT NOT NULL, seq INTEGER NOT NULL, role TEXT NOT NULL,
-        payload TEXT NOT NULL, created_at REAL NOT NULL, PRIMARY KEY (session_id, seq))""",
-    """CREATE TABLE IF NOT EXISTS context_queue (
-        id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, items TEXT NOT NULL,
-        source TEXT NOT NULL, key TEXT, origin TEXT NOT NULL, created_at REAL NOT NULL,
-        delivered_seq INTEGER)""",
-    """CREATE INDEX IF NOT EXISTS context_queue_pending ON context_queue (session_id, id)
-        WHERE delivered_seq IS NULL""",
-    "CREATE INDEX IF NOT EXISTS context_queue_by_session ON context_queue (session_id, id)",
-    """CREATE TABLE IF NOT EXISTS context_keys (
-        session_id TEXT NOT NULL, key TEXT NOT NULL, items_sha256 TEXT NOT NULL,
-        queue_id INTEGER NOT NULL, PRIMARY KEY (session_id, key)) WITHOUT ROWID""",
-    """CREATE TABLE IF NOT EXISTS checkpoints (
-        ord INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, id TEXT NOT NULL,
-        step_number INTEGER NOT NULL, log_seq INTEGER NOT NULL, state TEXT NOT NULL,
-        created_at REAL NOT NULL, UNIQUE (session_id, id))""",
-    "CREATE INDEX IF NOT EXISTS checkpoints_by_session ON checkpoints (session_id, ord)",
-)
-
-SQL_READ_LOG = (
-    "SELECT seq, role, payload, created_at FROM log WHERE session_id = ? AND seq > ? ORDER BY seq"
-)
-_QUEUE_COLUMNS = "SELECT id, items, source, key, origin, created_at, delivered_seq"
-SQL_PENDING = (
-    f"{_QUEUE_COLUMNS} FROM context_queue WHERE session_id = ? AND delivered_seq IS NULL"
-    " ORDER BY id"
-)
-SQL_DELIVERED = (
-    f"{_QUEUE_COLUMNS} FROM context_queue WHERE session_id = ? AND delivered_seq IS NOT NULL"
-    " ORDER BY id"
-)
-SQL_LAST_SEQ = "SELECT COALESCE(MAX(seq), 0) FROM log WHERE session_id = ?"
-SQL_SESSION = (
-    "SELECT id, agent_name, status, parent_id, created_at, updated_at, meta"
-    " FROM sessions WHERE id = ?"
-)
-
-
-def session_record(row: tuple[Any, ...]) -> SessionRecord:
-    """The record of a ``SQL_SESSION`` row."""
-    sid, agent_name, status, parent_id, created_at, updated_at, meta = row
-    return SessionRecord(
-        id=sid,
-        agent_name=agent_name,
-        status=status,
-        parent_id=parent_id,
-        created_at=created_at,
-        updated_at=updated_at,
-        meta=decode(meta),
-    )
-
-
-def read_session(conn: sqlite3.Connection, session_id: str) -> SessionRecord:
-    """The session's record; SessionNotFoundError if there is none."""
-    row = conn.execute(SQL_SESSION, (session_id,)).fetchone()
-    if row is None:
-        raise session_not_found(session_id)
-    return session_record(row)
-
-
-def require_session(conn: sqlite3.Connection, session_id: str) -> None:
-    """SessionNotFoundError unless the session exists."""
-    if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
-        raise session_not_found(session_id)
-
-
-def last_seq(conn: sqlite3.Connection, session_id: str) -> int:
-    """The seq of the session's last log record; 0 for an empty log."""
-    return int(conn.execute(SQL_LAST_SEQ, (session_id,)).fetchone()[0])
-
-
-def pending_items(conn: sqlite3.Connection, session_id: str) -> int:
-    """How many items the session's undelivered queue entries hold."""
-    row = conn.execute(
-        "SELECT COALESCE(SUM(json_array_length(items)), 0) FROM context_queue"
-        " WHERE session_id = ? AND delivered_seq IS NULL",
-        (session_id,),
-    ).fetchone()
-    return int(row[0])
 
 
 class SQLiteDatabase:
@@ -272,16 +163,7 @@ class SQLiteDatabase:
         return conn
 
     def _create_schema(self, conn: sqlite3.Connection) -> tuple[None, bool]:
-        for statement in _SCHEMA:
-            conn.execute(statement)
-        row = conn.execute("SELECT version FROM schema_version").fetchone()
-        if row is None:
-            conn.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
-        elif row[0] != SCHEMA_VERSION:
-            raise FrameworkNotSupportedError(
-                f"{self.path} has store schema version {row[0]}; this helix_stream reads "
-                f"version {SCHEMA_VERSION}. Use the helix_stream release that wrote it."
-            )
+        create_schema(conn, self.path)
         return None, True
 
     def _close_connections(self) -> None:

@@ -66,8 +66,8 @@ _V1 = (
         origin json NOT NULL,
         created_at double precision NOT NULL,
         delivered_seq bigint)""",
-    # pending_context and the context pass read only this small partial index, however long
-    # the delivered history grows.
+    # The queue reads of a snapshot and of a context pass use only this small partial index,
+    # however long the delivered history grows.
     """CREATE INDEX context_queue_pending ON {s}.context_queue (session_id, id)
         WHERE delivered_seq IS NULL""",
     "CREATE INDEX context_queue_by_session ON {s}.context_queue (session_id, id)",
