@@ -33,6 +33,7 @@ from .errors import (
     StoreCommitUnknownError as StoreCommitUnknownError,
     StoreUnavailableError as StoreUnavailableError,
     ToolContextError as ToolContextError,
+    ToolProviderError as ToolProviderError,
 )
 
 if TYPE_CHECKING:  # "X as X": explicit re-exports, so type checkers see the lazy names
@@ -69,6 +70,9 @@ if TYPE_CHECKING:  # "X as X": explicit re-exports, so type checkers see the laz
         has_tool_call as has_tool_call,
         step_count_is as step_count_is,
         stream_text as stream_text,
+    )
+    from .mcp import (
+        MCPServer as MCPServer,
     )
     from .middleware import (
         ModelMiddleware as ModelMiddleware,
@@ -143,6 +147,7 @@ _LAZY: dict[str, str] = {
         ],
         "loop",
     ),
+    "MCPServer": "mcp",
     **dict.fromkeys(
         [
             "ModelMiddleware",
@@ -181,6 +186,7 @@ __all__ = sorted(
         "StoreCommitUnknownError",
         "StoreUnavailableError",
         "ToolContextError",
+        "ToolProviderError",
         "errors",
     ]
 )

@@ -33,7 +33,7 @@ async def _once(name: str, capsys: pytest.CaptureFixture[str]) -> str:
 
 
 def test_every_example_is_tested() -> None:
-    tested = {"serve_litellm_stream", "fastapi_app", "tools_context", "steering"}
+    tested = {"serve_litellm_stream", "fastapi_app", "tools_context", "steering", "mcp_tools"}
     assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
 
 
@@ -68,6 +68,16 @@ async def test_steering(capsys: pytest.CaptureFixture[str]) -> None:
         'POST /context -> {"recorded": 1}',
         "answer: Done: research returned three sources agree on Mars. "
         "(Following the instruction: Answer in one sentence.)",
+    ]
+
+
+async def test_mcp_tools(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("mcp", reason="the MCP example needs the mcp package: pip install 'helix-stream[mcp]'")
+    forecast = '{"city": "Paris", "forecast": "sunny", "temp_c": 21}'
+    assert (await _once("mcp_tools", capsys)).splitlines() == [
+        "tools: meteo__alerts, meteo__forecast",
+        f"meteo__forecast -> {forecast}",
+        f"answer: Done: meteo__forecast returned {forecast}.",
     ]
 
 
