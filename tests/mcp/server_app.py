@@ -110,6 +110,9 @@ async def slow(seconds: float, ctx: Context) -> str:
 def whoami(ctx: Context) -> str:
     """Who the caller is (from its token; the token itself is never answered)."""
     headers = ctx.headers or {}
+    meta = ctx.request_context.meta or {}
+    if meta.get("traceparent"):
+        _note("traces", str(meta["traceparent"]))
     if headers.get("mcp-session-id"):
         _note("sessions", headers["mcp-session-id"])
     if TOKENS:

@@ -75,3 +75,17 @@ async def test_the_context_filter_may_name_the_server_and_keeps_credentials_out(
     assert tool_span(exporter, "demo__echo")["mcp.method.name"] == "tools/call"
     assert secret not in spans_json(exporter)
     assert secret.encode() not in b"".join(loopback.requests)
+
+
+async def test_the_trace_context_reaches_the_server_in_the_requests_meta(
+    stdio_server: hs.MCPServer, loopback: LoopbackServer, state: Any
+) -> None:
+    exporter, telemetry = exporter_and_settings()
+    loopback.script(tool_calls(("demo__whoami", {})), text("ok"))
+    result = hs.stream_text(
+        prompt="go", tools=await stdio_server.tools(), telemetry=telemetry, **loopback.llm()
+    )
+    await result.consume()
+    span = next(s for s in exporter.get_finished_spans() if s.name == "execute_tool demo__whoami")
+    (traceparent,) = state.lines("traces")
+    assert traceparent.split("-")[1] == f"{span.context.trace_id:032x}"
