@@ -93,9 +93,13 @@ class Connection:
             self.loop = asyncio.get_running_loop()
             self._ready = self.loop.create_future()
             self._task = self.loop.create_task(self._own(), context=contextvars.Context())
-        assert self._ready is not None
+        ready = self._ready
+        assert ready is not None
+        if ready.done() and not ready.cancelled() and ready.exception() is None:
+            return
+        self.in_flight += 1  # a caller waiting for the connection holds it as a call does
         try:
-            await asyncio.wait_for(asyncio.shield(self._ready), timeout)
+            await asyncio.wait_for(asyncio.shield(ready), timeout)
         except TimeoutError:
             await self.aclose()
             raise timeout_error(self.server, self.transport, timeout) from None
@@ -110,6 +114,13 @@ class Connection:
                 seen=self.seen,
                 secrets=self._secrets,
             ) from leaf(exc)
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        self.in_flight -= 1
+        if self._retiring and not self.in_flight:
+            self._stop.set()
 
     async def _own(self) -> None:
         ready = self._ready
@@ -176,9 +187,7 @@ class Connection:
                 connected=self.alive,
             ) from leaf(exc)
         finally:
-            self.in_flight -= 1
-            if self._retiring and not self.in_flight:
-                self._stop.set()
+            self._release()
 
     async def list_tools(self) -> list[dict[str, Any]]:
         """Every tool the server lists now, in MCP's wire form (all pages)."""
@@ -207,14 +216,19 @@ class Connection:
     async def aclose(self) -> None:
         """Close now and wait until the server is let go (a stdio server has exited)."""
         self._stop.set()
-        task = self._task
+        task, ready = self._task, self._ready
         if task is None or task.done() or self.loop is not asyncio.get_running_loop():
             return  # nothing running, or on an event loop that is gone
-        _, pending = await asyncio.wait({task}, timeout=_CLOSE_TIMEOUT)
+        connecting = ready is not None and not ready.done()
+        # Still connecting, the owner is not waiting for the stop: cancel it (the mcp package
+        # still stops a stdio server on cancellation). Connected, it closes by itself.
+        pending = {task} if connecting else (await asyncio.wait({task}, timeout=_CLOSE_TIMEOUT))[1]
         for stuck in pending:
             stuck.cancel()
             with suppress(asyncio.CancelledError):
                 await stuck
+        if ready is not None and ready.done() and not ready.cancelled():
+            ready.exception()  # seen: a failed attempt is reported by start(), not logged
 
 
 @asynccontextmanager

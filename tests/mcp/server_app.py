@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mcp import MCPError
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import EmbeddedResource, TextContent, TextResourceContents
@@ -93,6 +94,12 @@ def report() -> list[Any]:
 def fail(reason: str) -> str:
     """Always fails."""
     raise ToolError(f"failed because {reason}")
+
+
+@mcp.tool()
+def refuse() -> str:
+    """Answers with a JSON-RPC error instead of a result."""
+    raise MCPError(code=-32602, message="no such account")
 
 
 @mcp.tool()
