@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import logging
 import os
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
     import httpx2
 
 __all__ = ["MCPServer"]
+
+_log = logging.getLogger("helix_stream.mcp")
 
 Protocol = Literal["auto", "legacy"]
 
@@ -266,17 +269,31 @@ class MCPServer:
                 without a call. ``None``: what the server lists now.
             context: As for :meth:`offer`.
 
+        With an ``offer``, a server that cannot be listed now (it is down) does not fail the
+        turn: its offered tools are built all the same, each call becomes an error result the
+        model reads, and a later use connects again (logged at WARNING on
+        ``helix_stream.mcp``). Refused credentials still raise: the caller must sign in.
+
         Raises:
-            ToolProviderError: the server cannot be used, or lists an invalid schema.
+            ToolProviderError: without an ``offer``, the server cannot be used; or it lists an
+                invalid schema.
+            ToolProviderAuthError: the server refused the credentials.
             InvalidRequestError: ``offer`` is another server's.
         """
-        current = await self.offer(context=context)
-        if offer is None:
-            offer = current
-        elif offer.server != self.name:
+        if offer is not None and offer.server != self.name:
             raise InvalidRequestError(
                 f"that offer is MCP server {offer.server!r}'s, not {self.name!r}'s"
             )
+        try:
+            current = await self.offer(context=context)
+        except ToolProviderAuthError:
+            raise
+        except ToolProviderError as exc:
+            if offer is None:
+                raise
+            _log.warning("%s; offering the stored tools, whose calls fail until it is back", exc)
+            current = offer
+        offer = offer or current
         gone = offer.unavailable(spec.remote_name for spec in current.tools)
         return [
             build_tool(

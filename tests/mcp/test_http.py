@@ -193,3 +193,20 @@ async def test_a_legacy_session_id_reaches_the_server_and_telemetry_hashes_it(
     assert (attrs["network.transport"], attrs["network.protocol.name"]) == ("tcp", "http")
     assert (attrs["server.address"], attrs["server.port"]) == ("127.0.0.1", int(http_server.base.rsplit(":", 1)[1]))
     assert session not in spans_json(exporter)
+
+
+async def test_a_stored_offer_still_builds_its_tools_while_the_server_is_down(
+    state: State, loopback: LoopbackServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    server_process = start_http(state)
+    async with hs.MCPServer.http(server_process.url, name="remote") as server:
+        offer = await server.offer()
+        stop(server_process.process)
+        with caplog.at_level("WARNING", logger="helix_stream.mcp"):
+            tools = await server.tools(offer)  # the turn goes on, byte for byte
+        assert [t.name for t in tools] == list(offer.names())
+        error = await call(loopback, tools, "remote__echo", {"text": "hello?"})
+        with pytest.raises(ToolProviderError, match="could not be reached"):
+            await server.tools()  # without an offer, the typed error
+    assert "ToolProviderError" in error and "MCP server 'remote'" in error
+    assert "offering the stored tools" in caplog.text
