@@ -6,8 +6,9 @@
 ``HELIX_MCP_STATE`` names a folder the server reports into and is steered from: it appends
 each call's tool name to ``calls``, each cancelled call to ``cancelled``, its pid to
 ``starts`` when it starts; tools named in ``hidden`` (one per line) are not listed and cannot be called. Over
-HTTP, ``HELIX_MCP_TOKENS`` (``token=user,...``) makes every request need ``Authorization:
-Bearer <token>`` (else 401 with an OAuth challenge); ``whoami`` answers the user, never the token.
+``HELIX_MCP_TOKENS`` (``token=user,...``) names the users ``whoami`` answers for (never the
+token): from ``Authorization: Bearer <token>`` over HTTP, where every request then needs one
+(else 401 with an OAuth challenge), or from ``HELIX_TEST_TOKEN`` in a stdio server's environment.
 """
 
 from __future__ import annotations
@@ -122,9 +123,11 @@ def whoami(ctx: Context) -> str:
         _note("traces", str(meta["traceparent"]))
     if headers.get("mcp-session-id"):
         _note("sessions", headers["mcp-session-id"])
-    if TOKENS:
-        return TOKENS.get(headers.get("authorization", "").removeprefix("Bearer "), "nobody")
-    return os.environ.get("HELIX_TEST_USER", "nobody")
+    if ctx.headers is not None:  # HTTP: the bearer token; stdio: the token in the environment
+        token = headers.get("authorization", "").removeprefix("Bearer ")
+    else:
+        token = os.environ.get("HELIX_TEST_TOKEN", "")
+    return TOKENS.get(token, "nobody")
 
 
 @mcp.tool()

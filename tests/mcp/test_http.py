@@ -26,7 +26,7 @@ async def call(loopback: LoopbackServer, tools: list[hs.Tool], name: str, args: 
     chunks = [c async for c in result]
     done = [c for c in chunks if c.type in ("tool-output-available", "tool-output-error")]
     assert len(done) == 1, chunks
-    return getattr(done[0], "output", None) or done[0].error_text
+    return done[0].output if done[0].type == "tool-output-available" else done[0].error_text
 
 
 @pytest.mark.parametrize("transport", ["streamable-http", "sse"])

@@ -214,31 +214,33 @@ async def test_a_tool_needing_approval_pauses_without_calling_the_server(
 async def test_per_request_env_starts_a_process_per_credential_set_within_the_bound(
     stdio_env: dict[str, str], loopback: LoopbackServer, state: State
 ) -> None:
+    carol, dave = "tok-carol-81d0c3", "tok-dave-4be917"
     server = hs.MCPServer.stdio(
-        sys.executable, stdio_args(), env=stdio_env, name="demo",
-        request_env={"HELIX_TEST_USER"}, max_connections=1,
+        sys.executable, stdio_args(), env={**stdio_env, "HELIX_MCP_TOKENS": f"{carol}=carol,{dave}=dave"},
+        name="demo", request_env={"HELIX_TEST_TOKEN"}, max_connections=1,
     )  # fmt: skip
 
-    async def whoami(user: str) -> Any:
+    async def whoami(token: str) -> Any:
         loopback.script(tool_calls(("demo__whoami", {})), text("ok"))
-        context = {"demo": {"env": {"HELIX_TEST_USER": user}}}
+        context = {"demo": {"env": {"HELIX_TEST_TOKEN": token}}}
         chunks = await run(loopback, tools, tools_context=context)
         return next(c.output for c in chunks if c.type == "tool-output-available")
 
     async with server:
         tools = await server.tools()  # listed on the connection without credentials
-        assert await whoami("carol") == {"result": "carol"}
-        assert await whoami("dave") == {"result": "dave"}
-        assert await whoami("carol") == {"result": "carol"}  # dave's evicted carol's
+        assert await whoami(carol) == {"result": "carol"}
+        assert await whoami(dave) == {"result": "dave"}
+        assert await whoami(carol) == {"result": "carol"}  # dave's evicted carol's
     assert len(state.lines("starts")) == 4
-    assert not any(b"carol" in raw or b"dave" in raw for raw in loopback.requests[::2])
+    sent = b"".join(loopback.requests)
+    assert carol.encode() not in sent and dave.encode() not in sent
 
 
 async def test_per_request_credentials_are_validated_before_anything_is_sent(
     stdio_env: dict[str, str], loopback: LoopbackServer
 ) -> None:
     server = hs.MCPServer.stdio(
-        sys.executable, stdio_args(), env=stdio_env, name="demo", request_env={"HELIX_TEST_USER"}
+        sys.executable, stdio_args(), env=stdio_env, name="demo", request_env={"HELIX_TEST_TOKEN"}
     )
     async with server:
         tools = await server.tools()

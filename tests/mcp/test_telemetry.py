@@ -54,9 +54,9 @@ async def test_the_context_filter_may_name_the_server_and_keeps_credentials_out(
 ) -> None:
     secret = "env-secret-value-4471"
     server = hs.MCPServer.stdio(
-        sys.executable, stdio_args(), env=stdio_env, name="demo", request_env={"HELIX_TEST_USER"}
+        sys.executable, stdio_args(), env=stdio_env, name="demo", request_env={"HELIX_TEST_TOKEN"}
     )
-    context = {"demo": {"env": {"HELIX_TEST_USER": secret}}}
+    context = {"demo": {"env": {"HELIX_TEST_TOKEN": secret}}}
     async with server:
         tools = await server.tools()
         with pytest.raises(InvalidRequestError, match="'nope'"):
