@@ -11,7 +11,7 @@ $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	@# setuptools prints one notice for any editable install; it is information, not a fault.
-	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --quiet -e '.[dev,postgres]'
+	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --quiet -e '.[dev,postgres,mcp]'
 	touch $@
 
 setup: $(VENV)/.installed

@@ -45,6 +45,7 @@ from .errors import (
     StoreUnavailableError as StoreUnavailableError,
     TokenRejectedError as TokenRejectedError,
     ToolContextError as ToolContextError,
+    ToolProviderError as ToolProviderError,
 )
 
 if TYPE_CHECKING:  # "X as X": explicit re-exports, so type checkers see the lazy names
@@ -90,6 +91,9 @@ if TYPE_CHECKING:  # "X as X": explicit re-exports, so type checkers see the laz
         has_tool_call as has_tool_call,
         step_count_is as step_count_is,
         stream_text as stream_text,
+    )
+    from .mcp import (
+        MCPServer as MCPServer,
     )
     from .middleware import (
         ModelMiddleware as ModelMiddleware,
@@ -200,6 +204,7 @@ _LAZY: dict[str, str] = {
         ],
         "loop",
     ),
+    "MCPServer": "mcp",
     **dict.fromkeys(
         [
             "ModelMiddleware",
@@ -251,6 +256,7 @@ __all__ = sorted(
         "StoreUnavailableError",
         "TokenRejectedError",
         "ToolContextError",
+        "ToolProviderError",
         "errors",
     ]
 )

@@ -19,6 +19,8 @@ The tree::
     ├── StateError                    state_invalid               409
     ├── NoActiveContextError          no_active_context           500
     ├── ToolFailedError               tool_failed                 500 (on the UI stream only)
+    ├── ToolProviderError             tool_provider_unavailable   503 retryable
+    │   └── ToolProviderAuthError     tool_provider_unauthorized  502
     ├── HookError                     hook_failed                 500
     ├── FrameworkNotSupportedError    framework_not_supported     501
     ├── SandboxError                  sandbox_error               500
@@ -85,6 +87,8 @@ __all__ = [
     "TokenRejectedError",
     "ToolContextError",
     "ToolFailedError",
+    "ToolProviderAuthError",
+    "ToolProviderError",
     "describe_validation",
 ]
 
@@ -277,6 +281,55 @@ class ToolFailedError(HelixError):
 
     code = "tool_failed"
     http_status = 500
+
+    def __init__(self, message: str, *, error_type: str | None = None) -> None:
+        super().__init__(message)
+        # Telemetry's ``error.type`` when the class name is not what a dashboard should group
+        # by: an MCP tool's ``isError`` result is ``tool_error`` (OpenTelemetry semconv).
+        self.error_type = error_type
+
+
+class ToolProviderError(HelixError):
+    """A source of tools (an MCP server) cannot be used: it did not start, cannot be reached,
+    or dropped the connection; nothing of the call ran on it.
+
+    The message names the server and what to check. Raised to the app when the tools are
+    first needed (``await server.tools()``); inside a run, a tool call that meets it becomes
+    an error result the model sees, and the next use connects again.
+
+    Attributes:
+        server: The server's name.
+    """
+
+    code = "tool_provider_unavailable"
+    http_status = 503
+    retryable = True
+
+    def __init__(self, message: str, *, server: str) -> None:
+        super().__init__(message)
+        self.server = server
+
+
+class ToolProviderAuthError(ToolProviderError):
+    """The tool provider refused the credentials (HTTP 401 or 403): trying again with the
+    same ones will not help.
+
+    Attributes:
+        status: The HTTP status it answered.
+        challenge: Its ``WWW-Authenticate`` header (an OAuth challenge names where to sign
+            in), or ``None``.
+    """
+
+    code = "tool_provider_unauthorized"
+    http_status = 502
+    retryable = False
+
+    def __init__(
+        self, message: str, *, server: str, status: int, challenge: str | None = None
+    ) -> None:
+        super().__init__(message, server=server)
+        self.status = status
+        self.challenge = challenge
 
 
 class HookError(HelixError):

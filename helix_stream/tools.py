@@ -1,8 +1,8 @@
 """Tools: ``tool()`` / :class:`Tool`, the per-call :class:`ToolContext`, context_schema resolution.
 
-A tool's input is validated against its ``input_schema`` (a pydantic model) before ``execute``
-runs. A tool with a ``context_schema`` receives in ``ctx.context`` only its own entry of
-``tools_context``, validated and frozen: a tool
+A tool's input is validated against its ``input_schema`` (a pydantic model, or one made from a
+JSON schema) before ``execute`` runs. A tool with a ``context_schema`` receives in
+``ctx.context`` only its own entry of ``tools_context``, validated and frozen: a tool
 never sees the runtime context or another tool's context.
 
 A tool with ``auth=`` (a strategy from :mod:`helix_stream.auth`) gets its token through
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from ._json_schema import JsonSchemaInput, json_schema_model
 from .errors import ToolContextError, describe_validation
 
 if TYPE_CHECKING:
@@ -205,6 +206,11 @@ class Tool:
         needs_approval: Pause for the app's approval before each call.
         auth: How the tool gets a token to act for the user (``hs.token_auth(...)``,
             ``hs.oauth_auth(...)``), read with ``await ctx.get_token()``; ``None``: none.
+        context_key: The ``tools_context`` entry this tool reads, when it is not its own
+            name: the tools of one MCP server share the server's entry.
+        available: ``False`` keeps the tool in the offered list (the request's bytes, and so
+            the provider's prompt cache, stay as they were) while a call to it gets a
+            ``tool_unavailable`` result and runs nothing: an MCP server no longer lists it.
     """
 
     name: str
@@ -214,6 +220,8 @@ class Tool:
     execute: ExecuteFn | None = None
     needs_approval: bool = False
     auth: AuthStrategy | None = None
+    context_key: str | None = None
+    available: bool = True
     _frozen_context: type[BaseModel] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -233,7 +241,9 @@ class Tool:
         if self.execute is not None:
             raise TypeError(f"tool {self.name!r} already has an execute function")
         return replace(
-            self, execute=_body(fn), description=self.description or inspect.getdoc(fn) or ""
+            self,
+            execute=_body(fn, self.input_schema),
+            description=self.description or inspect.getdoc(fn) or "",
         )
 
     def resolve_context(self, tools_context: Mapping[str, Any] | None) -> Any:
@@ -244,14 +254,15 @@ class Tool:
         """
         if self._frozen_context is None:
             return None
-        if not tools_context or self.name not in tools_context:
+        key = self.context_key or self.name
+        if not tools_context or key not in tools_context:
             raise ToolContextError(
                 f"Tool {self.name!r} declares a context_schema "
                 f"({self.context_schema.__name__ if self.context_schema else ''}) but "
-                f"tools_context has no {self.name!r} entry. Pass "
-                f"tools_context={{{self.name!r}: {{...}}}}."
+                f"tools_context has no {key!r} entry. Pass "
+                f"tools_context={{{key!r}: {{...}}}}."
             )
-        entry = tools_context[self.name]
+        entry = tools_context[key]
         if isinstance(entry, BaseModel):
             entry = entry.model_dump()
         try:
@@ -259,7 +270,7 @@ class Tool:
         except ValidationError as exc:
             problems = describe_validation(exc)
             raise ToolContextError(
-                f"tools_context[{self.name!r}] does not match its context_schema: {problems}"
+                f"tools_context[{key!r}] does not match its context_schema: {problems}"
             ) from None
 
     @property
@@ -352,7 +363,7 @@ def tool(
     *,
     name: str | None = None,
     description: str | DescriptionFn | None = None,
-    input_schema: type[BaseModel] | None = None,
+    input_schema: type[BaseModel] | Mapping[str, Any] | None = None,
     context_schema: type[BaseModel] | None = None,
     execute: ExecuteFn | None = None,
     needs_approval: bool = False,
@@ -364,7 +375,7 @@ def tool(
     *,
     name: str | None = None,
     description: str | DescriptionFn | None = None,
-    input_schema: type[BaseModel] | None = None,
+    input_schema: type[BaseModel] | Mapping[str, Any] | None = None,
     context_schema: type[BaseModel] | None = None,
     execute: ExecuteFn | None = None,
     needs_approval: bool = False,
@@ -381,11 +392,14 @@ def tool(
 
         lookup = hs.tool(name="lookup", input_schema=LookupInput, execute=do_lookup)
         ask_user = hs.tool(name="ask_user", input_schema=Question)   # no execute: client tool
+        search = hs.tool(name="search", input_schema={"type": "object", ...}, execute=fn)
 
     Args:
         name: Defaults to the function's name.
         description: A string or ``callable(context) -> str``; defaults to the docstring.
-        input_schema: A pydantic model; derived from the signature when omitted.
+        input_schema: A pydantic model; derived from the signature when omitted. A JSON
+            schema (a dict) is offered as it is and validated with ``jsonschema``; ``execute``
+            then receives the arguments as a dict.
         context_schema: A pydantic model this tool's ``tools_context`` entry must match.
         execute: ``execute(input, ctx)``, sync or async. Without it (and without a decorated
             function) the tool is a client tool: the run pauses until the client answers.
@@ -395,16 +409,19 @@ def tool(
     """
 
     def build(f: ExecuteFn | None) -> Tool:
-        schema, run = input_schema, f
-        if f is not None and schema is None:
-            schema, run = _signature_tool(f)
-        elif f is not None:
-            run = _body(f)
-        if schema is None:
-            raise TypeError("tool() needs input_schema= when it has no function to read it from")
         tool_name = name or (f.__name__ if f is not None else None)
         if not tool_name:
             raise TypeError("tool() needs name= when it has no function to take it from")
+        schema = input_schema
+        if isinstance(schema, Mapping):
+            schema = json_schema_model(schema, name=tool_name)
+        run = f
+        if f is not None and schema is None:
+            schema, run = _signature_tool(f)
+        elif f is not None:
+            run = _body(f, schema)
+        if schema is None:
+            raise TypeError("tool() needs input_schema= when it has no function to read it from")
         desc = description
         if desc is None:
             desc = inspect.getdoc(f) or "" if f is not None else ""
@@ -426,11 +443,15 @@ def tool(
     return build
 
 
-def _body(f: ExecuteFn) -> ExecuteFn:
-    """``f`` as ``execute(input, ctx)``: a one-argument function does not get the context."""
-    if len(inspect.signature(f).parameters) > 1:
-        return f
-    return lambda input, ctx: f(input)
+def _body(f: ExecuteFn, schema: type[BaseModel] | None = None) -> ExecuteFn:
+    """``f`` as ``execute(input, ctx)``: a one-argument function does not get the context; the
+    function of a JSON-schema tool gets the validated arguments as the dict they are."""
+    body: ExecuteFn = f
+    if len(inspect.signature(f).parameters) <= 1:
+        body = lambda input, ctx: f(input)  # noqa: E731
+    if schema is not None and issubclass(schema, JsonSchemaInput):
+        return lambda input, ctx: body(input.root, ctx)
+    return body
 
 
 def finish_tool(schema: type[BaseModel]) -> Tool:

@@ -33,7 +33,14 @@ async def _once(name: str, capsys: pytest.CaptureFixture[str]) -> str:
 
 
 def test_every_example_is_tested() -> None:
-    tested = {"serve_litellm_stream", "fastapi_app", "tools_context", "steering", "tool_auth"}
+    tested = {
+        "serve_litellm_stream",
+        "fastapi_app",
+        "tools_context",
+        "steering",
+        "tool_auth",
+        "mcp_tools",
+    }
     assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
 
 
@@ -76,6 +83,16 @@ async def test_tool_auth(capsys: pytest.CaptureFixture[str]) -> None:
         "before sign-in: list_events -> AuthorizationRequiredError",
         "sign-in: authorized",
         'after sign-in: list_events -> ["09:00 stand-up", "14:00 design review"]',
+    ]
+
+
+async def test_mcp_tools(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("mcp", reason="the MCP example needs the mcp package: pip install 'helix-stream[mcp]'")
+    forecast = '{"city": "Paris", "forecast": "sunny", "temp_c": 21}'
+    assert (await _once("mcp_tools", capsys)).splitlines() == [
+        "tools: meteo__alerts, meteo__forecast",
+        f"meteo__forecast -> {forecast}",
+        f"answer: Done: meteo__forecast returned {forecast}.",
     ]
 
 

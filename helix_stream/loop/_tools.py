@@ -121,8 +121,10 @@ class ToolCalls:
         """Settle a call that must not run now; return its chunk, or ``(None, input)`` to run."""
         tool = self._tools.get(call.name)
         approved = call.id in self._approved
+        # An offered tool that cannot run now (``available=False``: its MCP server no longer
+        # lists it) is unavailable like an undeclared one.
         reason: Literal["tool_inactive", "tool_unavailable"] | None = (
-            "tool_unavailable" if tool is None else None
+            "tool_unavailable" if tool is None or not tool.available else None
         )
         if reason is None and not approved:
             reason = await self._session.gate(call)

@@ -27,10 +27,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._filters import check_tools_filter
-from ._recorder import NOOP_RECORDER, Recorder
+from ._recorder import NOOP_RECORDER, Recorder, annotate_tool_call
+from ._semconv import mcp_attributes
 from ._settings import TelemetrySettings
 
-__all__ = ["NOOP_RECORDER", "Recorder", "TelemetrySettings", "recorder_for"]
+__all__ = [
+    "NOOP_RECORDER",
+    "Recorder",
+    "TelemetrySettings",
+    "annotate_tool_call",
+    "mcp_attributes",
+    "recorder_for",
+]
 
 
 def recorder_for(

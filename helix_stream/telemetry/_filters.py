@@ -115,7 +115,7 @@ def context_attributes(
 
 
 def check_tools_filter(include: Mapping[str, Mapping[str, bool]] | None, tools: Any) -> None:
-    """Raise if the tools filter names a tool the call does not have.
+    """Raise if the tools filter names a tool (or a shared context entry) the call does not have.
 
     A misspelt tool name would otherwise send nothing, silently: the kind of mistake a
     user only finds when the dashboard they need is empty.
@@ -126,6 +126,10 @@ def check_tools_filter(include: Mapping[str, Mapping[str, bool]] | None, tools: 
     if not include:
         return
     known = set(tools or ())
+    if isinstance(tools, Mapping):
+        # The shared tools_context entries the tools read (an MCP server's name) too.
+        keys = (getattr(tool, "context_key", None) for tool in tools.values())
+        known |= {key for key in keys if isinstance(key, str)}
     unknown = sorted(name for name in include if name not in known)
     if unknown:
         names = ", ".join(repr(n) for n in unknown)

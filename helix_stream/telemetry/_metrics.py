@@ -99,9 +99,19 @@ def meters_nothing(provider: MeterProvider | None) -> bool:
 
 
 def error_type(error: BaseException) -> str:
-    """``error.type``: the exception's qualified class name (``cancelled`` for an abort)."""
+    """``error.type``: the exception's qualified class name (``cancelled`` for an abort), or
+    the low-cardinality name an error gives itself in an ``error_type`` attribute (semconv
+    names some: ``tool_error`` for an MCP tool's ``isError`` result)."""
     if isinstance(error, (asyncio.CancelledError, GeneratorExit)):
         return "cancelled"
+    named = getattr(error, "error_type", None)
+    if isinstance(named, str) and named:
+        return named
+    return class_name(error)
+
+
+def class_name(error: BaseException) -> str:
+    """The exception's qualified class name (``exception.type``)."""
     cls = type(error)
     if cls.__module__ == "builtins":
         return cls.__qualname__

@@ -49,8 +49,14 @@ from ._filters import (
     to_json,
     tool_arguments,
 )
-from ._metrics import CallMeter, error_type as _error_type, instruments_for, meters_nothing
-from ._recorder import Recorder
+from ._metrics import (
+    CallMeter,
+    class_name,
+    error_type as _error_type,
+    instruments_for,
+    meters_nothing,
+)
+from ._recorder import TOOL_SPAN, Recorder
 from ._semconv import (
     provider_name,
     response_attributes,
@@ -351,7 +357,12 @@ class OtelRecorder(Recorder):
     @contextmanager
     def tool_call(self, *, call: Any, tool_context: Any) -> Iterator[Any]:
         name = str(getattr(call, "name", ""))
+        # A tool reading a shared tools_context entry (an MCP server's) is filtered by its
+        # own name or, failing that, by the entry's.
         include = self._tools_include.get(name)
+        if include is None:
+            key = getattr(self._tools.get(name), "context_key", None)
+            include = self._tools_include.get(key) if isinstance(key, str) else None
         attrs: dict[str, AttributeValue] = {
             **self._common,
             "gen_ai.operation.name": "execute_tool",
@@ -377,12 +388,14 @@ class OtelRecorder(Recorder):
         self._tool_spans[call_id] = handle
         # Current inside the tool's own task only (entered and left in that task).
         token = otel_context.attach(trace.set_span_in_context(span))
+        current = TOOL_SPAN.set(span)
         try:
             yield handle
         except BaseException as exc:
             self._fail(span, exc, secrets)
             raise
         finally:
+            TOOL_SPAN.reset(current)
             otel_context.detach(token)
             span.end()
             self._tool_spans.pop(call_id, None)
@@ -477,14 +490,13 @@ class OtelRecorder(Recorder):
         hidden = secrets if secrets is not None else self._secret_set()
         message = redact(str(exc), hidden)
         stack = redact("".join(traceback.format_exception(exc)), hidden)
-        error_type = _error_type(exc)
-        span.set_attribute("error.type", error_type)
+        span.set_attribute("error.type", _error_type(exc))
         code = getattr(exc, "code", None)
         if isinstance(code, str):
             span.set_attribute("helix.error.code", code)
         # By hand: the SDK's record_exception would put str(exc) on the span unredacted.
         exception = {
-            "exception.type": error_type,
+            "exception.type": class_name(exc),
             "exception.message": message,
             "exception.stacktrace": stack,
         }

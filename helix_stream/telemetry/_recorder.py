@@ -9,9 +9,27 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
-__all__ = ["NOOP_RECORDER", "Recorder"]
+__all__ = ["NOOP_RECORDER", "TOOL_SPAN", "Recorder", "annotate_tool_call"]
+
+# The span of the tool call running in this task (set by the OpenTelemetry recorder inside the
+# tool's own task), so that code a tool calls can describe the call on it.
+TOOL_SPAN: ContextVar[Any] = ContextVar("helix_tool_span", default=None)
+
+
+def annotate_tool_call(attributes: Mapping[str, Any]) -> None:
+    """Add attributes to the ``execute_tool`` span of the tool call running now.
+
+    Nothing happens outside a tool call, or when the call records no span. An MCP tool uses
+    it for the ``mcp.*`` attributes (OpenTelemetry semconv: MCP instrumentation that finds a
+    tool-execution span already open adds its attributes there instead of a span of its own).
+    Only what the caller passes is recorded: it must hold no secret.
+    """
+    span = TOOL_SPAN.get()
+    if span is not None and span.is_recording():
+        span.set_attributes(dict(attributes))
 
 
 class Recorder:

@@ -5,18 +5,21 @@ Names follow the OpenTelemetry GenAI semantic conventions as the
 ``gen_ai.usage.cache_read.input_tokens``, ``gen_ai.usage.cache_creation.input_tokens`` and
 ``gen_ai.usage.reasoning.output_tokens``; ``gen_ai.response.id``; ``server.address`` and
 ``server.port``; ``gen_ai.system_instructions`` (the system prompt, kept out of
-``gen_ai.input.messages``).
+``gen_ai.input.messages``). MCP calls add the MCP conventions' client attributes
+(``mcp.method.name``, ``mcp.protocol.version``, ``mcp.session.id``, ``network.transport``).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from ._filters import AttributeValue
 
 __all__ = [
+    "mcp_attributes",
     "provider_name",
     "response_attributes",
     "server_attributes",
@@ -131,3 +134,40 @@ def split_system(messages: Sequence[Any]) -> tuple[str | None, Sequence[Any]]:
 def system_parts(system: str) -> list[dict[str, Any]]:
     """``gen_ai.system_instructions``: the system prompt as a list of text parts."""
     return [{"type": "text", "content": system}]
+
+
+def mcp_attributes(
+    *,
+    method: str,
+    transport: Literal["stdio", "http", "sse"],
+    server: str,
+    url: str | None = None,
+    protocol_version: str | None = None,
+    session_id: str | None = None,
+    tool: str | None = None,
+) -> dict[str, AttributeValue]:
+    """The MCP client attributes of one request (semconv "Model Context Protocol").
+
+    ``network.transport`` is ``pipe`` for stdio and ``tcp`` over HTTP, which also gets
+    ``network.protocol.name`` and the URL's ``server.address``/``server.port`` (nothing else of
+    the URL). ``mcp.session.id`` is recorded as the first 32 hex digits of its SHA-256: a
+    session id lets whoever holds it inject into the session, and a telemetry backend is no
+    place for one; the digest still tells sessions apart. ``helix.mcp.server.name`` is the
+    server's name in this app, ``helix.mcp.tool.name`` the tool's name on the server (the
+    offered name, with its prefix, is ``gen_ai.tool.name``).
+    """
+    attrs: dict[str, AttributeValue] = {
+        "mcp.method.name": method,
+        "network.transport": "pipe" if transport == "stdio" else "tcp",
+        "helix.mcp.server.name": server,
+    }
+    if transport != "stdio":
+        attrs["network.protocol.name"] = "http"
+        attrs.update(server_attributes(url))
+    if protocol_version:
+        attrs["mcp.protocol.version"] = protocol_version
+    if session_id:
+        attrs["mcp.session.id"] = hashlib.sha256(session_id.encode()).hexdigest()[:32]
+    if tool is not None:
+        attrs["helix.mcp.tool.name"] = tool
+    return attrs

@@ -1,0 +1,80 @@
+"""An agent whose tools come from an MCP server: a local one, started over stdio.
+
+The server is this file itself, run with ``--server`` (the ``mcp`` package's own server API).
+``hs.MCPServer.stdio`` starts it when its tools are first needed; its tools are offered as
+``meteo__forecast`` and ``meteo__alerts`` (the server's name, two underscores, the tool's
+name), with the server's JSON schemas. The offer is taken once and kept (``offer.encode()``),
+so that later turns offer the same tools, byte for byte, whatever the server lists by then.
+
+Needs the ``mcp`` extra (``pip install 'helix-stream[mcp]'``). Run it:
+
+    python examples/mcp_tools.py "What is the weather forecast for Oslo?"
+    python examples/mcp_tools.py --once     # an offline self-check (the embedded demo model)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+
+import helix_stream as hs
+from helix_stream.mcp import MCPOffer
+
+
+def serve() -> None:
+    """The MCP server: two weather tools, over stdio."""
+    from mcp.server.mcpserver import MCPServer as SDKServer
+
+    weather = SDKServer("weather")
+
+    @weather.tool()
+    def forecast(city: str) -> dict[str, object]:
+        """The weather forecast for a city."""
+        return {"city": city, "forecast": "sunny", "temp_c": 21}
+
+    @weather.tool()
+    def alerts(region: str) -> str:
+        """Active weather alerts for a region."""
+        return f"No alerts for {region}."
+
+    weather.run()  # stdio
+
+
+async def ask(question: str) -> list[str]:
+    """One turn of an agent using the weather server's tools; what it did, line by line."""
+    server = hs.MCPServer.stdio(sys.executable, [__file__, "--server"], name="meteo")
+    async with server:  # leaving it stops the server process
+        stored = (await server.offer()).encode()  # a session keeps this from its first turn
+        tools = await server.tools(MCPOffer.decode(stored))
+        agent = hs.Agent(name="forecaster", system="You answer weather questions.", tools=tools)
+        lines = [f"tools: {', '.join(t.name for t in tools)}"]
+        names: dict[str, str] = {}
+        answer = []
+        async for chunk in hs.Executor().run(agent, "weather-chat", question):
+            if chunk.type == "tool-input-available":
+                names[chunk.tool_call_id] = chunk.tool_name
+            elif chunk.type == "tool-output-available":
+                lines.append(f"{names[chunk.tool_call_id]} -> {json.dumps(chunk.output)}")
+            elif chunk.type == "text-delta":
+                answer.append(chunk.delta)
+    return [*lines, f"answer: {''.join(answer)}"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("question", nargs="?", default="What is the weather forecast for Paris?")
+    parser.add_argument("--once", action="store_true", help="an offline self-check, then exit")
+    parser.add_argument("--server", action="store_true", help="be the MCP server (stdio)")
+    args = parser.parse_args(argv)
+    if args.server:
+        serve()
+        return 0
+    print("\n".join(asyncio.run(ask(args.question))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
