@@ -6,13 +6,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .chunks import FinishReason, Usage
+from .chunks import DataChunk, FinishReason, SourceUrl, Usage
 
 __all__ = [
     "StepResult",
     "StopCondition",
     "ToolCall",
     "ToolResult",
+    "ToolStatus",
     "has_tool_call",
     "step_count_is",
 ]
@@ -28,6 +29,9 @@ class ToolCall:
     arguments: str
 
 
+ToolStatus = Literal["output", "error", "not_executed", "denied", "pending"]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolResult:
     """How a tool call ended.
@@ -39,7 +43,7 @@ class ToolResult:
 
     tool_call_id: str
     tool_name: str
-    status: Literal["output", "error", "not_executed", "denied", "pending"]
+    status: ToolStatus
     output: Any = None
     error: str | None = None
     reason: str | None = None
@@ -47,7 +51,13 @@ class ToolResult:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StepResult:
-    """One model call and the tool calls it made."""
+    """One model call and the tool calls it made.
+
+    Besides its text, calls, results and usage, a step records what it showed a chat UI that
+    its messages do not hold: ``sources`` (the sources the model cited, once each) and
+    ``data`` (the ``data-*`` parts its tools wrote with ``ctx.write_data``, transient ones
+    left out), in the order they were streamed.
+    """
 
     step_number: int
     text: str
@@ -59,6 +69,8 @@ class StepResult:
     response_model: str | None
     response_messages: list[dict[str, Any]] = field(default_factory=list)
     runtime_context: Any = None
+    sources: list[SourceUrl] = field(default_factory=list)
+    data: list[DataChunk] = field(default_factory=list)
 
     @property
     def pending(self) -> list[ToolResult]:
