@@ -143,7 +143,13 @@ class Executor:
             TypeError: ``identify(auth)`` is not JSON-safe (nothing was written).
         """
         return self._turn(
-            agent, session_id, input, answers=answers, message_id=message_id, auth=auth, **options
+            agent,
+            session_id,
+            input,
+            answers=answers,
+            message_id=message_id,
+            auth=auth,
+            options=options,
         )
 
     def _turn(
@@ -156,7 +162,7 @@ class Executor:
         message_id: str | None = None,
         auth: Any = None,
         parent: ParentInfo | None = None,
-        **options: Any,
+        options: Mapping[str, Any] | None = None,
     ) -> StreamTextResult:
         """A turn of ``agent``, checked before anything runs (``parent``: of a sub-agent)."""
         check_session_id(session_id)
@@ -164,7 +170,7 @@ class Executor:
         if message is not None:
             check_json(message)  # no lone surrogate, no absurd nesting: refused before writing
         _check_identity(self.identify(auth))
-        given, litellm_params = split_options(options)
+        given, litellm_params = split_options(options or {})
         merged = options_over(agent, given, litellm_params)
         if merged.telemetry is None:
             merged = replace(merged, telemetry=self.telemetry)
