@@ -4,32 +4,37 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
+from ._options import LoopOptions
 from .context import StepContextLimits
-from .middleware import ModelMiddleware, WrappedModel
-from .models._cache import PromptCache, check_prompt_cache
+from .middleware import WrappedModel
+from .models._cache import check_prompt_cache
 from .models._output import check_output_schema
 from .models._params import check_params
-from .models._retry import DEFAULT_MAX_RETRIES, RetryPolicy
-from .prepare_step import PrepareStep
+from .models._retry import RetryPolicy
 from .tools import FINISH_TOOL_NAME, Tool, finish_tool, tools_by_name
-
-if TYPE_CHECKING:
-    from .telemetry import TelemetrySettings
 
 __all__ = ["Agent", "StepContextLimits"]
 
 
 @dataclass(slots=True, kw_only=True)
-class Agent:
+class Agent(LoopOptions):
     """An agent: a system prompt, a model, tools, and how its sessions run.
 
     The system prompt is fixed for a session (changing it would throw away the provider's
     prompt cache); tell the model something new with context rows instead
     (``executor.add_context``).
+
+    Besides the fields below, an agent takes every run option of
+    :func:`~helix_stream.stream_text` as a field — ``tools_context``, ``runtime_context``,
+    ``prepare_step`` (run after the built-in context pass), ``stop_when`` (besides
+    ``max_steps``), ``telemetry``, ``middleware``, ``router``, ``max_retries``,
+    ``prompt_cache``, the callbacks ``on_chunk``, ``on_step_finish``, ``on_finish`` and
+    ``on_error`` — and ``settings``, its litellm params. For one turn, an option given to
+    ``Executor.run`` wins over the agent's (litellm params merge, the run's over ``settings``).
 
     Attributes:
         name: Recorded on the session.
@@ -39,29 +44,19 @@ class Agent:
         max_steps: Model calls per turn at most — plus, for an agent with an
             ``output_schema``, the one forced-completion call that follows when the limit is
             reached without ``__finish__`` (so at most ``max_steps + 1`` calls).
-        prepare_step: Step middleware run after the built-in context pass.
-        step_context: The step_context hook (see the README).
+        step_context: The step_context hook (README, "Switching tools, the step_context hook,
+            memory, approvals").
         step_context_limits: Its limits.
         hooks: ``define_hook`` subscribers.
         memory: A recall function for memory auto-inject.
-        telemetry: Telemetry settings for this agent's turns.
-        middleware: Model middleware.
-        settings: litellm params for every call (temperature, api_base, ...). A keyword that
-            is the agent's own (``output_schema``, ``max_steps``...) or that litellm cannot
-            send raises :class:`~helix_stream.errors.InvalidRequestError` here.
-        router: A ``litellm.Router``: ``model`` then names one of its model groups, and each
-            model call goes through ``router.acompletion`` (its fallbacks, load balancing and
-            cooldowns apply).
-        max_retries: Retries of a model call that failed before its first chunk (429, 5xx,
-            timeout, lost connection), with exponential backoff that honours ``Retry-After``.
-            litellm's, the Router's and the OpenAI client's own retries are switched off.
         output_schema: A pydantic model: the agent finishes by calling ``__finish__`` with it;
             when ``max_steps`` is reached without that, one last call forces it. The run's
             ``result.output`` is an instance of it.
         client_tool_timeout: Seconds a client tool may take to answer; a later answer is
             delivered as a ``late-answer`` notice instead (``None``: no deadline).
-        prompt_cache: ``"auto"`` (the default): cache breakpoints where the provider needs
-            them; ``False``: none (see ``stream_text``).
+        settings: litellm params for every call (temperature, api_base, ...). A keyword that
+            is the agent's own (``output_schema``, ``max_steps``...) or that litellm cannot
+            send raises :class:`~helix_stream.errors.InvalidRequestError` here.
     """
 
     name: str
@@ -69,19 +64,12 @@ class Agent:
     model: str | WrappedModel = "helix/demo"
     tools: Sequence[Tool] | Mapping[str, Tool] = ()
     max_steps: int = 50
-    prepare_step: PrepareStep | Sequence[PrepareStep] | None = None
     step_context: Callable[..., Any] | None = None
     step_context_limits: StepContextLimits = field(default_factory=StepContextLimits)
     hooks: Sequence[Any] = ()
     memory: Callable[..., Any] | None = None
-    telemetry: TelemetrySettings | None = None
-    middleware: Sequence[ModelMiddleware] = ()
-    settings: Mapping[str, Any] = field(default_factory=dict)
-    router: Any = None
-    max_retries: int = DEFAULT_MAX_RETRIES
     output_schema: type[BaseModel] | None = None
     client_tool_timeout: float | None = None
-    prompt_cache: PromptCache = "auto"
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -113,12 +101,12 @@ class Agent:
             scope = current_scope(f"sub-agent {agent.name!r}")
             parent = scope.info
             root = parent.parent.root_session_id if parent.parent else parent.id
-            result = scope.executor.run(
+            result = scope.run_child(
                 agent,
                 f"{parent.id}/{ctx.tool_call_id}",
                 input.prompt,
                 auth=parent.auth.current,
-                _parent=ParentInfo(
+                parent=ParentInfo(
                     call_id=ctx.tool_call_id,
                     session_id=parent.id,
                     root_session_id=root,

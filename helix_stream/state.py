@@ -19,13 +19,18 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from .errors import InvalidRequestError, NoActiveContextError
+
+if TYPE_CHECKING:
+    from .agent import Agent
+    from .loop import StreamTextResult
 
 __all__ = [
     "AuthInfo",
     "ParentInfo",
+    "RunChild",
     "SessionInfo",
     "SessionScope",
     "StateHandle",
@@ -77,13 +82,24 @@ class SessionInfo:
     parent: ParentInfo | None = None
 
 
+class RunChild(Protocol):
+    """Runs a sub-agent's turn in a child session (what ``Agent.as_tool`` calls): ``agent`` in
+    session ``session_id`` with the user message ``prompt``, for the caller ``auth``, started by
+    the tool call ``parent``."""
+
+    def __call__(
+        self, agent: Agent, session_id: str, prompt: str, *, auth: Any, parent: ParentInfo
+    ) -> StreamTextResult: ...
+
+
 @dataclass(slots=True)
 class SessionScope:
-    """What is bound while the executor runs code for one session."""
+    """What is bound while the executor runs code for one session: the session's info, how a
+    sub-agent of it runs, and its define_state values."""
 
     info: SessionInfo
+    run_child: RunChild
     state: dict[str, Any] = field(default_factory=dict)
-    executor: Any = None
 
 
 _SCOPE: ContextVar[SessionScope | None] = ContextVar("helix_stream_session", default=None)

@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from .chunks import FinishReason, Usage
+from .chunks import DataChunk, FinishReason, SourceUrl, Usage
 
 if TYPE_CHECKING:
     from .tools import Tool
@@ -16,6 +16,7 @@ __all__ = [
     "StopCondition",
     "ToolCall",
     "ToolResult",
+    "ToolStatus",
     "has_tool_call",
     "step_count_is",
     "tool_result_from",
@@ -32,6 +33,9 @@ class ToolCall:
     arguments: str
 
 
+ToolStatus = Literal["output", "error", "not_executed", "denied", "pending"]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolResult:
     """How a tool call ended.
@@ -43,7 +47,7 @@ class ToolResult:
 
     tool_call_id: str
     tool_name: str
-    status: Literal["output", "error", "not_executed", "denied", "pending"]
+    status: ToolStatus
     output: Any = None
     error: str | None = None
     reason: str | None = None
@@ -51,7 +55,13 @@ class ToolResult:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StepResult:
-    """One model call and the tool calls it made."""
+    """One model call and the tool calls it made.
+
+    Besides its text, calls, results and usage, a step records what it showed a chat UI that
+    its messages do not hold: ``sources`` (the sources the model cited, once each) and
+    ``data`` (the ``data-*`` parts its tools wrote with ``ctx.write_data``, transient ones
+    left out), in the order they were streamed.
+    """
 
     step_number: int
     text: str
@@ -63,6 +73,8 @@ class StepResult:
     response_model: str | None
     response_messages: list[dict[str, Any]] = field(default_factory=list)
     runtime_context: Any = None
+    sources: list[SourceUrl] = field(default_factory=list)
+    data: list[DataChunk] = field(default_factory=list)
 
     @property
     def pending(self) -> list[ToolResult]:

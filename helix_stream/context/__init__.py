@@ -4,9 +4,13 @@ context rows")."""
 from __future__ import annotations
 
 from ._envelope import escape_envelopes, escape_message
-from ._fold import LogFold, apply_tools_item
 from ._items import (
+    APP_SOURCE,
+    LATE_ANSWER_SOURCE,
     MAX_ITEM_BYTES,
+    MEMORY_SOURCE,
+    STEP_CONTEXT_SOURCE,
+    TOOL_SOURCE,
     ContextItem,
     ContextItemLike,
     Source,
@@ -18,10 +22,12 @@ from ._items import (
     notice,
     validate_items,
 )
+from ._log_fold import LogFold, apply_tools_item
 from ._pass import ContextPass, Gathered
 from ._rows import (
     SYSTEM_FORM_SOURCES,
     ContextRow,
+    model_message,
     render_record,
     render_row,
     render_row_payload,
@@ -30,8 +36,13 @@ from ._rows import (
 from ._step_context import StepContextLimits, StepContextRequest
 
 __all__ = [
+    "APP_SOURCE",
+    "LATE_ANSWER_SOURCE",
     "MAX_ITEM_BYTES",
+    "MEMORY_SOURCE",
+    "STEP_CONTEXT_SOURCE",
     "SYSTEM_FORM_SOURCES",
+    "TOOL_SOURCE",
     "ContextItem",
     "ContextItemLike",
     "ContextPass",
@@ -49,6 +60,7 @@ __all__ = [
     "instruction",
     "item_size",
     "memory",
+    "model_message",
     "notice",
     "render_record",
     "render_row",

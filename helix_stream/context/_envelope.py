@@ -9,7 +9,7 @@ A context row reaches the model as one envelope::
 On the providers where a row is user-turn text (see the README's per-provider table), the
 envelope is the only thing that tells a row from what the user typed. So no other text —
 user messages, tool results, assistant text, and a row's own content — may contain anything
-that reads as the start of a ``context`` tag. The rule (README, "Context rows"):
+that reads as the start of a ``context`` tag. The rule (README, "Envelopes cannot be forged"):
 
 * A **tag start** is an opening bracket, then any number of slashes, then the letters
   ``context``, with spaces, format characters (zero-width, soft hyphen, ...) and combining

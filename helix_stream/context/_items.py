@@ -21,8 +21,13 @@ from ..errors import ContextValidationError, describe_validation
 from ..tools import FINISH_TOOL_NAME
 
 __all__ = [
+    "APP_SOURCE",
+    "LATE_ANSWER_SOURCE",
     "MAX_ITEMS_PER_CALL",
     "MAX_ITEM_BYTES",
+    "MEMORY_SOURCE",
+    "STEP_CONTEXT_SOURCE",
+    "TOOL_SOURCE",
     "ContextItem",
     "ContextItemLike",
     "Source",
@@ -37,6 +42,16 @@ __all__ = [
 
 MAX_ITEM_BYTES = 32 * 1024
 Source = Literal["app", "hook", "tool", "memory", "late-answer"]
+
+# A row's source says who added it. The values are stored with each row and sent to the model
+# in its envelope, so they never change; the names say who each one is. Two read alike:
+# "hook" is the step_context hook's alone, while a lifecycle hook (define_hook) acts for the
+# app, so its items are "app" rows whose origin says {"type": "hook", "event": ...}.
+APP_SOURCE: Source = "app"  # add_context, and define_hook handlers
+STEP_CONTEXT_SOURCE: Source = "hook"  # the step_context hook, and nothing else
+TOOL_SOURCE: Source = "tool"  # a tool's ctx.add_context (forced, whatever the items say)
+MEMORY_SOURCE: Source = "memory"  # memory auto-inject
+LATE_ANSWER_SOURCE: Source = "late-answer"  # a client tool's answer that came too late
 ContextItemLike = Mapping[str, Any] | BaseModel
 
 
@@ -144,7 +159,7 @@ def item_size(item: Mapping[str, Any]) -> int:
 def validate_items(
     items: Sequence[ContextItemLike],
     *,
-    default_source: Source = "app",
+    default_source: Source = APP_SOURCE,
     forced_source: Source | None = None,
     allow_hook: bool = False,
     max_items: int = MAX_ITEMS_PER_CALL,
@@ -178,7 +193,7 @@ def validate_items(
                 f"item {index} is invalid: {describe_validation(exc, root='item', skip=1)}"
             ) from None
         source = forced_source or item.source or default_source
-        if source == "hook" and not allow_hook and forced_source is None:
+        if source == STEP_CONTEXT_SOURCE and not allow_hook and forced_source is None:
             raise ContextValidationError(
                 f"item {index}: source 'hook' is reserved for the step_context hook; "
                 "leave source out (it defaults to 'app')"

@@ -21,7 +21,7 @@ from .._messages import message_text
 from ..chunks import ContextSkipped
 from ..models._family import Family
 from ..store import LogRecord
-from ._fold import LogFold
+from ._log_fold import LogFold
 from ._memory import recall_memories
 from ._rows import render_record
 from ._step_context import StepContextLimits, StepContextRequest, run_step_context
@@ -47,7 +47,7 @@ class ContextPass:
         limits: Its limits.
         memory: The memory recall, if any.
         family: The provider family the turn's model is sent as: it decides the rows' form
-            (README, "Context rows").
+            (README, "Rows on each provider").
 
     Attributes:
         fold: What the log adds up to so far (active tools, cursor, memory ids).

@@ -2,8 +2,8 @@
 
 Rendering is deterministic and documented, because a row is sent on every later call exactly
 as it was first sent — that is what keeps earlier request messages byte-identical. The form
-depends on the row's source and on the provider family the request goes to (README, "Context
-rows", per-provider table):
+depends on the row's source and on the provider family the request goes to (README, "Rows on
+each provider"):
 
 * source ``app`` or ``hook`` (operator authority) → a **system** message on the families whose
   wire format keeps a mid-conversation system message in place (OpenAI-compatible), a **user**
@@ -24,6 +24,7 @@ that it cannot open or close one (see :mod:`helix_stream.context._envelope`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -35,6 +36,7 @@ from ._envelope import envelope, escape_envelopes, escape_message
 __all__ = [
     "SYSTEM_FORM_SOURCES",
     "ContextRow",
+    "model_message",
     "render_record",
     "render_row",
     "render_row_payload",
@@ -124,11 +126,17 @@ def render_row_payload(payload: dict[str, Any]) -> dict[str, Any]:
     return render_row(payload, "openai")
 
 
+def model_message(message: Mapping[str, Any]) -> dict[str, Any]:
+    """A message as the model is sent it, whether the loop just made it or a turn read it from
+    the log: without the bookkeeping keys of stored records (those starting with ``_``: see
+    :mod:`helix_stream.session._records`) and with its text escaped so that it cannot open or
+    close an envelope. The one rule for both, so a message is the same bytes on every call."""
+    return escape_message({k: v for k, v in message.items() if not k.startswith("_")})
+
+
 def render_record(record: LogRecord, family: Family = "openai") -> dict[str, Any]:
-    """A log record as a ``family`` provider is sent it: rows rendered, messages as stored
-    with their text escaped (so that it cannot open or close an envelope) and without the
-    executor's bookkeeping keys (those starting with ``_``)."""
+    """A log record as a ``family`` provider is sent it: a row rendered (:func:`render_row`),
+    a message as :func:`model_message` makes it."""
     if record.role == "context":
         return render_row(record.payload, family)
-    message = {k: v for k, v in record.payload.items() if not k.startswith("_")}
-    return escape_message(message)
+    return model_message(record.payload)

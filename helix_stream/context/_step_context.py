@@ -23,7 +23,7 @@ from typing import Any
 
 from ..chunks import ContextSkipped
 from ..errors import ContextValidationError
-from ._items import item_size, validate_items
+from ._items import STEP_CONTEXT_SOURCE, item_size, validate_items
 
 __all__ = ["StepContextLimits", "StepContextRequest", "log_skipped", "run_step_context"]
 
@@ -88,7 +88,7 @@ def _left_out_notice(left_out: int, total: int, max_bytes: int) -> dict[str, Any
         f"{left_out} of {total} context items from the step_context hook were left out: "
         f"the batch was over its {max_bytes}-byte limit."
     )
-    return {"kind": "notice", "content": text, "source": "hook"}
+    return {"kind": "notice", "content": text, "source": STEP_CONTEXT_SOURCE}
 
 
 def _fit(items: list[dict[str, Any]], cursor: Any, max_bytes: int) -> list[dict[str, Any]]:
@@ -116,10 +116,12 @@ async def run_step_context(
             if inspect.isawaitable(out):
                 out = await out
     except TimeoutError:
-        return HookOutcome(skipped=log_skipped(sid, "timeout", "hook", f"over {limits.timeout}s"))
+        return HookOutcome(
+            skipped=log_skipped(sid, "timeout", STEP_CONTEXT_SOURCE, f"over {limits.timeout}s")
+        )
     except Exception as exc:
         return HookOutcome(
-            skipped=log_skipped(sid, "error", "hook", f"{type(exc).__name__}: {exc}")
+            skipped=log_skipped(sid, "error", STEP_CONTEXT_SOURCE, f"{type(exc).__name__}: {exc}")
         )
     if out is None:
         return HookOutcome()
@@ -132,11 +134,11 @@ async def run_step_context(
             raise ContextValidationError(
                 "the hook must return None or {'items': [...], 'cursor': value}"
             )
-        items = validate_items(out["items"], forced_source="hook")
+        items = validate_items(out["items"], forced_source=STEP_CONTEXT_SOURCE)
         cursor = out.get("cursor")
         json.dumps(cursor, allow_nan=False)
     except (ContextValidationError, TypeError, ValueError) as exc:
-        return HookOutcome(skipped=log_skipped(sid, "invalid", "hook", str(exc)))
+        return HookOutcome(skipped=log_skipped(sid, "invalid", STEP_CONTEXT_SOURCE, str(exc)))
     if not items:
         return HookOutcome()
     kept = items

@@ -3,150 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from ..auth._cache import DEFAULT_AUTH, AuthSettings
-from ..auth._strategy import strategies_by_name
-from ..errors import InvalidRequestError
+from .._options import DEFAULT_MAX_RETRIES, LoopOptions, split_options
 from ..middleware import ModelMiddleware, WrappedModel
-from ..models._cache import PromptCache, check_prompt_cache
-from ..models._output import check_output_schema
-from ..models._params import check_params
-from ..models._retry import DEFAULT_MAX_RETRIES, RetryPolicy
+from ..models._cache import PromptCache
 from ..prepare_step import PrepareStep
-from ..steps import StopCondition, step_count_is
-from ..tools import FINISH_TOOL_NAME, Tool, finish_tool as make_finish_tool, tools_by_name
-from ._config import Callbacks, LoopConfig
+from ..steps import StopCondition
+from ..tools import Tool
 from ._result import GenerateTextResult, StreamTextResult
-from ._run import resolve_contexts, run_loop
+from ._run import run_loop
+from ._setup import DEFAULT_MAX_STEPS, LoopCall, loop_config, setup_run
 
 if TYPE_CHECKING:
     from ..auth import TokenStore
     from ..telemetry import TelemetrySettings
 
-__all__ = ["DEFAULT_MAX_STEPS", "build_config", "generate_text", "stream_text"]
-
-DEFAULT_MAX_STEPS = 20
-
-
-def _as_tuple(value: Any) -> tuple[Any, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, (list, tuple)):
-        return tuple(value)
-    return (value,)
-
-
-def build_config(
-    *,
-    model: str | WrappedModel,
-    system: str | None,
-    messages: Sequence[Mapping[str, Any]] | None,
-    prompt: str | None,
-    tools: Sequence[Tool] | Mapping[str, Tool] | None,
-    tools_context: Mapping[str, Any] | None,
-    runtime_context: Mapping[str, Any] | None,
-    prepare_step: PrepareStep | Sequence[PrepareStep] | None,
-    stop_when: StopCondition | Sequence[StopCondition] | None,
-    telemetry: TelemetrySettings | None,
-    middleware: Sequence[ModelMiddleware] | None,
-    callbacks: Mapping[str, Any],
-    litellm_params: Mapping[str, Any],
-    operation: str,
-    agent_name: str | None = None,
-    conversation_id: str | None = None,
-    finish_tool: str | None = None,
-    router: Any = None,
-    max_retries: int = DEFAULT_MAX_RETRIES,
-    output: type[BaseModel] | None = None,
-    output_mode: Literal["auto", "tool"] = "auto",
-    where: str | None = None,
-    prompt_cache: PromptCache | None = "auto",
-    token_store: TokenStore | None = None,
-) -> LoopConfig:
-    """Validate the arguments and build a run's config (shared with the executor, which
-    completes it for its session with ``dataclasses.replace``).
-
-    Refuses before any request: a misplaced or unsendable litellm param, a retry count that
-    is not one, an ``output`` that is not a pydantic model (or given with ``response_format``),
-    two different auth strategies of one name.
-    """
-    from ..telemetry import recorder_for
-
-    where = where or f"{operation}()"
-    check_params(litellm_params, where=where)
-    tool_map = tools_by_name(tools)
-    strategies_by_name(tool_map)  # one name, one strategy: tokens are kept by name
-    if output is not None:
-        output, tool_map = _with_output(output, tool_map, litellm_params)
-        finish_tool = FINISH_TOOL_NAME
-    tools_context = dict(tools_context or {})
-    # Fails here, before any model call, naming the tool whose context is missing or invalid.
-    contexts = resolve_contexts(tool_map, tools_context)
-    prompted = [] if prompt is None else [{"role": "user", "content": prompt}]
-    convo = (*(dict(m) for m in messages or ()), *prompted)
-    runtime = dict(runtime_context or {})
-    check_prompt_cache(prompt_cache := "auto" if prompt_cache is None else prompt_cache)
-    recorder = recorder_for(
-        telemetry,
-        operation=operation,
-        tools=tool_map,
-        runtime_context=runtime,
-        tools_context=tools_context,
-        agent_name=agent_name,
-        conversation_id=conversation_id,
-    )
-    return LoopConfig(
-        model=model,
-        system=system,
-        messages=convo,
-        tools=tool_map,
-        tools_context=tools_context,
-        contexts=contexts,
-        runtime_context=runtime,
-        prepare_step=_as_tuple(prepare_step),
-        stop_when=_as_tuple(stop_when) or (step_count_is(DEFAULT_MAX_STEPS),),
-        middleware=tuple(middleware or ()),
-        litellm_params=dict(litellm_params),
-        recorder=recorder,
-        session_id=conversation_id,
-        finish_tool=finish_tool,
-        router=router,
-        retry=RetryPolicy(max_retries=max_retries),
-        output=output,
-        output_mode=output_mode,
-        where=where,
-        prompt_cache=prompt_cache,
-        callbacks=_callbacks(callbacks),
-        auth=DEFAULT_AUTH if token_store is None else AuthSettings(token_store=token_store),
-    )
-
-
-def _callbacks(given: Mapping[str, Any]) -> Callbacks:
-    return Callbacks(
-        on_chunk=given.get("on_chunk"),
-        on_step_finish=_as_tuple(given.get("on_step_finish")),
-        on_finish=given.get("on_finish"),
-        on_error=given.get("on_error"),
-    )
-
-
-def _with_output(
-    output: type[BaseModel], tool_map: dict[str, Tool], litellm_params: Mapping[str, Any]
-) -> tuple[type[BaseModel], dict[str, Tool]]:
-    """The checked ``output`` model and the tools with its finish tool (unless the caller
-    brought one of that name)."""
-    output = check_output_schema(output)
-    if "response_format" in litellm_params:
-        raise InvalidRequestError(
-            "output= and response_format= ask for the answer's shape twice: pass one "
-            "(output= takes a pydantic model and returns an instance in result.output)."
-        )
-    if FINISH_TOOL_NAME in tool_map:
-        return output, tool_map
-    return output, {**tool_map, FINISH_TOOL_NAME: make_finish_tool(output)}
+__all__ = ["DEFAULT_MAX_STEPS", "generate_text", "stream_text"]
 
 
 def stream_text(
@@ -194,7 +69,7 @@ def stream_text(
         runtime_context: Shared state for the loop, ``prepare_step`` and callbacks; never sent
             to the model or to a tool.
         prepare_step: A step middleware or a list of them (a chain); see
-            :class:`~helix_stream.middleware.StepInput`.
+            :class:`~helix_stream.prepare_step.StepInput`.
         stop_when: A stop condition or a list (any stops); default ``step_count_is(20)``.
             The loop also stops after a step without tool calls.
         telemetry: OpenTelemetry settings (off when ``None``).
@@ -213,7 +88,7 @@ def stream_text(
         prompt_cache: ``"auto"`` (the default) marks the end of the stable prefix with the
             provider's cache marker where the provider needs one (Anthropic, Bedrock);
             ``False`` sends none. A ``prepare_step`` override ``{"prompt_cache": ...}`` wins
-            for its step. See the README, "Context rows".
+            for its step. See the README, "Prompt caching".
         token_store: Where the tokens of tools with ``auth=`` are kept between calls; by
             default one in-memory store per process. See the README, "Tools that act for
             the user: authorization".
@@ -228,46 +103,32 @@ def stream_text(
             a ``prompt_cache`` that is neither ``"auto"`` nor ``False``, two different auth
             strategies of one name (nothing was sent).
     """
-    # Every named argument above, as the keywords _start sorts (locals() holds only them here).
-    options = {name: value for name, value in locals().items() if name != "litellm_params"}
-    return _start("stream_text", **options, **litellm_params)
+    # The named arguments above (locals() holds only them here): the call's own and the run
+    # options (helix_stream/_options.py), which _start sorts by name.
+    named = {name: value for name, value in locals().items() if name != "litellm_params"}
+    return _start("stream_text", **named, **litellm_params)
 
 
-_CALLBACKS = ("on_chunk", "on_step_finish", "on_finish", "on_error")
-_OPTIONS = (
-    "model",
-    "messages",
-    "prompt",
-    "system",
-    "tools",
-    "tools_context",
-    "runtime_context",
-    "prepare_step",
-    "stop_when",
-    "telemetry",
-    "middleware",
-    "router",
-    "output",
-    "prompt_cache",
-    "token_store",
-)
-
-
-def _start(operation: str, **kwargs: Any) -> StreamTextResult:
+def _start(
+    operation: str,
+    *,
+    model: str | WrappedModel | None = None,
+    messages: Sequence[Mapping[str, Any]] | None = None,
+    prompt: str | None = None,
+    system: str | None = None,
+    tools: Sequence[Tool] | Mapping[str, Tool] | None = None,
+    output: type[BaseModel] | None = None,
+    **keywords: Any,
+) -> StreamTextResult:
     """The loop behind ``stream_text`` and ``generate_text``; ``operation`` names the call
-    (telemetry's call span). Keywords that are not options go to litellm."""
-    if "model" not in kwargs:
+    (telemetry's call span). Keywords that are not run options go to litellm."""
+    if model is None:
         raise TypeError(f"{operation}() needs model=")
-    options = {name: kwargs.pop(name, None) for name in _OPTIONS}
-    callbacks = {name: kwargs.pop(name, None) for name in _CALLBACKS}
-    max_retries = kwargs.pop("max_retries", DEFAULT_MAX_RETRIES)
-    config = build_config(
-        **options,
-        max_retries=max_retries,
-        callbacks=callbacks,
-        litellm_params=kwargs,
-        operation=operation,
-    )
+    options, litellm_params = split_options(keywords)
+    call = LoopCall(operation=operation, model=model, system=system, tools=tools, output=output)
+    setup = setup_run(call, LoopOptions(**options, settings=litellm_params))
+    prompted = [] if prompt is None else [{"role": "user", "content": prompt}]
+    config = loop_config(setup, messages=[*(dict(m) for m in messages or ()), *prompted])
     return StreamTextResult(lambda: run_loop(config))
 
 

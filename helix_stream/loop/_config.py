@@ -8,7 +8,9 @@ the small :class:`SessionLink` protocol, which the loop calls at fixed points:
 * ``before_step(n)`` before each model call: commit the context, return the new messages
   (rows, the user's message) for the loop to append to its own list, and their chunks;
 * ``gate(call)`` and ``tool_context(...)`` for each tool call;
-* ``after_step(step, final=...)`` once a step is done: persist it and report it.
+* ``after_step(step, final=...)`` once a step is done: persist it and report it;
+* ``end(how)`` once, when the run is over (:class:`RunEnd`: finished, failed or cut short,
+  and the text of a step it left unfinished): the session ends its turn.
 
 A plain ``stream_text`` call uses :data:`NO_SESSION`, whose methods do nothing.
 """
@@ -38,8 +40,9 @@ __all__ = [
     "Callbacks",
     "GateReason",
     "LoopConfig",
+    "RunEnd",
     "SessionLink",
-    "StepContext",
+    "StepCommit",
     "call_user",
 ]
 
@@ -48,8 +51,9 @@ Callback = Callable[..., Any]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class StepContext:
-    """What a session adds before a model call.
+class StepCommit:
+    """What a session committed before a model call (its context pass: not to be confused
+    with the step_context hook, one of the sources the pass reads).
 
     Attributes:
         messages: Messages committed for this call (the user's message, settled tool
@@ -61,7 +65,23 @@ class StepContext:
     chunks: Sequence[Chunk] = ()
 
 
-_EMPTY = StepContext()
+_EMPTY = StepCommit()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunEnd:
+    """How a run ended, as the loop tells its session (``SessionLink.end``).
+
+    Attributes:
+        error: The run's error (what its ``error`` chunk carried), or ``None``.
+        finished: The run produced its ``finish`` chunk.
+        unfinished_text: The text the step in progress had streamed when the run failed or
+            was cut short (``""`` between steps): what the user saw of that step.
+    """
+
+    error: BaseException | None = None
+    finished: bool = False
+    unfinished_text: str = ""
 
 
 class SessionLink(Protocol):
@@ -75,7 +95,7 @@ class SessionLink(Protocol):
         """Chunks of the work a paused turn left, before the first step."""
         ...
 
-    async def before_step(self, step_number: int) -> StepContext:
+    async def before_step(self, step_number: int) -> StepCommit:
         """Commit the context for the model call about to be made."""
         ...
 
@@ -93,6 +113,10 @@ class SessionLink(Protocol):
         """Persist and report a finished step; ``final``: the loop stops after it."""
         ...
 
+    async def end(self, how: RunEnd) -> None:
+        """The run is over (called once, last, however it ended; it must not raise)."""
+        ...
+
 
 class _NoSession:
     """The session of a plain ``stream_text`` call: nothing to bind, commit or persist."""
@@ -104,7 +128,7 @@ class _NoSession:
         return
         yield  # an empty async generator
 
-    async def before_step(self, step_number: int) -> StepContext:
+    async def before_step(self, step_number: int) -> StepCommit:
         return _EMPTY
 
     async def gate(self, call: ToolCall) -> GateReason | None:
@@ -116,6 +140,9 @@ class _NoSession:
         return ToolContext(context=context, tool_call_id=call.id, tool_name=tool.name, _write=write)
 
     async def after_step(self, step: StepResult, *, final: bool) -> None:
+        return None
+
+    async def end(self, how: RunEnd) -> None:
         return None
 
 

@@ -4,7 +4,8 @@ One run is one async generator of chunks. It holds no background task of its own
 consumer stops (the generator is closed) or its task is cancelled, the ``finally`` blocks
 close the litellm stream and cancel the tools still running. Results travel in the chunks:
 each ``finish-step`` carries its :class:`~helix_stream.StepResult`, ``finish`` the total usage
-and the finish tool's output, ``error`` the exception.
+and the finish tool's output, ``error`` the exception. However the run ends, its session is
+told last (``SessionLink.end``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ..chunks import (
     Chunk,
     ContextRowChunk,
     ContextSkipped,
+    DataChunk,
     ErrorChunk,
     Finish,
     FinishReason,
@@ -28,18 +30,18 @@ from ..chunks import (
     StartStep,
     Usage,
 )
-from ..context._envelope import escape_message
+from ..context import model_message
 from ..errors import OutputValidationError
 from ..middleware import ModelMiddleware
 from ..models._cache import PromptCache, check_prompt_cache
 from ..models._litellm import translate_error
 from ..models._output import OutputSpec, output_from_value, parse_output
 from ..prepare_step import StepInput, run_step_chain
-from ..steps import StepResult, StopCondition
+from ..steps import StepResult, StopCondition, ToolResult
 from ..tools import Tool
-from ._config import LoopConfig, StepContext, call_user
+from ._config import LoopConfig, RunEnd, StepCommit, call_user
 from ._result import GenerateTextResult
-from ._step import ModelCall, model_name, request_params
+from ._step import ModelCall, ModelResult, model_name, request_params
 from ._tools import ToolCalls
 
 __all__ = ["resolve_contexts", "run_loop"]
@@ -61,20 +63,25 @@ async def _should_stop(conditions: Sequence[StopCondition], steps: list[StepResu
 
 
 async def run_loop(cfg: LoopConfig) -> AsyncGenerator[Chunk, None]:
-    """Run the loop, yielding its chunks; each goes to ``on_chunk`` first (the one place)."""
+    """Run the loop, yielding its chunks; each goes to ``on_chunk`` first (the one place).
+    Last, however the run ended, its session is told how (``SessionLink.end``)."""
     on_chunk = cfg.callbacks.on_chunk
-    async with aclosing(_Run(cfg).chunks()) as chunks:
-        async for chunk in chunks:
-            if on_chunk is not None:
-                await call_user(on_chunk, chunk, session=cfg.session)
-            yield chunk
+    run = _Run(cfg)
+    try:
+        async with aclosing(run.chunks()) as chunks:
+            async for chunk in chunks:
+                if on_chunk is not None:
+                    await call_user(on_chunk, chunk, session=cfg.session)
+                yield chunk
+    finally:
+        await cfg.session.end(run.how_it_ended())
 
 
 @dataclass(frozen=True, slots=True)
 class _Prepared:
     """A step ready to call the model."""
 
-    context: StepContext
+    context: StepCommit
     step: StepInput
     params: dict[str, Any]
     middleware: tuple[ModelMiddleware, ...]
@@ -98,6 +105,13 @@ class _Run:
         self.output: Any = None
         self.output_spec: OutputSpec | None = None  # decided when the run starts
         self.next = _STOP  # set by each step: go on, force the finish tool, or stop
+        self.error: BaseException | None = None  # the run's error, once it failed
+        self.finished = False  # the finish chunk was made
+        self.unfinished: ModelCall | None = None  # the model call of the step in progress
+
+    def how_it_ended(self) -> RunEnd:
+        unfinished = self.unfinished.text if self.unfinished is not None else ""
+        return RunEnd(error=self.error, finished=self.finished, unfinished_text=unfinished)
 
     async def chunks(self) -> AsyncGenerator[Chunk, None]:
         cfg, recorder = self.cfg, self.cfg.recorder
@@ -132,6 +146,7 @@ class _Run:
                 text=self.steps[-1].text,
             )
             await call_user(cfg.callbacks.on_finish, self.summary(finish), session=cfg.session)
+            self.finished = True
             yield finish
         except Exception as exc:
             ended = True
@@ -165,6 +180,7 @@ class _Run:
             retry=cfg.retry,
             where=cfg.where,
         )
+        self.unfinished = call
         async with aclosing(call.chunks()) as model_chunks:
             async for chunk in model_chunks:
                 yield chunk
@@ -189,18 +205,23 @@ class _Run:
                     yield chunk
         outcome = tools.outcome()
         step = self._step_result(
-            step_number, model, outcome.results, [model.assistant, *outcome.messages]
+            step_number,
+            model,
+            outcome.results,
+            [model.assistant, *outcome.messages],
+            data=outcome.data,
         )
         self.steps.append(step)
         self.usage = self.usage + model.usage
         # A `messages` override applies to its step only: the conversation goes on from the
-        # loop's own messages. They are escaped as the context pass renders them when a later
-        # turn reads them from the log, so their bytes never change between calls.
-        self.messages.extend(escape_message(m) for m in step.response_messages)
+        # loop's own messages, in the form a later turn reads them from the log in, so that
+        # their bytes never change between calls.
+        self.messages.extend(model_message(m) for m in step.response_messages)
         self.next = await self._decide(step, forced)
         await cfg.session.after_step(step, final=self.next == _STOP)
         for callback in cfg.callbacks.on_step_finish:
             await call_user(callback, step, session=cfg.session)
+        self.unfinished = None
         yield FinishStep(
             step_number=step_number,
             finish_reason=step.finish_reason,
@@ -245,7 +266,12 @@ class _Run:
         )
 
     def _step_result(
-        self, step_number: int, model: Any, results: list[Any], messages: list[dict[str, Any]]
+        self,
+        step_number: int,
+        model: ModelResult,
+        results: list[ToolResult],
+        messages: list[dict[str, Any]],
+        data: Sequence[DataChunk] = (),
     ) -> StepResult:
         return StepResult(
             step_number=step_number,
@@ -258,6 +284,8 @@ class _Run:
             response_model=model.response_model,
             response_messages=messages,
             runtime_context=self.runtime_context,
+            sources=list(model.sources),
+            data=list(data),
         )
 
     async def _decide(self, step: StepResult, forced: bool) -> str:
@@ -332,6 +360,7 @@ class _Run:
 
     async def _fail(self, exc: Exception) -> ErrorChunk:
         error = translate_error(exc)
+        self.error = error
         self.cfg.recorder.call_failed(error)
         await call_user(self.cfg.callbacks.on_error, error, session=self.cfg.session)
         return ErrorChunk(error=error)

@@ -13,7 +13,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..chunks import Chunk, FinishReason, Usage
+from ..chunks import Chunk, FinishReason, SourceUrl, Usage
 from ..middleware import ModelMiddleware, WrappedModel, call_with_middleware
 from ..models._cache import PromptCache, with_cache_breakpoints
 from ..models._litellm import acompletion, translate_error
@@ -89,6 +89,7 @@ class ModelResult:
     assistant: dict[str, Any]
     response: ResponseInfo | None = None
     credentials: frozenset[str] = frozenset()  # what the request sent as credentials
+    sources: tuple[SourceUrl, ...] = ()  # the sources the model cited
 
 
 class ModelCall:
@@ -177,6 +178,11 @@ class ModelCall:
         for chunk in closing:
             yield chunk
 
+    @property
+    def text(self) -> str:
+        """The text streamed so far (all of it, once :meth:`chunks` has finished)."""
+        return "".join(self._parser.text)
+
     def result(self) -> ModelResult:
         """The assembled call (after :meth:`chunks` has finished)."""
         parser, calls = self._parser, self._calls
@@ -193,4 +199,5 @@ class ModelCall:
             assistant=parser.assistant_message(calls),
             response=parser.response,
             credentials=self._credentials,
+            sources=tuple(parser.sources),
         )

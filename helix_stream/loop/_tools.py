@@ -1,9 +1,9 @@
 """Runs one step's tool calls: the tool gate, input validation, concurrent execution.
 
 A call to a tool the agent does not declare is answered ``tool_unavailable``; a call to a
-switched-off tool ``tool_inactive`` (README, "Switching tools off and on"). Neither runs
-anything of the tool: no body, no approval, no client ask. Every call still gets a tool
-message, so the conversation stays valid and the model can carry on.
+switched-off tool ``tool_inactive`` (README, "Switching tools, the step_context hook, memory,
+approvals"). Neither runs anything of the tool: no body, no approval, no client ask. Every call
+still gets a tool message, so the conversation stays valid and the model can carry on.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 from ..auth._cache import DEFAULT_AUTH, AuthSettings, StepTokens
 from ..chunks import (
     Chunk,
+    DataChunk,
     ToolApprovalRequest,
     ToolNotExecuted,
     ToolOutputAvailable,
@@ -53,10 +54,12 @@ def tool_message(call_id: str, content: str) -> dict[str, Any]:
 class ToolOutcome:
     """How a step's tool calls ended: results and tool messages, both in call order (never
     completion order: the next request's bytes must not depend on which tool finished first).
-    A pending call (approval, client tool) has a result but no message yet."""
+    A pending call (approval, client tool) has a result but no message yet. ``data``: the
+    data parts the tools wrote that are kept (not transient), in the order they streamed."""
 
     results: list[ToolResult]
     messages: list[dict[str, Any]]
+    data: list[DataChunk]
 
 
 def _validation_text(call: ToolCall, exc: ValidationError | None) -> str:
@@ -99,6 +102,7 @@ class ToolCalls:
         self._contents: dict[str, str] = {}
         # Data parts the tools write while they run (ctx.write_data), streamed as they come.
         self._written: asyncio.Queue[Chunk] = asyncio.Queue()
+        self._kept: list[DataChunk] = []  # the streamed ones that are not transient
 
     def outcome(self) -> ToolOutcome:
         """Results and tool messages in call order (after :meth:`chunks` has finished)."""
@@ -110,6 +114,7 @@ class ToolCalls:
                 for call in calls
                 if call.id in self._contents
             ],
+            data=list(self._kept),
         )
 
     def _settle(self, result: ToolResult, content: str | None) -> None:
@@ -229,6 +234,7 @@ class ToolCalls:
         chunks = [got.result()] if got is not None else []
         while not self._written.empty():
             chunks.append(self._written.get_nowait())
+        self._kept.extend(c for c in chunks if isinstance(c, DataChunk) and not c.transient)
         return chunks
 
 

@@ -15,7 +15,7 @@ request to a family that needs markers gets them, in this order, within the limi
 
 Markers a caller put on messages or tools count against the limit and are left as they are.
 A marker never changes anything else: a request with its markers removed is byte for byte the
-request without them, so every request stays a prefix of the next (README, "Context rows").
+request without them, so every request stays a prefix of the next (README, "Prompt caching").
 
 ``prompt_cache=False`` sends no markers. The value travels as ``stream_text(prompt_cache=...)``,
 ``generate_text(...)``, ``Agent(prompt_cache=...)``, and a ``prepare_step`` override

@@ -21,15 +21,18 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from .._options import OPTION_NAMES
 from ..errors import InvalidRequestError
 
 __all__ = ["check_params"]
 
 _LOOP = "stream_text()/generate_text()"
 _AGENT = "Agent(...)"
+_RUN = f"{_LOOP}, {_AGENT} or Executor.run()"
 
-# Keywords of the package (not litellm's) and where each belongs. A name that belongs to the
-# place where it was given never reaches this table: that function consumed it as an option.
+# Keywords of the package (not litellm's) that are not run options, and where each belongs.
+# A name that belongs to the place where it was given never reaches this table: that function
+# consumed it as an option.
 _HELIX_KEYWORDS: dict[str, tuple[str, str]] = {
     # name: (what it is, where it belongs)
     "output_schema": (
@@ -47,20 +50,25 @@ _HELIX_KEYWORDS: dict[str, tuple[str, str]] = {
     "memory": ("memory recall", _AGENT),
     "client_tool_timeout": ("the client tool deadline", _AGENT),
     "settings": ("an Agent's litellm params", f"{_AGENT}; here, pass them as keywords"),
-    "router": ("the litellm Router", f"{_LOOP} or {_AGENT} as router="),
-    "prompt_cache": ("cache breakpoints", f"{_LOOP}, {_AGENT} or a prepare_step override"),
-    "tools_context": ("per-tool contexts", f"{_LOOP} or Executor.run()"),
-    "runtime_context": ("the runtime context", f"{_LOOP} or Executor.run()"),
-    "prepare_step": ("step middleware", f"{_LOOP} or {_AGENT}"),
-    "stop_when": ("stop conditions", _LOOP),
-    "telemetry": ("telemetry settings", f"{_LOOP} or {_AGENT}"),
-    "middleware": ("model middleware", f"{_LOOP} or {_AGENT}"),
     "prompt": ("the user prompt", _LOOP),
     "system": ("the system prompt", f"{_LOOP} or {_AGENT}"),
-    "on_chunk": ("a callback", _LOOP),
-    "on_step_finish": ("a callback", _LOOP),
-    "on_finish": ("a callback", _LOOP),
-    "on_error": ("a callback", _LOOP),
+}
+
+# What each run option is, for the message (an option without a line here is "a run option");
+# where it belongs is the same for all of them (helix_stream/_options.py).
+_RUN_OPTIONS: dict[str, str] = {
+    "router": "the litellm Router",
+    "prompt_cache": "cache breakpoints",
+    "tools_context": "per-tool contexts",
+    "runtime_context": "the runtime context",
+    "prepare_step": "step middleware",
+    "stop_when": "stop conditions",
+    "telemetry": "telemetry settings",
+    "middleware": "model middleware",
+    "on_chunk": "a callback",
+    "on_step_finish": "a callback",
+    "on_finish": "a callback",
+    "on_error": "a callback",
 }
 
 # Params the loop builds itself (messages, tools) or that litellm consumes and that may hold
@@ -103,8 +111,15 @@ def check_params(
         _check_json(name, value, where)
 
 
+def _known(name: str) -> tuple[str, str] | None:
+    """What a package keyword is and where it belongs; ``None`` for any other name."""
+    if name in OPTION_NAMES:
+        return _RUN_OPTIONS.get(name, "a run option"), f"{_RUN} as {name}="
+    return _HELIX_KEYWORDS.get(name)
+
+
 def _check_name(name: str, value: Any, where: str) -> None:
-    known = _HELIX_KEYWORDS.get(name)
+    known = _known(name)
     if known is not None:
         what, belongs = known
         raise InvalidRequestError(

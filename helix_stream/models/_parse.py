@@ -42,7 +42,8 @@ from ..steps import ToolCall
 __all__ = ["ResponseInfo", "StepParser", "map_finish_reason", "parse_arguments", "read_usage"]
 
 # litellm's (OpenAI's) finish reasons, and a few providers' own, as the AI SDK names them
-# (ai-sdk-protocol.md). Anything else, a missing reason included, is "other"; never "unknown".
+# (docs/ui-message-stream.md, "Chunk types"). Anything else, a missing reason included, is
+# "other"; never "unknown".
 _FINISH: dict[str, FinishReason] = {
     "stop": "stop",
     "end_turn": "stop",
@@ -211,6 +212,7 @@ class StepParser:
         "finish_reason",
         "reasoning",
         "response",
+        "sources",
         "step_number",
         "text",
         "usage",
@@ -228,6 +230,7 @@ class StepParser:
         self.usage = Usage()
         self.response: ResponseInfo | None = None
         self._sources: set[str] = set()
+        self.sources: list[SourceUrl] = []  # the step's cited sources, as emitted
 
     @property
     def response_model(self) -> str | None:
@@ -281,7 +284,9 @@ class StepParser:
             self._sources.add(url)
             source_id = f"source-{self.step_number}-{len(self._sources)}"
             title = title if isinstance(title, str) and title else None
-            out.append(SourceUrl(source_id=source_id, url=url, title=title))
+            source = SourceUrl(source_id=source_id, url=url, title=title)
+            self.sources.append(source)
+            out.append(source)
 
     def _feed_annotations(self, annotations: Any, out: list[Chunk]) -> None:
         """OpenAI-style ``url_citation`` annotations on the message delta."""

@@ -23,12 +23,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from dataclasses import dataclass
 from typing import Any
 
+from .._options import DEFAULT_MAX_RETRIES
 from ..errors import InvalidRequestError, ModelError
 from ._params import check_params
 
 __all__ = ["DEFAULT_MAX_RETRIES", "Attempt", "RetryPolicy", "open_stream", "retry_after"]
-
-DEFAULT_MAX_RETRIES = 2  # as the AI SDK's maxRetries
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

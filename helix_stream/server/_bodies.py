@@ -12,8 +12,9 @@ the input rules of :mod:`helix_stream._limits`: a body nested more than ``MAX_JS
 holding a lone surrogate anywhere is refused, and so is a session id or key that is too long or
 holds a control character; each refusal is one short log line, never a traceback.
 :func:`chat_actions` reads the messages of a ``useChat`` body: the new user input, and the
-answers to a paused turn that come back inside the last assistant message (ai-sdk-protocol.md,
-"The request useChat sends": tool part states ``approval-responded`` and ``output-available``).
+answers to a paused turn that come back inside the last assistant message
+(docs/ui-message-stream.md, "The request": tool part states ``approval-responded`` and
+``output-available``).
 """
 
 from __future__ import annotations
@@ -88,7 +89,8 @@ class ChatRequest(BaseModel):
 
 
 class ContextRequest(BaseModel):
-    """The body of ``POST /context``: ``{sessionId, items, key?}`` (README, the chat server)."""
+    """The body of ``POST /context``: ``{sessionId, items, key?}`` (README, "Serving an agent
+    to `useChat`")."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -28,6 +27,7 @@ from .._limits import check_session_id
 from ..agent import Agent
 from ..errors import HelixError
 from ..session import Executor
+from ..session._records import UserRecord, new_message_id
 from ..store import PostgresStore
 from ..transformers import UIMessageStreamResponse, to_ui_message_stream
 from ._bodies import ChatActions, ChatRequest, ContextRequest, chat_actions, parse_body, read_body
@@ -184,7 +184,7 @@ def routes(
         max_body_bytes=max_body_bytes,
         run_options=run_options,
         on_error=on_error,
-        new_message_id=generate_message_id or (lambda: f"msg-{uuid.uuid4().hex}"),
+        new_message_id=generate_message_id or new_message_id,
         registry=streams if streams is not None else default_registry(executor),
         send_sources=send_sources,
     )
@@ -304,15 +304,14 @@ class _Handlers:
             # Continue the assistant message the client shows, under its id, so that the
             # stream's `start` and the stored messages agree.
             return actions.continued_id, None
-        user_input: dict[str, Any] = {
-            "role": "user",
-            "content": actions.user_content,
-            # Kept with the record: GET .../messages answers with the client's own id.
-            "_message_id": actions.user_message_id,
-        }
-        if not isinstance(actions.user_content, str):
-            user_input["_parts"] = actions.user_parts  # the file parts as the user sent them
-        return self.new_message_id(), user_input
+        record = UserRecord(
+            message={"role": "user", "content": actions.user_content},
+            # Kept with the record: GET .../messages answers with the client's own id, and
+            # the file parts as the user sent them.
+            message_id=actions.user_message_id,
+            parts=None if isinstance(actions.user_content, str) else actions.user_parts,
+        )
+        return self.new_message_id(), record.encode()
 
     async def add_context(self, request: Request) -> Response:
         auth = await self._caller(request)

@@ -3,9 +3,9 @@
 A turn calls :meth:`TurnEvents.emit` right after the store write that records the event has
 committed. Handlers run inside the session scope and may queue context (source ``app``); a
 re-run of the same handler for the same event of the same turn queues nothing twice. The
-failure policy (README, "Hooks"): a raising handler fails the turn (:class:`HookError`); a
-raising handler of a failure event escalates to ``session.failed``, whose own errors are
-logged and go no further.
+failure policy (README, "Durable sessions", its **Hooks**): a raising handler fails the turn
+(:class:`HookError`); a raising handler of a failure event escalates to ``session.failed``,
+whose own errors are logged and go no further.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from ..context import validate_items
+from ..context import APP_SOURCE, validate_items
 from ..errors import HookError
 from ..hooks import Hook, HookContext, LifecycleEvent, dispatch
 from ..state import SessionScope, bind_scope
@@ -51,11 +51,13 @@ class TurnEvents:
 
         def make_context(index: int) -> HookContext:
             async def add(items: Sequence[Any], position: int) -> int:
-                clean = validate_items(items, default_source="app")
+                # A lifecycle hook acts for the app: its rows are "app" rows (the source "hook"
+                # is the step_context hook's); the origin says which event's handler it was.
+                clean = validate_items(items, default_source=APP_SOURCE)
                 recorded = await self._store.enqueue_context(
                     scope.info.id,
                     clean,
-                    source="app",
+                    source=APP_SOURCE,
                     origin={"type": "hook", "event": type},
                     # turn.sequence, not turn.id: a turn that resumes a paused one shares its id.
                     key=f"hook:{scope.info.turn.sequence}:{number}:{index}:{position}",

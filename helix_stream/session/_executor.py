@@ -14,19 +14,26 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .._limits import check_json, check_key, check_session_id, show
+from .._options import options_over, split_options
 from ..chunks import Chunk, ErrorChunk
-from ..context import ContextItemLike, ContextRow, validate_items
+from ..context import (
+    APP_SOURCE,
+    LATE_ANSWER_SOURCE,
+    ContextItemLike,
+    ContextRow,
+    validate_items,
+)
 from ..errors import InvalidRequestError, SessionBusyError, SessionNotFoundError, StateError
 from ..loop import StreamTextResult, has_tool_call, step_count_is
-from ..loop._api import build_config
-from ..loop._config import LoopConfig
+from ..loop._setup import LoopCall, setup_run
 from ..state import ParentInfo
 from ..store import Checkpoint, LogRecord, MemoryStore, SessionRecord, Store
 from ..tools import FINISH_TOOL_NAME
 from ._answers import ApprovalAnswer, ToolAnswer, by_call
 from ._meta import TurnMeta, app_meta
 from ._pending import late_answer_row, waiting_calls
-from ._turn import Turn
+from ._records import AssistantRecord
+from ._turn import TurnRequest, run_turn
 from ._ui import ui_messages
 
 if TYPE_CHECKING:
@@ -101,17 +108,9 @@ class Executor:
         input: Input = None,
         *,
         answers: Answers = (),
-        runtime_context: Mapping[str, Any] | None = None,
-        tools_context: Mapping[str, Any] | None = None,
-        telemetry: TelemetrySettings | None = None,
         message_id: str | None = None,
         auth: Any = None,
-        _parent: ParentInfo | None = None,
-        on_step_finish: Any = None,
-        on_finish: Any = None,
-        on_error: Any = None,
-        on_chunk: Any = None,
-        **litellm_params: Any,
+        **options: Any,
     ) -> StreamTextResult:
         """Run one turn of ``agent`` in session ``session_id`` (created on first use).
 
@@ -127,47 +126,74 @@ class Executor:
             answers: Answers to the calls a paused turn left waiting
                 (:class:`ApprovalAnswer`, :class:`ToolAnswer`); answers to calls the session
                 does not wait on are ignored.
-            runtime_context, tools_context, telemetry: As for ``stream_text``.
             message_id: The id of the assistant UI message this turn produces.
             auth: Who is calling (``current_session().auth.current``); see ``identify``.
-            **litellm_params: Passed to litellm (over ``agent.settings``).
+            **options: The run options of ``stream_text`` (``runtime_context``,
+                ``tools_context``, ``telemetry``, ``prepare_step``, ``stop_when``,
+                ``middleware``, ``router``, ``max_retries``, ``prompt_cache``, ``on_chunk``,
+                ``on_step_finish``, ``on_finish``, ``on_error``), each over the agent's own
+                when it is not ``None``; any other keyword is a litellm param (over
+                ``agent.settings``). Telemetry falls back to the executor's.
 
         Raises:
             ToolContextError: a tool's context is missing or invalid (nothing was written).
             InvalidRequestError: ``input`` has the wrong shape or invalid text (a lone
-                surrogate), or ``session_id`` is not a valid id.
+                surrogate), ``session_id`` is not a valid id, or an option or litellm param
+                cannot be used (nothing was written).
             TypeError: ``identify(auth)`` is not JSON-safe (nothing was written).
         """
+        return self._turn(
+            agent,
+            session_id,
+            input,
+            answers=answers,
+            message_id=message_id,
+            auth=auth,
+            options=options,
+        )
+
+    def _turn(
+        self,
+        agent: Agent,
+        session_id: str,
+        input: Input,
+        *,
+        answers: Answers = (),
+        message_id: str | None = None,
+        auth: Any = None,
+        parent: ParentInfo | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> StreamTextResult:
+        """A turn of ``agent``, checked before anything runs (``parent``: of a sub-agent)."""
         check_session_id(session_id)
         message = _input_message(input)
         if message is not None:
             check_json(message)  # no lone surrogate, no absurd nesting: refused before writing
         _check_identity(self.identify(auth))
-        config = _turn_config(
-            agent,
-            session_id,
-            runtime_context=runtime_context,
-            tools_context=tools_context,
-            telemetry=telemetry or agent.telemetry or self.telemetry,
-            callbacks={
-                "on_chunk": on_chunk,
-                "on_step_finish": on_step_finish,
-                "on_finish": on_finish,
-                "on_error": on_error,
-            },
-            litellm_params=litellm_params,
-        )
-        turn = Turn(
-            executor=self,
+        given, litellm_params = split_options(options or {})
+        merged = options_over(agent, given, litellm_params)
+        if merged.telemetry is None:
+            merged = replace(merged, telemetry=self.telemetry)
+        request = TurnRequest(
+            store=self.store,
+            identify=self.identify,
+            run_child=self._run_child,
             agent=agent,
             session_id=session_id,
             message=message,
-            config=replace(config, message_id=message_id),
+            setup=setup_run(_agent_call(agent, session_id), merged),
             answers=list(answers),
+            message_id=message_id,
             auth=auth,
-            parent=_parent,
+            parent=parent,
         )
-        return StreamTextResult(turn.chunks)
+        return StreamTextResult(lambda: run_turn(request))
+
+    def _run_child(
+        self, agent: Agent, session_id: str, prompt: str, *, auth: Any, parent: ParentInfo
+    ) -> StreamTextResult:
+        """A sub-agent's turn in its child session (``Agent.as_tool``)."""
+        return self._turn(agent, session_id, prompt, auth=auth, parent=parent)
 
     async def start(
         self, agent: Agent, session_id: str, input: Input = None, **options: Any
@@ -224,8 +250,8 @@ class Executor:
             await self.store.enqueue_context(
                 session_id,
                 [{k: v for k, v in row.items() if k != "origin"} for row in rows],
-                source="late-answer",
-                origin={"type": "late-answer"},
+                source=LATE_ANSWER_SOURCE,
+                origin={"type": LATE_ANSWER_SOURCE},
             )
 
     async def respond_to_approval(
@@ -265,12 +291,12 @@ class Executor:
         """
         check_session_id(session_id)
         check_key(key)
-        clean = validate_items(items, default_source="app")
+        clean = validate_items(items, default_source=APP_SOURCE)
         return await self.store.enqueue_context(
             session_id,
             clean,
-            source="app",
-            origin={"type": "app"},
+            source=APP_SOURCE,
+            origin={"type": APP_SOURCE},
             key=key,
             on_key_conflict="raise",
         )
@@ -345,7 +371,8 @@ class Executor:
                 (
                     i
                     for i, r in enumerate(log)
-                    if r.role == "assistant" and r.payload.get("_message_id") == message_id
+                    if r.role == "assistant"
+                    and AssistantRecord.decode(r.payload).message_id == message_id
                 ),
                 -1,
             )
@@ -479,45 +506,21 @@ def _check_identity(initiator: Any) -> None:
         ) from None
 
 
-def _turn_config(
-    agent: Agent,
-    session_id: str,
-    *,
-    runtime_context: Mapping[str, Any] | None,
-    tools_context: Mapping[str, Any] | None,
-    telemetry: TelemetrySettings | None,
-    callbacks: Mapping[str, Any],
-    litellm_params: Mapping[str, Any],
-) -> LoopConfig:
-    """The loop config of one of ``agent``'s turns (the turn completes it once it has read
-    the session: messages, message id, itself as the session link)."""
+def _agent_call(agent: Agent, session_id: str) -> LoopCall:
+    """What one of ``agent``'s turns asks the loop (its options come from ``agent`` too)."""
     stop_when = [step_count_is(agent.max_steps)]
-    finish = FINISH_TOOL_NAME if agent.output_schema is not None else None
-    if finish is not None:
-        stop_when.append(has_tool_call(finish))
-    return build_config(
+    if agent.output_schema is not None:
+        stop_when.append(has_tool_call(FINISH_TOOL_NAME))
+    return LoopCall(
+        operation="invoke_agent",
         model=agent.model,
         system=agent.system,
-        messages=[],
-        prompt=None,
         tools=agent.tool_map,
-        tools_context=tools_context,
-        runtime_context=runtime_context,
-        prepare_step=agent.prepare_step,
-        stop_when=stop_when,
-        telemetry=telemetry,
-        middleware=agent.middleware,
-        callbacks=callbacks,
-        litellm_params={**agent.settings, **litellm_params},
-        operation="invoke_agent",
-        agent_name=agent.name,
-        conversation_id=session_id,
-        finish_tool=finish,
-        prompt_cache=agent.prompt_cache,
-        router=agent.router,
-        max_retries=agent.max_retries,
         output=agent.output_schema,
         output_mode="tool",
+        stop_when=tuple(stop_when),
+        agent_name=agent.name,
+        conversation_id=session_id,
         where="Agent(settings=...) or Executor.run()",
     )
 

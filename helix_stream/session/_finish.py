@@ -23,13 +23,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import Any
 
 from .._cleanup import run_cleanup
-from ..store import SessionStatus, TurnWrite
-
-if TYPE_CHECKING:
-    from ._turn import Turn
+from ..state import TurnInfo
+from ..store import SessionStatus, Store, TurnWrite
+from ._events import TurnEvents
 
 __all__ = ["finish_turn", "log_failure"]
 
@@ -40,56 +39,73 @@ logger = logging.getLogger("helix_stream.session")
 _RETRY_DELAYS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 
 
-async def finish_turn(turn: Turn, *, error: BaseException | None, done: bool) -> None:
-    """End ``turn`` (see the module docstring); never raises."""
-    if error is None and (done or turn.ended):
-        return
+async def finish_turn(
+    store: Store,
+    events: TurnEvents,
+    *,
+    session_id: str,
+    turn: TurnInfo,
+    error: BaseException | None,
+    in_step: bool,
+    unfinished: dict[str, Any] | None,
+) -> None:
+    """End a turn that failed (``error``) or was cut short (see the module docstring); never
+    raises.
+
+    Args:
+        store: The session's store.
+        events: The turn's event dispatcher (for the failure events).
+        session_id: The session.
+        turn: The turn (for the log record).
+        error: The turn's error; ``None`` when it was cut short.
+        in_step: A step was running (its ``step.failed`` event is due).
+        unfinished: The assistant record of the step cut short (its streamed text), if any.
+    """
 
     async def finish() -> None:
+        status: SessionStatus = "idle" if error is None else "failed"
         if error is not None:
-            log_failure(turn, error)
-            await _set_status(turn, "failed")
+            log_failure(session_id, turn, error)
+        write = TurnWrite(status=status, messages=[unfinished] if unfinished else [])
+        await _write_status(store, session_id, write)
+        if error is not None:
             data = {"error": type(error).__name__, "code": getattr(error, "code", None)}
-            await turn.events.failure(data, in_step=turn.in_step)
-        else:
-            await _set_status(turn, "idle")
+            await events.failure(data, in_step=in_step)
 
-    await run_cleanup(finish, what=f"ending the turn of session {turn.session_id!r}")
+    await run_cleanup(finish, what=f"ending the turn of session {session_id!r}")
 
 
-async def _set_status(turn: Turn, status: SessionStatus) -> None:
-    partial = turn.interrupted_message()
-    write = TurnWrite(status=status, messages=[partial] if partial else [])
+async def _write_status(store: Store, session_id: str, write: TurnWrite) -> None:
     for delay in (*_RETRY_DELAYS, None):
         try:
-            await turn.store.write_turn(turn.session_id, write)
+            await store.write_turn(session_id, write)
             return
         except Exception:
             if delay is None:
                 logger.exception(
                     "could not set session %r to %s after its turn; it stays 'running' until "
                     "executor.resume() is called",
-                    turn.session_id,
-                    status,
-                    extra={"session_id": turn.session_id},
+                    session_id,
+                    write.status,
+                    extra={"session_id": session_id},
                 )
                 return
             await asyncio.sleep(delay)
 
 
-def log_failure(turn: Turn, error: BaseException) -> None:
+def log_failure(session_id: str, turn: TurnInfo | None, error: BaseException) -> None:
     """One WARNING record for a failed turn: session, turn, error type (no message text: it
     may quote what a tool or a provider should not have echoed)."""
     logger.warning(
         "turn %s of session %r failed: %s (%s)",
-        turn.scope.info.turn.sequence,
-        turn.session_id,
+        turn.sequence if turn else 0,
+        session_id,
         type(error).__name__,
         getattr(error, "code", "-"),
         extra={
             "event": "core.turn.failed",
-            "session_id": turn.session_id,
-            "turn_id": turn.scope.info.turn.id,
+            "session_id": session_id,
+            "turn_id": turn.id if turn else "",
             "error_type": type(error).__name__,
         },
     )

@@ -30,16 +30,17 @@ from ..chunks import (
     ToolOutputDenied,
     ToolOutputError,
 )
-from ..context import validate_items
+from ..context import LATE_ANSWER_SOURCE, validate_items
 from ..errors import StateError
 from ..loop._config import SessionLink
 from ..loop._tools import ToolCalls, not_executed_message, tool_message
 from ..models._parse import parse_arguments
-from ..steps import ToolCall
+from ..steps import ToolCall, ToolStatus
 from ..store import LogRecord
 from ..telemetry import Recorder
 from ..tools import Tool, dump_output
 from ._meta import Answer
+from ._records import AssistantRecord, ToolRecord
 
 __all__ = ["Settled", "Settlement", "WaitingCall", "check_answerable", "late_answer_row"]
 
@@ -68,7 +69,7 @@ def waiting_calls(log: Sequence[LogRecord]) -> list[WaitingCall]:
                     input=parse_arguments(arguments),
                     arguments=arguments,
                 )
-                out.append(WaitingCall(call, record.payload.get("_message_id")))
+                out.append(WaitingCall(call, AssistantRecord.decode(record.payload).message_id))
             return out
         if record.role == "user":
             return []
@@ -119,12 +120,12 @@ def late_answer_row(tool_name: str, call_id: str, output: Any) -> dict[str, Any]
         "kind": "notice",
         "content": f"A late answer arrived from the client tool {tool_name!r} ({call_id}): {text}",
     }
-    (row,) = validate_items([item], forced_source="late-answer")
-    return {**row, "origin": {"type": "late-answer", "tool_call_id": call_id}}
+    (row,) = validate_items([item], forced_source=LATE_ANSWER_SOURCE)
+    return {**row, "origin": {"type": LATE_ANSWER_SOURCE, "tool_call_id": call_id}}
 
 
-def _message(call: ToolCall, status: str, content: str) -> dict[str, Any]:
-    return {**tool_message(call.id, content), "_status": status}
+def _message(call: ToolCall, status: ToolStatus, content: str) -> dict[str, Any]:
+    return ToolRecord(message=tool_message(call.id, content), status=status).encode()
 
 
 def _cancelled(call: ToolCall, what: str) -> tuple[dict[str, Any], Chunk]:
@@ -207,7 +208,8 @@ class Settlement:
             statuses = {r.tool_call_id: r.status for r in outcome.results}
             for message in outcome.messages:
                 call_id = message["tool_call_id"]
-                self._messages[call_id] = {**message, "_status": statuses[call_id]}
+                record = ToolRecord(message=message, status=statuses[call_id])
+                self._messages[call_id] = record.encode()
 
     def _approval(
         self, call: ToolCall, answer: Answer | None

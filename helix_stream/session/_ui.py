@@ -18,7 +18,6 @@ from ..chunks import (
     Chunk,
     DataChunk,
     FinishStep,
-    SourceUrl,
     Start,
     StartStep,
     TextDelta,
@@ -33,6 +32,7 @@ from ..chunks import (
 )
 from ..store import LogRecord
 from ..tools import approval_id
+from ._records import AssistantRecord, ToolRecord, UserRecord
 
 __all__ = ["ui_messages"]
 
@@ -44,6 +44,17 @@ def _json(text: str) -> Any:
         return json.loads(text)
     except (TypeError, ValueError):
         return text
+
+
+Stored = UserRecord | AssistantRecord | ToolRecord
+
+
+def _decode(record: LogRecord) -> Stored:
+    if record.role == "assistant":
+        return AssistantRecord.decode(record.payload)
+    if record.role == "tool":
+        return ToolRecord.decode(record.payload)
+    return UserRecord.decode(record.payload)
 
 
 def ui_messages(
@@ -58,43 +69,45 @@ def ui_messages(
         _assistant, client_version=client_version, on_error=on_error, send_sources=send_sources
     )
     out: list[dict[str, Any]] = []
-    turn: list[LogRecord] = []
+    turn: list[tuple[int, AssistantRecord | ToolRecord]] = []  # (seq, record) of one turn
     for record in log:
         if record.role == "context":
             continue
-        if record.role == "assistant" and turn and _message_id(turn[0]) != _message_id(record):
-            out.append(assistant(turn))
+        stored = _decode(record)
+        if isinstance(stored, UserRecord):
+            out.extend([assistant(turn)] if turn else [])
+            out.append(_user(record.seq, record.role, stored))
             turn = []
-        if record.role in ("user", "system"):
-            if turn:
-                out.append(assistant(turn))
-                turn = []
-            out.append(_user(record))
-        elif record.role == "assistant" or (record.role == "tool" and turn):
-            turn.append(record)
+            continue
+        if (
+            isinstance(stored, AssistantRecord)
+            and turn
+            and _id(*turn[0]) != _id(record.seq, stored)
+        ):
+            out.append(assistant(turn))  # another turn's message: a new UI message
+            turn = []
+        if isinstance(stored, AssistantRecord) or turn:
+            turn.append((record.seq, stored))
     if turn:
         out.append(assistant(turn))
     return out
 
 
-def _message_id(record: LogRecord) -> str:
-    return str(record.payload.get("_message_id") or f"log-{record.seq}")
+def _id(seq: int, record: AssistantRecord | ToolRecord) -> str:
+    """The UI message id of a turn's first record (that of the turn)."""
+    message_id = record.message_id if isinstance(record, AssistantRecord) else None
+    return str(message_id or f"log-{seq}")
 
 
-def _user(record: LogRecord) -> dict[str, Any]:
-    payload = record.payload
+def _user(seq: int, role: str, record: UserRecord) -> dict[str, Any]:
     # A message with files keeps the parts as the user sent them (the model's content parts
     # do not say a file's media type or name).
-    parts = payload.get("_parts") or [{"type": "text", "text": message_text(payload)}]
-    return {
-        "id": payload.get("_message_id") or f"log-{record.seq}",
-        "role": record.role,
-        "parts": parts,
-    }
+    parts = record.parts or [{"type": "text", "text": message_text(record.message)}]
+    return {"id": record.message_id or f"log-{seq}", "role": role, "parts": parts}
 
 
 def _assistant(
-    records: Sequence[LogRecord],
+    records: Sequence[tuple[int, AssistantRecord | ToolRecord]],
     *,
     client_version: int,
     on_error: OnError | None,
@@ -104,7 +117,7 @@ def _assistant(
     from ..transformers._fold import UIMessageFold
     from ..transformers._mapper import UIChunkMapper
 
-    message_id = _message_id(records[0])
+    message_id = _id(*records[0])
     fold = UIMessageFold(message_id=message_id)
     mapper = UIChunkMapper(
         client_version=client_version,
@@ -119,69 +132,60 @@ def _assistant(
         continued_message=None,
         fold=fold,
     )
-    for chunk in _replay(records):
+    for chunk in _replay(message_id, records):
         mapper.handle(chunk)
     mapper.end()
     message = fold.message
-    if any(r.payload.get("_interrupted") for r in records):
+    if any(isinstance(r, AssistantRecord) and r.interrupted for _, r in records):
         # The stream stopped mid-answer (an error, a disconnect): say so, as metadata.
         message["metadata"] = {**message.get("metadata", {}), "interrupted": True}
     return message
 
 
-def _replay(records: Sequence[LogRecord]) -> Iterator[Chunk]:
+def _replay(
+    message_id: str, records: Sequence[tuple[int, AssistantRecord | ToolRecord]]
+) -> Iterator[Chunk]:
     """The chunks the live stream sent for one assistant turn's records."""
-    yield Start(message_id=_message_id(records[0]))
+    yield Start(message_id=message_id)
     names: dict[str, str] = {}
     step_open = False
-    written: list[dict[str, Any]] = []  # the step's data parts, shown after its tool results
-    for record in records:
-        payload = record.payload
-        if record.role == "assistant":
-            yield from _data(written)
-            written = payload.get("_data") or []
-            if step_open:
-                yield FinishStep(step_number=0, finish_reason="tool-calls")
-            yield StartStep(step_number=0)
-            step_open = True
-            for source in payload.get("_sources") or []:
-                yield SourceUrl(
-                    source_id=source["sourceId"], url=source["url"], title=source.get("title")
-                )
-            text = message_text(payload)
-            if text:
-                part = f"text-{record.seq}"
-                yield from (TextStart(id=part), TextDelta(id=part, delta=text), TextEnd(id=part))
-            for call in payload.get("tool_calls") or []:
-                names[call["id"]] = call["function"]["name"]
-                yield ToolInputAvailable(
-                    tool_call_id=call["id"],
-                    tool_name=call["function"]["name"],
-                    input=_json(call["function"]["arguments"]),
-                )
-            for call_id in payload.get("_awaiting_approval") or []:
-                yield ToolApprovalRequest(approval_id=approval_id(call_id), tool_call_id=call_id)
-        else:
-            call_id = payload.get("tool_call_id", "")
-            yield _tool_result(call_id, names.get(call_id, ""), payload)
-    yield from _data(written)
+    written: Sequence[DataChunk] = ()  # the step's data parts, shown after its tool results
+    for seq, record in records:
+        if isinstance(record, ToolRecord):
+            yield _tool_result(names.get(record.call_id, ""), record)
+            continue
+        yield from written
+        written = record.data
+        if step_open:
+            yield FinishStep(step_number=0, finish_reason="tool-calls")
+        yield StartStep(step_number=0)
+        step_open = True
+        yield from record.sources
+        text = message_text(record.message)
+        if text:
+            part = f"text-{seq}"
+            yield from (TextStart(id=part), TextDelta(id=part, delta=text), TextEnd(id=part))
+        for call in record.message.get("tool_calls") or []:
+            names[call["id"]] = call["function"]["name"]
+            yield ToolInputAvailable(
+                tool_call_id=call["id"],
+                tool_name=call["function"]["name"],
+                input=_json(call["function"]["arguments"]),
+            )
+        for call_id in record.awaiting_approval:
+            yield ToolApprovalRequest(approval_id=approval_id(call_id), tool_call_id=call_id)
+    yield from written
     if step_open:
         yield FinishStep(step_number=0, finish_reason="stop")
 
 
-def _data(written: list[dict[str, Any]]) -> Iterator[Chunk]:
-    for part in written:
-        yield DataChunk(name=part["name"], data=part["data"], id=part.get("id"))
-
-
-def _tool_result(call_id: str, name: str, payload: dict[str, Any]) -> Chunk:
-    content = message_text(payload)
-    status = payload.get("_status", "output")
-    if status == "error":
+def _tool_result(name: str, record: ToolRecord) -> Chunk:
+    call_id, content = record.call_id, message_text(record.message)
+    if record.status == "error":
         return ToolOutputError(tool_call_id=call_id, error_text=content)
-    if status == "denied":
+    if record.status == "denied":
         return ToolOutputDenied(tool_call_id=call_id, reason=_json(content).get("reason"))
-    if status == "not_executed":
+    if record.status == "not_executed":
         reason = _json(content).get("reason", "tool_inactive")
         return ToolNotExecuted(tool_call_id=call_id, tool_name=name, reason=reason)
     return ToolOutputAvailable(tool_call_id=call_id, output=_json(content))

@@ -1,9 +1,9 @@
 """What may reach a span, and in what form: the include-filters, allowlists, attribute values.
 
-Reference 002, "Keep sensitive values out of telemetry": telemetry receives a filtered copy
-of the runtime context and of each tool's context. Only the top-level properties marked
-``True`` are sent, each whole; an omitted filter sends nothing. Everything here is a pure
-function (no OpenTelemetry import), so the rules can be read and tested on their own.
+README, "Telemetry" (its "Keep sensitive values out of telemetry"): telemetry receives a
+filtered copy of the runtime context and of each tool's context. Only the top-level properties
+marked ``True`` are sent, each whole; an omitted filter sends nothing. Everything here is a
+pure function (no OpenTelemetry import), so the rules can be read and tested on their own.
 
 A context is a mapping (runtime context, a raw ``tools_context`` entry) or a validated
 pydantic model (what a tool receives as ``ctx.context``); both are read the same way.

@@ -53,7 +53,7 @@ UIChunk = dict[str, Any]
 
 
 # The chunk types each client major version accepts (the ``ai`` package's uiMessageChunkSchema;
-# ai-sdk-protocol.md, "Chunk types"), ``data-*`` aside.
+# docs/ui-message-stream.md, "Chunk types"), ``data-*`` aside.
 _V5 = frozenset(
     {
         "start", "start-step", "finish-step", "finish", "abort", "error",

@@ -1,8 +1,8 @@
 """The UI message stream over Server-Sent Events: a lean Starlette response of our own.
 
 This module owns :class:`UIMessageStreamResponse`, :func:`encode_sse` and
-:data:`UI_MESSAGE_STREAM_HEADERS`: the AI SDK's wire framing (ai-sdk-protocol.md, "Wire
-format") — one ``data: <compact JSON>`` event per chunk, ``data: [DONE]`` last, ``: ping``
+:data:`UI_MESSAGE_STREAM_HEADERS`: the AI SDK's wire framing (docs/ui-message-stream.md,
+"Wire format") — one ``data: <compact JSON>`` event per chunk, ``data: [DONE]`` last, ``: ping``
 comments to keep proxies from timing out, and the five headers the AI SDK sends.
 
 Per chunk it does one JSON encoding and one ASGI ``send``, nothing else: no timer, no cancel
@@ -174,7 +174,7 @@ class UIMessageStreamResponse(Response):
                 return  # the client is gone (ASGI 2.4 servers raise it from send)
             except Exception:
                 # to_ui_message_stream never raises; another chunk iterator might. The wire gets
-                # one masked error chunk, never a traceback (README, "Errors").
+                # one masked error chunk, never a traceback (README, "Errors over HTTP").
                 logger.exception("the UI chunk iterator raised")
                 error = {"type": "error", "errorText": ERROR_MASK}
                 await send(

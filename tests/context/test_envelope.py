@@ -1,4 +1,4 @@
-"""The envelope escaping rule (README, "Context rows"): nothing but a row opens or closes one."""
+"""The envelope escaping rule (README, "Envelopes cannot be forged"): nothing but a row opens or closes one."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 import helix_stream as hs
 from helix_stream import chunks as c
-from tests.loopback import LoopbackServer, error, text, tool_calls
+from tests.loopback import LoopbackServer, Reply, error, text, tool_calls
 
 
 class CityInput(BaseModel):
@@ -375,3 +375,24 @@ async def test_tool_messages_are_valid_json_for_pydantic_outputs(loopback: Loopb
     chunks = await collect(hs.stream_text(**loopback.llm(), prompt="x", tools=[t]))
     assert next(x for x in chunks if isinstance(x, c.ToolOutputAvailable)).output == {"temp": 3}
     assert json.loads(loopback.bodies()[1]["messages"][-1]["content"]) == {"temp": 3}
+
+
+async def test_a_step_records_the_sources_it_cited_and_the_data_parts_its_tools_kept(
+    loopback: LoopbackServer,
+) -> None:
+    async def run(input: CityInput, ctx: hs.ToolContext) -> str:
+        ctx.write_data("progress", {"done": 1}, id="p")
+        ctx.write_data("tick", 1, transient=True)  # shown, not kept
+        return "sunny"
+
+    weather = hs.tool(name="get_weather", input_schema=CityInput, execute=run)
+    cited = {"type": "url_citation", "url_citation": {"url": "https://a.example/", "title": "A"}}
+    loopback.script(
+        tool_calls(("get_weather", {"city": "Oslo"})),
+        Reply(deltas=[{"content": "see "}, {"content": "this", "annotations": [cited, cited]}]),
+    )
+    steps = await hs.stream_text(**loopback.llm(), prompt="x", tools=[weather]).steps()
+    assert [(s.sources, s.data) for s in steps] == [
+        ([], [c.DataChunk(name="progress", data={"done": 1}, id="p")]),
+        ([c.SourceUrl(source_id="source-1-1", url="https://a.example/", title="A")], []),
+    ]

@@ -1,7 +1,8 @@
 """What a session's log adds up to: active tools, the hook's cursor, memories already given.
 
 Everything here is *folded from the log*, never kept beside it, so it follows the log through a
-rewind or a branch (README, "Switching tools off and on" and "Durable sessions").
+rewind or a branch (README, "Switching tools, the step_context hook, memory, approvals" and
+"Durable sessions").
 """
 
 from __future__ import annotations

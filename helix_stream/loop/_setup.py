@@ -1,0 +1,226 @@
+"""Setting a run up: check what it is asked (:func:`setup_run`), then build its config once
+(:func:`loop_config`).
+
+A run is a :class:`LoopCall` (what its caller asks: the model, the system prompt, the tools,
+the answer's shape) and its :class:`~helix_stream._options.LoopOptions`. :func:`setup_run`
+refuses, before anything is sent or written, what cannot run: a misplaced or unsendable litellm
+param, a retry count that is not one, an ``output`` that is not a pydantic model, a tool
+context that is missing or invalid, a telemetry filter naming a tool the call does not have.
+What it checked (:class:`RunSetup`) is then made into the run's
+:class:`~helix_stream.loop._config.LoopConfig` by :func:`loop_config`, with what only the
+run's session knows: the conversation so far, the message id, the session itself. A plain
+``stream_text`` call does both at once; an executor turn checks in ``Executor.run`` and
+builds the config once it has read its session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from .._options import LoopOptions
+from ..auth._cache import DEFAULT_AUTH, AuthSettings
+from ..auth._strategy import strategies_by_name
+from ..errors import InvalidRequestError
+from ..middleware import WrappedModel
+from ..models._cache import check_prompt_cache
+from ..models._output import check_output_schema
+from ..models._params import check_params
+from ..models._retry import RetryPolicy
+from ..steps import StopCondition, step_count_is
+from ..telemetry import Recorder
+from ..tools import FINISH_TOOL_NAME, Tool, finish_tool, tools_by_name
+from ._config import NO_SESSION, Callbacks, LoopConfig, SessionLink
+from ._run import resolve_contexts
+
+__all__ = ["DEFAULT_MAX_STEPS", "LoopCall", "RunSetup", "loop_config", "setup_run"]
+
+DEFAULT_MAX_STEPS = 20
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoopCall:
+    """What a run is asked, besides its options.
+
+    Attributes:
+        operation: ``"stream_text"``, ``"generate_text"`` or ``"invoke_agent"`` (the name of
+            telemetry's call span).
+        model: A litellm model string or a wrapped model.
+        system: The system prompt.
+        tools: A list of tools or a ``{name: Tool}`` dict.
+        output: The pydantic model of a structured answer.
+        output_mode: ``"auto"`` (per run: the provider's JSON schema where supported, the
+            finish tool otherwise) or ``"tool"`` (always the finish tool: an Agent).
+        stop_when: Stop conditions of the caller's own (an agent's ``max_steps``), besides
+            the options'.
+        agent_name: The agent's name, for telemetry.
+        conversation_id: The session id.
+        where: Where the litellm params came from (for the message of a refused one).
+    """
+
+    operation: str
+    model: str | WrappedModel
+    system: str | None = None
+    tools: Sequence[Tool] | Mapping[str, Tool] | None = None
+    output: type[BaseModel] | None = None
+    output_mode: Literal["auto", "tool"] = "auto"
+    stop_when: tuple[StopCondition, ...] = ()
+    agent_name: str | None = None
+    conversation_id: str | None = None
+    where: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunSetup:
+    """A run's call and options, checked (see :func:`setup_run`), with what checking made.
+
+    Attributes:
+        call: The call.
+        options: The options (``prompt_cache`` never ``None``).
+        tools: The tools by name, with the finish tool of a structured answer.
+        tools_context: The raw per-tool contexts.
+        contexts: Each tool's validated context.
+        runtime_context: The runtime context the run starts with.
+        finish_tool: The tool whose successful call ends the run, if any.
+        output: The checked pydantic model of a structured answer.
+        recorder: The run's telemetry.
+        where: Where the litellm params came from.
+    """
+
+    call: LoopCall
+    options: LoopOptions
+    tools: dict[str, Tool]
+    tools_context: dict[str, Any]
+    contexts: dict[str, Any]
+    runtime_context: dict[str, Any]
+    finish_tool: str | None
+    output: type[BaseModel] | None
+    recorder: Recorder
+    where: str
+
+
+def setup_run(call: LoopCall, options: LoopOptions) -> RunSetup:
+    """Check a run before anything is sent or written (see the module docstring).
+
+    Raises:
+        InvalidRequestError: a litellm param that is misplaced or cannot be sent, a retry
+            count, an ``output``, a ``prompt_cache`` or a telemetry filter that is wrong, two
+            different auth strategies of one name.
+        ToolContextError: a tool's context is missing or invalid.
+    """
+    from ..telemetry import recorder_for
+
+    where = call.where or f"{call.operation}()"
+    check_params(options.settings, where=where)
+    RetryPolicy(max_retries=options.max_retries)  # InvalidRequestError for a wrong count
+    if options.prompt_cache is None:  # a caller's explicit None: the default
+        options = replace(options, prompt_cache="auto")
+    check_prompt_cache(options.prompt_cache)
+    tools = tools_by_name(call.tools)
+    strategies_by_name(tools)  # one name, one strategy: tokens are kept by name
+    output, finish = call.output, None
+    if output is not None:
+        output, tools = _with_output(output, tools, options.settings)
+        finish = FINISH_TOOL_NAME
+    tools_context = dict(options.tools_context or {})
+    # Fails here, before any model call, naming the tool whose context is missing or invalid.
+    contexts = resolve_contexts(tools, tools_context)
+    runtime = dict(options.runtime_context or {})
+    recorder = recorder_for(
+        options.telemetry,
+        operation=call.operation,
+        tools=tools,
+        runtime_context=runtime,
+        tools_context=tools_context,
+        agent_name=call.agent_name,
+        conversation_id=call.conversation_id,
+    )
+    return RunSetup(
+        call=call,
+        options=options,
+        tools=tools,
+        tools_context=tools_context,
+        contexts=contexts,
+        runtime_context=runtime,
+        finish_tool=finish,
+        output=output,
+        recorder=recorder,
+        where=where,
+    )
+
+
+def loop_config(
+    setup: RunSetup,
+    *,
+    messages: Iterable[dict[str, Any]],
+    message_id: str | None = None,
+    session: SessionLink = NO_SESSION,
+) -> LoopConfig:
+    """The run's config: ``setup`` with the conversation so far, the id the ``start`` chunk
+    announces and the run's session. Checks nothing more (``setup`` was checked)."""
+    call, options = setup.call, setup.options
+    return LoopConfig(
+        model=call.model,
+        system=call.system,
+        messages=tuple(messages),
+        tools=setup.tools,
+        tools_context=setup.tools_context,
+        contexts=setup.contexts,
+        runtime_context=setup.runtime_context,
+        recorder=setup.recorder,
+        prepare_step=_as_tuple(options.prepare_step),
+        stop_when=(*call.stop_when, *_as_tuple(options.stop_when))
+        or (step_count_is(DEFAULT_MAX_STEPS),),
+        middleware=tuple(options.middleware or ()),
+        litellm_params=dict(options.settings),
+        message_id=message_id,
+        session_id=call.conversation_id,
+        finish_tool=setup.finish_tool,
+        router=options.router,
+        retry=RetryPolicy(max_retries=options.max_retries),
+        output=setup.output,
+        output_mode=call.output_mode,
+        where=setup.where,
+        callbacks=Callbacks(
+            on_chunk=options.on_chunk,
+            on_step_finish=_as_tuple(options.on_step_finish),
+            on_finish=options.on_finish,
+            on_error=options.on_error,
+        ),
+        session=session,
+        prompt_cache=options.prompt_cache,
+        auth=_auth(options),
+    )
+
+
+def _auth(options: LoopOptions) -> AuthSettings:
+    if options.token_store is None:
+        return DEFAULT_AUTH
+    return AuthSettings(token_store=options.token_store)
+
+
+def _as_tuple(value: Any) -> tuple[Any, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, (list, tuple)):
+        return tuple(value)
+    return (value,)
+
+
+def _with_output(
+    output: type[BaseModel], tools: dict[str, Tool], litellm_params: Mapping[str, Any]
+) -> tuple[type[BaseModel], dict[str, Tool]]:
+    """The checked ``output`` model and the tools with its finish tool (unless the caller
+    brought one of that name)."""
+    output = check_output_schema(output)
+    if "response_format" in litellm_params:
+        raise InvalidRequestError(
+            "output= and response_format= ask for the answer's shape twice: pass one "
+            "(output= takes a pydantic model and returns an instance in result.output)."
+        )
+    if FINISH_TOOL_NAME in tools:
+        return output, tools
+    return output, {**tools, FINISH_TOOL_NAME: finish_tool(output)}

@@ -1,0 +1,244 @@
+"""How an opened turn takes part in the loop: :class:`TurnLink`, its
+:class:`~helix_stream.loop._config.SessionLink`.
+
+Through the link's seven methods, and nothing else, the turn commits the context before each
+model call, gates tool calls, gives tools their context and session, persists each finished
+step (its messages and a checkpoint; the last one also sets the new status), reports
+lifecycle events to the agent's hooks after each is durably recorded, and ends the turn when
+the run is over without its last step having ended it (:func:`~._finish.finish_turn`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import AbstractContextManager, aclosing
+from dataclasses import replace
+from typing import Any
+
+from .._messages import message_text
+from ..chunks import Chunk, ContextRowChunk, ContextSkipped
+from ..context import TOOL_SOURCE, validate_items
+from ..loop._config import GateReason, RunEnd, StepCommit
+from ..state import bind_scope
+from ..steps import StepResult, ToolCall
+from ..store import Checkpoint, TurnWrite
+from ..tools import FINISH_TOOL_NAME, Tool, ToolContext
+from ._commits import opening
+from ._finish import finish_turn
+from ._open import Opened
+from ._pending import Settled, Settlement
+from ._records import interrupted_record, step_records
+
+__all__ = ["TurnLink"]
+
+logger = logging.getLogger("helix_stream.context")
+
+
+class TurnLink:
+    """The session side of one turn's run (see the module docstring).
+
+    Args:
+        opened: What :func:`~._open.open_turn` opened.
+    """
+
+    def __init__(self, opened: Opened) -> None:
+        self._opened = opened
+        request = opened.request
+        self._store = request.store
+        self._session_id = request.session_id
+        self._setup = request.setup
+        self._commits = opened.commits
+        self._events = opened.events
+        self._settled: Settled | None = None  # what settling the waiting calls produced
+        self._in_step = False  # a step is running (a failure is also its step.failed)
+        self._ended = False  # the last step's write set the final status
+
+    def bind(self) -> AbstractContextManager[None]:
+        return bind_scope(self._opened.scope)
+
+    async def preamble(self) -> AsyncGenerator[Chunk, None]:
+        opened = self._opened
+        if opened.created:
+            await self._events.emit("session.started", {"agent": opened.request.agent.name})
+        await self._events.emit("turn.started", {"turn": opened.scope.info.turn.sequence})
+        view = opened.view
+        if not view.waiting:
+            return
+        settlement = Settlement(
+            view.waiting,
+            view.answers,
+            tools=self._setup.tools,
+            inactive=view.inactive_now,
+            deadline=view.deadline,
+            contexts=self._setup.contexts,
+            recorder=self._setup.recorder,
+            session=self,
+        )
+        async with aclosing(settlement.chunks()) as chunks:
+            async for chunk in chunks:
+                yield chunk
+        self._settled = settlement.outcome()
+
+    async def before_step(self, step_number: int) -> StepCommit:
+        self._in_step = True
+        commit = await self._commit(step_number)
+        rows = [c.row for c in commit.chunks if isinstance(c, ContextRowChunk)]
+        if rows:
+            kinds, sources = [r.kind for r in rows], [r.source for r in rows]
+            data = {"count": len(rows), "kinds": kinds, "sources": sources}
+            await self._events.emit("context.committed", data)
+        for chunk in commit.chunks:
+            if isinstance(chunk, ContextSkipped):
+                data = {"reason": chunk.reason, "source": chunk.source}
+                await self._events.emit("context.skipped", data)
+        await self._events.emit("step.started", {"step": step_number})
+        return commit
+
+    async def _commit(self, step_number: int) -> StepCommit:
+        """The context commit of a model call: the first call's was made when the turn opened
+        (or is made now, after settling the waiting calls)."""
+        first, commits = self._opened.first, self._commits
+        if step_number > 0:
+            return await commits.commit(step_number)
+        if first is None:
+            return await self._first_after_settling()
+        if not self._events.queued:
+            return first
+        # session.started / turn.started handlers queued context after the turn's first
+        # commit: it still reaches this first call.
+        more = await commits.commit(0, gather=False)
+        return StepCommit(
+            messages=[*first.messages, *more.messages], chunks=[*first.chunks, *more.chunks]
+        )
+
+    async def _first_after_settling(self) -> StepCommit:
+        opened, settled = self._opened, self._settled
+        message = opened.request.message
+        write = opening(
+            opened.view,
+            opened.meta,
+            message=message,
+            settled=settled.messages if settled else (),
+            rows=settled.rows if settled else (),
+        )
+        user_text = message_text(message) if message else None
+        return await self._commits.commit(0, write, user_text=user_text)
+
+    async def gate(self, call: ToolCall) -> GateReason | None:
+        # Active tools as folded from the log at this step's model call. __finish__ can never
+        # be switched off (validation refuses it), so forced completion can always call it.
+        inactive = self._commits.context_pass.fold.inactive
+        if call.name != FINISH_TOOL_NAME and call.name in inactive:
+            return "tool_inactive"
+        return None
+
+    def tool_context(
+        self, call: ToolCall, tool: Tool, context: Any, write: Callable[[Chunk], None]
+    ) -> ToolContext:
+        session_id, store = self._session_id, self._store
+
+        async def add(items: Sequence[Any], position: int) -> int:
+            # A tool's items always carry source "tool"; a re-run of the same call site (same
+            # call id, same position) records nothing: first wins, never refused.
+            clean = validate_items(items, forced_source=TOOL_SOURCE)
+            for item in clean:
+                if item.get("enable"):
+                    logger.warning(
+                        "core.context.enable_ignored: tool %r may switch tools off, never on; "
+                        "its enable of %s has no effect",
+                        tool.name,
+                        item["enable"],
+                        extra={"event": "core.context.enable_ignored", "session_id": session_id},
+                    )
+            origin = {"type": "tool", "tool_call_id": call.id, "tool_name": tool.name}
+            return await store.enqueue_context(
+                session_id,
+                clean,
+                source=TOOL_SOURCE,
+                origin={**origin, "position": position},
+                key=f"call:{call.id}:{position}",
+                on_key_conflict="ignore",
+            )
+
+        return ToolContext(
+            context=context,
+            tool_call_id=call.id,
+            tool_name=tool.name,
+            session=self._opened.scope.info,
+            _add_context=add,
+            _write=write,
+        )
+
+    async def after_step(self, step: StepResult, *, final: bool) -> None:
+        """Persist the step (messages, checkpoint; the status when it is the last), then
+        report it."""
+        records = step_records(step, message_id=self._opened.message_id, tools=self._setup.tools)
+        write = TurnWrite(messages=records, checkpoint=self._checkpoint(step))
+        if final:
+            if step.pending:
+                write = replace(write, status="paused", meta=self._opened.meta.paused())
+            else:
+                write = replace(write, status="idle")
+        await self._store.write_turn(self._session_id, write)
+        self._ended = final
+        self._in_step = False
+        await self._events.emit("message.completed", {"step": step.step_number, "text": step.text})
+        for result in step.tool_results:
+            # A call the gate refused ran nothing of its tool: no after-tool hook either.
+            if result.status not in ("pending", "not_executed"):
+                await self._events.emit(
+                    "action.result",
+                    {
+                        "tool_call_id": result.tool_call_id,
+                        "tool_name": result.tool_name,
+                        "status": result.status,
+                    },
+                )
+        await self._events.emit(
+            "step.completed", {"step": step.step_number, "finish_reason": step.finish_reason}
+        )
+        if final:
+            await self._ended_with(step)
+
+    async def _ended_with(self, step: StepResult) -> None:
+        if step.pending:
+            pending = [r.tool_call_id for r in step.pending]
+            await self._events.emit("session.waiting", {"pending": pending})
+            return
+        await self._events.emit("turn.completed", {"finish_reason": step.finish_reason})
+        for result in step.tool_results:
+            if result.tool_name == self._setup.finish_tool and result.status == "output":
+                await self._events.emit("session.completed", {"output": result.output})
+
+    async def end(self, how: RunEnd) -> None:
+        """End the turn unless its last step did (see :mod:`._finish`); never raises."""
+        if how.error is None and (how.finished or self._ended):
+            return
+        text = how.unfinished_text
+        await finish_turn(
+            self._store,
+            self._events,
+            session_id=self._session_id,
+            turn=self._opened.scope.info.turn,
+            error=how.error,
+            in_step=self._in_step,
+            # What the user saw of a step cut short is stored as the turn's answer.
+            unfinished=interrupted_record(text, self._opened.message_id)
+            if text and not self._ended
+            else None,
+        )
+
+    def _checkpoint(self, step: StepResult) -> Checkpoint:
+        return Checkpoint(
+            id="",
+            session_id=self._session_id,
+            step_number=step.step_number,
+            log_seq=0,
+            state={
+                "slots": dict(self._opened.scope.state),
+                "inactive": sorted(self._commits.context_pass.fold.inactive),
+            },
+            created_at=time.time(),
+        )

@@ -1,0 +1,221 @@
+"""Opening a turn: read the session once, refuse what cannot run, claim the session.
+
+:func:`open_turn` reads the session's :class:`~helix_stream.store.Snapshot`, refuses — before
+anything is written — a turn that cannot run (no session to continue, a session already
+running, a call still waiting for its answer), and claims the session: a compare-and-set to
+``running`` that creates it on first use. A plain turn claims with its first commit (the
+user's message and the first context pass, one write); a turn that settles a paused one's
+calls claims alone, since the approved calls run before its first commit. It returns what it
+opened (:class:`Opened`), that commit included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from .._messages import message_text
+from ..context import ContextPass
+from ..errors import HelixError, SessionNotFoundError
+from ..loop._config import StepCommit
+from ..loop._setup import RunSetup
+from ..loop._step import model_name
+from ..models._family import params_family
+from ..state import AuthInfo, ParentInfo, RunChild, SessionInfo, SessionScope, TurnInfo
+from ..store import NewSession, Snapshot, Store, TurnWrite
+from ._answers import ApprovalAnswer, ToolAnswer
+from ._commits import RUNNABLE, Commits, Written, busy, last_seq, opening
+from ._events import TurnEvents
+from ._finish import finish_turn, log_failure
+from ._meta import TurnMeta
+from ._pending import check_answerable
+from ._records import new_message_id
+from ._view import SessionView
+
+if TYPE_CHECKING:
+    from ..agent import Agent
+
+__all__ = ["Opened", "TurnRequest", "open_turn"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnRequest:
+    """What ``Executor.run`` asks of one turn (checked: see ``setup``).
+
+    Attributes:
+        store: Where the session lives.
+        identify: What of the caller's ``auth`` is stored as a new session's initiator.
+        run_child: Runs a sub-agent's turn in a child session (``Agent.as_tool``).
+        agent: The agent.
+        session_id: The session.
+        message: The user's new message as stored, or ``None`` to continue.
+        setup: The run's checked call and options.
+        answers: Answers to the calls a paused turn left waiting.
+        message_id: The id of the assistant UI message, when the caller chose it.
+        auth: Who is calling.
+        parent: For a sub-agent's session, the call that started it.
+    """
+
+    store: Store
+    identify: Callable[[Any], Any]
+    run_child: RunChild
+    agent: Agent
+    session_id: str
+    message: dict[str, Any] | None
+    setup: RunSetup
+    answers: Sequence[ApprovalAnswer | ToolAnswer] = ()
+    message_id: str | None = None
+    auth: Any = None
+    parent: ParentInfo | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Opened:
+    """What :func:`open_turn` opened.
+
+    Attributes:
+        request: The turn's request.
+        view: What the snapshot says (waiting calls, answers, the engine's bookkeeping).
+        meta: The engine's bookkeeping as this turn counts it.
+        created: The turn created the session.
+        message_id: The turn's assistant UI message id.
+        scope: The session scope bound while the turn runs user code.
+        events: The turn's lifecycle event dispatcher.
+        commits: The turn's context commits.
+        messages: The log as the model sees it, before this turn's first commit.
+        first: The first model call's commit, made with the claim; ``None`` when the turn
+            settles waiting calls first (it commits after settling them).
+    """
+
+    request: TurnRequest
+    view: SessionView
+    meta: TurnMeta
+    created: bool
+    message_id: str
+    scope: SessionScope
+    events: TurnEvents
+    commits: Commits
+    messages: list[dict[str, Any]]
+    first: StepCommit | None = None
+
+
+async def open_turn(request: TurnRequest) -> Opened:
+    """Read the session, refuse what cannot run, claim it (see the module docstring).
+
+    Raises:
+        SessionNotFoundError, SessionBusyError, StateError: a refusal (nothing was written).
+        Exception: what failed, logged; a session already claimed was ended first (failed).
+    """
+    turn: TurnInfo | None = None
+    try:
+        opened = await _prepare(request)
+        turn = opened.scope.info.turn
+        written = await _claim(opened)
+    except Exception as exc:
+        if not isinstance(exc, HelixError):
+            log_failure(request.session_id, turn, exc)  # a refusal is the caller's business
+        raise
+    if written is None:
+        return opened
+    try:
+        return replace(opened, first=opened.commits.taken(written))
+    except Exception as exc:  # the session is ours: end the turn before giving up
+        await finish_turn(
+            request.store,
+            opened.events,
+            session_id=request.session_id,
+            turn=opened.scope.info.turn,
+            error=exc,
+            in_step=False,
+            unfinished=None,
+        )
+        raise
+
+
+async def _prepare(request: TurnRequest) -> Opened:
+    """Read the session once and refuse what cannot run; nothing is written here."""
+    session_id, agent, setup = request.session_id, request.agent, request.setup
+    snapshot = await request.store.read_snapshot(session_id)
+    view = SessionView(snapshot, agent, request.answers)
+    _refuse(request, snapshot, view)
+    context_pass = ContextPass(
+        session_id,
+        snapshot.log,
+        step_context=agent.step_context,
+        limits=agent.step_context_limits,
+        memory=agent.memory,
+        # Rows take the form of the provider family the turn's model is sent as.
+        family=await params_family(model_name(setup.call.model)[0], setup.options.settings),
+    )
+    resumed = view.waiting[0].message_id if view.waiting and request.message is None else None
+    message_id = request.message_id or resumed or new_message_id()
+    meta = replace(view.meta, turns=view.meta.turns + 1)
+    created = snapshot.session is None
+    scope = SessionScope(
+        info=SessionInfo(
+            id=session_id,
+            turn=meta.turn_info(message_id),
+            auth=AuthInfo(
+                current=request.auth,
+                initiator=request.identify(request.auth) if created else view.meta.initiator,
+            ),
+            parent=request.parent,
+        ),
+        run_child=request.run_child,
+    )
+    if snapshot.checkpoint is not None:
+        scope.state.update(snapshot.checkpoint.state.get("slots", {}))
+    return Opened(
+        request=request,
+        view=view,
+        meta=meta,
+        created=created,
+        message_id=message_id,
+        scope=scope,
+        events=TurnEvents(agent.hooks, request.store, scope),
+        commits=Commits(request.store, session_id, context_pass),
+        messages=list(context_pass.messages),
+    )
+
+
+def _refuse(request: TurnRequest, snapshot: Snapshot, view: SessionView) -> None:
+    if snapshot.session is None and request.message is None:
+        raise SessionNotFoundError(
+            f"no session {request.session_id!r} to continue; start it with a user message"
+        )
+    status = snapshot.session.status if snapshot.session else "idle"
+    if status not in RUNNABLE:
+        raise busy(request.session_id)
+    check_answerable(
+        view.waiting,
+        view.answers,
+        request.setup.tools,
+        has_new_input=request.message is not None,
+        deadline=view.deadline,
+    )
+
+
+async def _claim(opened: Opened) -> Written | None:
+    """Claim the session: with the first commit, or alone when calls wait to be settled."""
+    request, view, meta = opened.request, opened.view, opened.meta
+    if view.waiting:
+        write = TurnWrite(expect=RUNNABLE, status="running", meta=meta.starting_at(last_seq(view)))
+        result = await request.store.write_turn(request.session_id, write)
+        if not result.applied:
+            raise busy(request.session_id)
+        return None
+    create = None
+    if opened.created:
+        create = NewSession(
+            agent_name=request.agent.name,
+            parent_id=request.parent.session_id if request.parent else None,
+            meta=TurnMeta.new_session(request.identify(request.auth), request.parent),
+        )
+    message = request.message
+    first = opening(view, meta, message=message)
+    return await opened.commits.write(
+        0,
+        replace(first, create=create, expect=RUNNABLE, status="running"),
+        user_text=message_text(message) if message else None,
+    )
