@@ -7,12 +7,12 @@ for you.
 
 Needs FastAPI (``pip install fastapi``). Run it:
 
-    python examples/fastapi_app.py            # http://127.0.0.1:8000 (try /docs)
+    python examples/fastapi_app.py            # http://127.0.0.1:8002 (try /docs)
     python examples/fastapi_app.py --once     # an offline self-check through httpx
 
 Then, for example::
 
-    curl -N localhost:8000/api/chat -H 'authorization: Bearer alice-token' \\
+    curl -N localhost:8002/api/chat -H 'authorization: Bearer alice-token' \\
       -d '{"id": "alice:1", "messages": [{"id": "u1", "role": "user",
            "parts": [{"type": "text", "text": "What is the weather in Paris?"}]}]}'
 """
@@ -103,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--once", action="store_true", help="an offline self-check, then exit")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--port", type=int, default=8002)
     args = parser.parse_args(argv)
     if args.once:
         print("\n".join(asyncio.run(run_once())))

@@ -96,10 +96,18 @@ async def test_a_resuming_client_that_leaves_does_not_stop_the_turn(
     assert [m["role"] for m in await executor.ui_messages(SID)] == ["user", "assistant"]
 
 
-async def test_a_disconnect_cancels_the_turn_and_unregisters_its_stream(
-    gated_app: tuple[Any, StreamRegistry], executor: hs.Executor, gate: asyncio.Event
+async def test_with_on_disconnect_cancel_a_disconnect_cancels_the_turn_and_its_stream(
+    executor: hs.Executor, gate: asyncio.Event
 ) -> None:
-    app, registry = gated_app
+    @hs.tool
+    async def open_gate() -> str:
+        """Wait for the gate."""
+        await gate.wait()
+        return "opened"
+
+    registry = StreamRegistry()
+    agent = hs.Agent(name="gated", model="helix/demo", tools=[open_gate])
+    app = create_app(executor, agent, streams=registry, on_disconnect="cancel")
     async with LiveRequest(
         app, "POST", "/api/chat", chat(SID, user("Please open the gate"))
     ) as first:
