@@ -12,14 +12,25 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	@# setuptools prints one notice for any editable install; it is information, not a fault.
 	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --quiet -e '.[dev,postgres]'
+	touch $@ $(VENV)/.demo-installed
+
+# What the demo runs and no more: the package and its own dependencies, none of the test, lint
+# or database tools. No byte-compiling at install (most of litellm's files are never imported;
+# Python compiles what it imports, once), and no pip upgrade: a first run is a download.
+$(VENV)/.demo-installed: pyproject.toml
+	python3 -m venv $(VENV)
+	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --quiet --no-compile -e .
 	touch $@
 
 setup: $(VENV)/.installed
 
-demo: setup
-	$(PY) -m helix_stream serve
+# `make demo DEMO_ARGS="--port 8080 --model openai/gpt-4o-mini"`: the serve options.
+DEMO_ARGS ?=
 
-chat: setup
+demo: $(VENV)/.demo-installed
+	$(PY) -m helix_stream serve $(DEMO_ARGS)
+
+chat: $(VENV)/.demo-installed
 	$(PY) -m helix_stream chat
 
 test: setup

@@ -66,6 +66,7 @@ from starlette.middleware.cors import CORSMiddleware
 from ..agent import Agent
 from ..models import load_litellm
 from ..session import Executor
+from ._fastapi import fastapi_router
 from ._routes import (
     DETACHED_TIMEOUT,
     Authenticate,
@@ -92,6 +93,7 @@ __all__ = [
     "cors_options",
     "create_app",
     "error_response",
+    "fastapi_router",
     "http_error_handler",
     "lifespan",
     "load_litellm",
