@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["fastapi_router"]
 
-_ERROR = {"description": "Refused: `{\"error\": {\"code\", \"message\"}}` (README, Errors)"}
+_ERROR = {"description": 'Refused: `{"error": {"code", "message"}}` (README, Errors)'}
 _STREAM = {"description": "The AI SDK UI message stream (Server-Sent Events)",
            "content": {"text/event-stream": {"schema": {"type": "string"}}}}  # fmt: skip
 _ID = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"},

@@ -17,7 +17,7 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -149,15 +149,9 @@ def routes(
     turns: RunningTurns | None = None,
     stop_elsewhere: StopElsewhere | None = None,
 ) -> list[BaseRoute]:
-    """The chat server's routes, to mount in a Starlette or FastAPI app.
-
-    * ``POST {api_path}`` — the body ``useChat`` sends; answers with the UI message stream.
-    * ``POST {context_path}`` — ``{sessionId, items, key?}`` → ``{"recorded": n}``.
-    * ``GET {api_path}/{id}/messages`` — the session's UI messages (a JSON list; no context
-      rows; ``[]`` for a session that has none yet).
-    * ``GET {api_path}/{id}/stream`` — resume the session's active stream; 204 if none.
-    * ``POST {api_path}/{id}/stop`` — stop the session's running turn; answers
-      ``{"stopped": true|false}`` once it has ended.
+    """The chat server's routes, to mount in a Starlette or FastAPI app: ``POST {api_path}``
+    (chat), ``POST {context_path}``, and ``{api_path}/{id}/messages``, ``/stream`` (resume) and
+    ``/stop`` (see :mod:`helix_stream.server`).
 
     Warning:
         Without ``authenticate`` every route is open to anyone who can reach it: they can read
@@ -240,9 +234,11 @@ def default_registry(executor: Executor) -> StreamRegistry | SharedStreamRegistr
     return StreamRegistry()
 
 
-def _checked_on_disconnect(value: str) -> Literal["cancel", "continue"]:
-    if value == "cancel" or value == "continue":
-        return value
+def _checked_on_disconnect(value: str) -> OnDisconnect:
+    if value == "cancel":
+        return "cancel"
+    if value == "continue":
+        return "continue"
     raise ValueError(f"on_disconnect must be 'continue' or 'cancel', not {value!r}")
 
 

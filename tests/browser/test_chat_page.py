@@ -21,7 +21,7 @@ from tests.browser._browser import Watch, browser, layout_width, new_page
 from tests.conformance._client import serve_app
 
 pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright")
-from playwright.sync_api import Page, expect  # noqa: E402
+from playwright.sync_api import Page, expect
 
 expect.set_options(timeout=20_000)
 # About 6 s of answer at 30 ms a word: time to reload, stop or open a tab in the middle.

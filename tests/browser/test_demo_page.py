@@ -19,7 +19,7 @@ from tests.browser._browser import browser, new_page
 from tests.conformance._client import serve_app
 
 pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright")
-from playwright.sync_api import Page, expect  # noqa: E402
+from playwright.sync_api import Page, expect
 
 SCREENSHOT_COPY = Path("/tmp/helix_demo.png")
 # The first chat in a process imports litellm (seconds on a loaded machine): wait for it.

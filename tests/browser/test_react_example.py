@@ -29,7 +29,7 @@ from tests.browser._browser import browser, new_page
 from tests.conformance._client import missing_node_reason, serve_app
 
 pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright")
-from playwright.sync_api import Page, expect  # noqa: E402
+from playwright.sync_api import Page, expect
 
 expect.set_options(timeout=20_000)
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,7 +42,9 @@ LONG = " ".join(f"word{i}" for i in range(200))
 def _run(command: list[str], cwd: Path) -> None:
     proc = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:  # a failure to install or build fails the test, never skips it
-        raise RuntimeError(f"{' '.join(command)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        raise RuntimeError(
+            f"{' '.join(command)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+        )
 
 
 def _build() -> Path:

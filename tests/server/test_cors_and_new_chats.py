@@ -122,7 +122,11 @@ async def test_each_failed_attempt_is_one_log_line_with_the_session_and_no_banne
     assert [r.getMessage().split(":")[0] for r in lines] == ["session 'down-1'"] * 3
     assert [getattr(r, "session_id", None) for r in lines] == ["down-1"] * 3
     assert "attempt 1 failed" in lines[0].getMessage()
-    assert lines[0].getMessage().endswith("ModelUnavailableError (model_unavailable); retrying in 0.0 s")
+    assert (
+        lines[0]
+        .getMessage()
+        .endswith("ModelUnavailableError (model_unavailable); retrying in 0.0 s")
+    )
     assert lines[2].getMessage().endswith("; no retry")
     assert len(loopback.requests) == 3
     printed = capfd.readouterr()

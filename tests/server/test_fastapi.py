@@ -11,7 +11,9 @@ import helix_stream as hs
 from helix_stream.server import fastapi_router, lifespan
 from tests.server.conftest import chat, user
 
-fastapi = pytest.importorskip("fastapi", reason="fastapi_router needs fastapi (pip install fastapi)")
+fastapi = pytest.importorskip(
+    "fastapi", reason="fastapi_router needs fastapi (pip install fastapi)"
+)
 
 
 def _app(executor: hs.Executor, agent: hs.Agent) -> Any:
@@ -38,7 +40,9 @@ async def test_the_chat_routes_are_documented_with_their_bodies(
     assert message["properties"]["role"]["enum"] == ["system", "user", "assistant"]
     assert "$ref" not in json.dumps(schema)  # every body stands alone
     assert paths["/api/chat/{id}/stop"]["post"]["parameters"][0]["name"] == "id"
-    assert "text/event-stream" in paths["/api/chat/{id}/stream"]["get"]["responses"]["200"]["content"]
+    assert (
+        "text/event-stream" in paths["/api/chat/{id}/stream"]["get"]["responses"]["200"]["content"]
+    )
     assert paths["/api/chat"]["post"]["tags"] == ["chat"]
 
 

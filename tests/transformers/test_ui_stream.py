@@ -1103,7 +1103,11 @@ async def test_an_abort_ends_the_open_parts_and_the_step_then_sends_abort() -> N
     assert "finish" not in [c["type"] for c in out]
     assert finished[0].is_aborted is True and finished[0].finish_reason is None
     assert finished[0].message["metadata"] == {"interrupted": True}
-    assert finished[0].message["parts"][-1] == {"type": "text", "text": "Once upon", "state": "done"}
+    assert finished[0].message["parts"][-1] == {
+        "type": "text",
+        "text": "Once upon",
+        "state": "done",
+    }
 
 
 async def test_an_abort_before_anything_still_starts_the_message() -> None:
