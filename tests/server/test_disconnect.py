@@ -17,15 +17,20 @@ from tests.loopback import LoopbackServer, text
 from tests.server.conftest import chat, user
 
 
-async def test_a_disconnect_closes_the_model_stream_and_leaves_the_session_idle(
-    loopback: LoopbackServer, tmp_path: Path
-) -> None:
+def _setup(loopback: LoopbackServer, tmp_path: Path) -> tuple[hs.Executor, hs.Agent]:
     executor = hs.Executor(store=hs.SQLiteStore(str(tmp_path / "sessions.db")))
     agent = hs.Agent(
-        name="hang",
+        name="loopback",
         model="openai/loopback",
         settings={"api_base": loopback.api_base, "api_key": "sk-loopback"},
     )
+    return executor, agent
+
+
+async def test_with_on_disconnect_cancel_a_disconnect_closes_the_model_stream(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    executor, agent = _setup(loopback, tmp_path)
     registry = StreamRegistry()
     # The model sends some text, then keeps its stream open until its client leaves.
     loopback.script(text("Once upon a time", hang=True))
@@ -67,12 +72,7 @@ async def test_a_disconnect_closes_the_model_stream_and_leaves_the_session_idle(
 async def test_a_reload_mid_answer_resumes_the_rest_from_a_new_connection(
     loopback: LoopbackServer, tmp_path: Path
 ) -> None:
-    executor = hs.Executor(store=hs.SQLiteStore(str(tmp_path / "sessions.db")))
-    agent = hs.Agent(
-        name="slow",
-        model="openai/loopback",
-        settings={"api_base": loopback.api_base, "api_key": "sk-loopback"},
-    )
+    executor, agent = _setup(loopback, tmp_path)
     story = "Once upon a time there was a server that kept on talking."
     loopback.script(text(story, pieces=12, delay=0.1))
     try:

@@ -266,15 +266,21 @@ async def test_a_refused_turn_is_released_and_a_stop_finds_nothing() -> None:
     assert await turns.stop(SID) is False
 
 
-async def test_a_cancellation_that_is_not_a_stop_goes_through() -> None:
-    turns = RunningTurns()
-    started, closed = asyncio.Event(), []
+async def _reading(turns: RunningTurns, closed: list[str]) -> asyncio.Task[list[Any]]:
+    """A task that reads a tracked turn which hangs after its first chunk (read by then)."""
+    started = asyncio.Event()
 
     async def read() -> list[Any]:
         return [x async for x in turns.track(turns.reserve(SID), _hang(started, closed))]
 
     task = asyncio.ensure_future(read())
     await started.wait()
+    return task
+
+
+async def test_a_cancellation_that_is_not_a_stop_goes_through() -> None:
+    turns, closed = RunningTurns(), []
+    task = await _reading(turns, closed)
     task.cancel()  # a server shutting down, a client gone with on_disconnect="cancel"
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -282,14 +288,8 @@ async def test_a_cancellation_that_is_not_a_stop_goes_through() -> None:
 
 
 async def test_a_stop_and_another_cancellation_at_once_is_not_taken_back() -> None:
-    turns = RunningTurns()
-    started, closed = asyncio.Event(), []
-
-    async def read() -> list[Any]:
-        return [x async for x in turns.track(turns.reserve(SID), _hang(started, closed))]
-
-    task = asyncio.ensure_future(read())
-    await started.wait()
+    turns, closed = RunningTurns(), []
+    task = await _reading(turns, closed)
     stopping = asyncio.ensure_future(turns.stop(SID, timeout=5))
     await asyncio.sleep(0)
     task.cancel()  # a second cancellation: the task must end cancelled, not with Abort
