@@ -30,7 +30,7 @@ from ..errors import FrameworkNotSupportedError, HelixError, SessionNotFoundErro
 from ..session import Executor
 from ..store import PostgresStore
 from ..transformers import UIMessageStreamResponse, to_ui_message_stream
-from ..transformers._sse import OnDisconnect
+from ..transformers._sse import OnDisconnect, check_on_disconnect
 from ._bodies import ChatActions, ChatRequest, ContextRequest, chat_actions, parse_body, read_body
 from ._shared_streams import SharedStreamRegistry
 from ._streams import StreamRegistry
@@ -203,7 +203,7 @@ def routes(
         new_message_id=generate_message_id or (lambda: f"msg-{uuid.uuid4().hex}"),
         registry=streams if streams is not None else default_registry(executor),
         send_sources=send_sources,
-        on_disconnect=_checked_on_disconnect(on_disconnect),
+        on_disconnect=check_on_disconnect(on_disconnect),
         detached_timeout=detached_timeout,
         turns=turns if turns is not None else RunningTurns(),
         stop_elsewhere=stop_elsewhere,
@@ -232,14 +232,6 @@ def default_registry(executor: Executor) -> StreamRegistry | SharedStreamRegistr
     if isinstance(executor.store, PostgresStore):
         return SharedStreamRegistry(executor.store)
     return StreamRegistry()
-
-
-def _checked_on_disconnect(value: str) -> OnDisconnect:
-    if value == "cancel":
-        return "cancel"
-    if value == "continue":
-        return "continue"
-    raise ValueError(f"on_disconnect must be 'continue' or 'cancel', not {value!r}")
 
 
 def _check_client(agent: Agent, client_version: int) -> None:

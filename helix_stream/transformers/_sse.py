@@ -42,6 +42,7 @@ __all__ = [
     "UI_MESSAGE_STREAM_HEADERS",
     "OnDisconnect",
     "UIMessageStreamResponse",
+    "check_on_disconnect",
     "encode_sse",
     "encode_sse_bytes",
 ]
@@ -60,6 +61,16 @@ UI_MESSAGE_STREAM_HEADERS: Mapping[str, str] = MappingProxyType(
 """The headers of a UI message stream response, exactly as the AI SDK sends them."""
 
 OnDisconnect = Literal["cancel", "continue"]
+
+
+def check_on_disconnect(value: str) -> OnDisconnect:
+    """``value`` as an :data:`OnDisconnect`, or a ValueError that says what it may be."""
+    if value == "cancel":
+        return "cancel"
+    if value == "continue":
+        return "continue"
+    raise ValueError(f"on_disconnect must be 'continue' or 'cancel', not {value!r}")
+
 
 _DONE = b"data: [DONE]\n\n"
 _PING = b": ping\n\n"
@@ -140,8 +151,6 @@ class UIMessageStreamResponse(Response):
     ) -> None:
         if ping_interval < 0:
             raise ValueError(f"ping_interval must be >= 0 (0 disables pings), not {ping_interval}")
-        if on_disconnect not in ("cancel", "continue"):
-            raise ValueError(f"on_disconnect must be 'cancel' or 'continue', not {on_disconnect!r}")
         merged = dict(UI_MESSAGE_STREAM_HEADERS)
         if headers:
             merged.update({key.lower(): value for key, value in headers.items()})
@@ -149,7 +158,7 @@ class UIMessageStreamResponse(Response):
         self.status_code = status_code
         self.ping_interval = ping_interval
         self.background = background
-        self.on_disconnect = on_disconnect
+        self.on_disconnect = check_on_disconnect(on_disconnect)
         self.detached_timeout = detached_timeout
         self._sending = False
         self._gone = False  # the client went away and the body reads on without sending
