@@ -62,14 +62,17 @@ def gated_agent(gate: asyncio.Event) -> hs.Agent:
 
 
 @pytest.fixture
-def hanging_agent(loopback: LoopbackServer) -> hs.Agent:
+async def hanging_agent(loopback: LoopbackServer) -> AsyncIterator[hs.Agent]:
     """A model that streams some text, then keeps its stream open until its client leaves."""
     loopback.script(text("Once upon a time", hang=True))
-    return hs.Agent(
+    yield hs.Agent(
         name="hang",
         model="openai/loopback",
         settings={"api_base": loopback.api_base, "api_key": "sk-loopback"},
     )
+    # The loopback server (one for the session) notices a closed stream a little later: the
+    # next test must not count this one's.
+    await _until(lambda: _now(loopback.open_streams == 0), "the model stream was not closed")
 
 
 async def test_a_turn_whose_client_left_runs_to_its_end_and_stays_resumable(
