@@ -12,7 +12,9 @@ nothing. Cases, each on top of the previous one:
 * ``mapper``: ``UIChunkMapper.handle`` per chunk, plus ``encode_sse``;
 * ``to_ui_message_stream``: the UI stream generator;
 * ``+ UIMessageStreamResponse``: the SSE response as ``to_sse_response()`` serves it;
-* ``+ StreamRegistry.record``: the chat route's resumable stream (pump task, queue).
+* ``+ StreamRegistry.record``: the chat route's resumable stream (pump task, queue);
+* ``+ RunningTurns.track``: the chat route's whole path — the stop route's registration of the
+  turn, and the response's ``on_disconnect="continue"``.
 
 CPU time (``time.process_time``), median of interleaved rounds, µs per chunk.
 """
@@ -78,7 +80,7 @@ async def drive(app: Callable[..., Awaitable[None]]) -> int:
 
 
 def cases(chunks: int) -> dict[str, Callable[[], Awaitable[Any]]]:
-    from helix_stream.server import StreamRegistry
+    from helix_stream.server import RunningTurns, StreamRegistry
     from helix_stream.transformers import UIMessageStreamResponse, encode_sse, to_ui_message_stream
     from helix_stream.transformers._mapper import UIChunkMapper
 
@@ -107,11 +109,19 @@ def cases(chunks: int) -> dict[str, Callable[[], Awaitable[Any]]]:
         ui = to_ui_message_stream(source())
         await drive(UIMessageStreamResponse(registry.record("s", ui)))
 
+    turns = RunningTurns()
+
+    async def tracked() -> None:
+        ui = to_ui_message_stream(turns.track(turns.reserve("s"), source()))
+        response = UIMessageStreamResponse(registry.record("s", ui), on_disconnect="continue")
+        await drive(response)
+
     return {
         "mapper + encode_sse": mapper,
         "to_ui_message_stream + encode_sse": ui_stream,
         "+ UIMessageStreamResponse": response,
         "+ StreamRegistry.record": recorded,
+        "+ RunningTurns.track": tracked,
     }
 
 

@@ -1,18 +1,20 @@
 """Mount helix_stream's chat routes in a FastAPI app, next to your own endpoints.
 
-``routes(executor, agent, authenticate=..., authorize=...)`` returns plain Starlette routes;
-FastAPI's router takes them as they are. The app checks every caller (a bearer token here) and
-keeps each user to their own sessions (ids ``"<user>:<anything>"``) — the routes do not do that
-for you.
+``fastapi_router(executor, agent, authenticate=..., authorize=...)`` is the chat routes as a
+FastAPI ``APIRouter``: they are listed in ``/docs`` with their request bodies, and they answer
+exactly as ``routes(...)`` does (the package reads and checks the bodies, errors keep their JSON
+shape). ``lifespan`` imports litellm when the app starts, not while the first chat waits. The
+app checks every caller (a bearer token here) and keeps each user to their own sessions (ids
+``"<user>:<anything>"``) — the routes do not do that for you.
 
 Needs FastAPI (``pip install fastapi``). Run it:
 
-    python examples/fastapi_app.py            # http://127.0.0.1:8000 (try /docs)
+    python examples/fastapi_app.py            # http://127.0.0.1:8002 (try /docs)
     python examples/fastapi_app.py --once     # an offline self-check through httpx
 
 Then, for example::
 
-    curl -N localhost:8000/api/chat -H 'authorization: Bearer alice-token' \\
+    curl -N localhost:8002/api/chat -H 'authorization: Bearer alice-token' \\
       -d '{"id": "alice:1", "messages": [{"id": "u1", "role": "user",
            "parts": [{"type": "text", "text": "What is the weather in Paris?"}]}]}'
 """
@@ -32,7 +34,7 @@ from starlette.requests import Request
 
 import helix_stream as hs
 from helix_stream.errors import AuthenticationError, PermissionDeniedError
-from helix_stream.server import routes
+from helix_stream.server import fastapi_router, lifespan
 
 TOKENS = {"alice-token": "alice", "bob-token": "bob"}  # your user store, in real life
 
@@ -62,7 +64,7 @@ agent = hs.Agent(
     name="assistant", system="You are helpful.", model="helix/demo", tools=[get_weather]
 )
 
-app = FastAPI(title="helix_stream in FastAPI")
+app = FastAPI(title="helix_stream in FastAPI", lifespan=lifespan)
 
 
 @app.get("/health")
@@ -70,9 +72,7 @@ def health() -> dict[str, str]:
     return {"status": "ok"}
 
 
-app.router.routes.extend(
-    routes(executor, agent, authenticate, authorize=authorize, client_version=5)
-)
+app.include_router(fastapi_router(executor, agent, authenticate, authorize=authorize))
 
 
 async def run_once() -> list[str]:
@@ -80,9 +80,14 @@ async def run_once() -> list[str]:
     alice = {"authorization": "Bearer alice-token"}
     message = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Weather in Paris?"}]}
     lines = []
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://example") as client:
+    transport = httpx.ASGITransport(app=app)  # it runs no lifespan: run the app's here
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://example") as client,
+    ):
         lines.append(f"health: {(await client.get('/health')).json()}")
+        paths = (await client.get("/openapi.json")).json()["paths"]
+        lines.append(f"documented: {' '.join(sorted(paths))}")
         body = {"id": "alice:1", "messages": [message]}
         chat = await client.post("/api/chat", json=body, headers=alice)
         types = [
@@ -103,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--once", action="store_true", help="an offline self-check, then exit")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--port", type=int, default=8002)
     args = parser.parse_args(argv)
     if args.once:
         print("\n".join(asyncio.run(run_once())))

@@ -9,7 +9,7 @@ No agent, no session, no store: just the wire protocol.
 
 Run it:
 
-    python examples/serve_litellm_stream.py            # http://127.0.0.1:8000/api/chat
+    python examples/serve_litellm_stream.py            # http://127.0.0.1:8001/api/chat
     python examples/serve_litellm_stream.py --once     # one request in-process, offline
     MODEL=openai/gpt-4o-mini python examples/serve_litellm_stream.py   # any litellm model
 
@@ -81,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--once", action="store_true", help="one offline request, then exit")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--port", type=int, default=8001)
     args = parser.parse_args(argv)
     if args.once:
         print(asyncio.run(run_once()), end="")

@@ -7,8 +7,8 @@ were) and without the chat ever showing the row.
 
 Run it:
 
-    python examples/steering.py            # http://127.0.0.1:8000, then steer it with curl:
-        curl localhost:8000/context -d '{"sessionId": "s1",
+    python examples/steering.py            # http://127.0.0.1:8004, then steer it with curl:
+        curl localhost:8004/context -d '{"sessionId": "s1",
              "items": [{"kind": "instruction", "content": "Answer in French."}]}'
     python examples/steering.py --once     # an offline run: steer mid-turn, print the answer
 
@@ -69,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--once", action="store_true", help="an offline run, then exit")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--port", type=int, default=8004)
     args = parser.parse_args(argv)
     if args.once:
         print(asyncio.run(run_once()))

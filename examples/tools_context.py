@@ -8,7 +8,7 @@ here from the authenticated user.
 
 Run it:
 
-    python examples/tools_context.py            # http://127.0.0.1:8000/api/chat
+    python examples/tools_context.py            # http://127.0.0.1:8003/api/chat
     python examples/tools_context.py --once     # an offline self-check through httpx
 """
 
@@ -94,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--once", action="store_true", help="an offline self-check, then exit")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--port", type=int, default=8003)
     args = parser.parse_args(argv)
     if args.once:
         print("\n".join(asyncio.run(run_once())))

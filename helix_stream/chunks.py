@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from .steps import StepResult
 
 __all__ = [
+    "Abort",
     "Chunk",
     "ContextRowChunk",
     "ContextSkipped",
@@ -259,6 +260,18 @@ class ErrorChunk:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Abort:
+    """The run was stopped on purpose (a user's Stop) before it finished; ``reason`` says why.
+
+    The last chunk of a stopped run: what it had streamed is kept (stored as interrupted), no
+    ``Finish`` follows. The UI stream ends its open parts and sends the AI SDK's ``abort``.
+    """
+
+    type: ClassVar[Literal["abort"]] = "abort"
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SourceUrl:
     """A source the model cited (a URL annotation, or a provider's ``citations``)."""
 
@@ -305,5 +318,6 @@ Chunk = (
     | FinishStep
     | Finish
     | ErrorChunk
+    | Abort
     | DataChunk
 )

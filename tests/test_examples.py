@@ -55,8 +55,13 @@ async def test_fastapi_app(capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("fastapi", reason="the FastAPI example needs fastapi (pip install fastapi)")
     lines = (await _once("fastapi_app", capsys)).splitlines()
     assert lines[0] == "health: {'status': 'ok'}"
-    assert lines[1].startswith("chat: 200 start start-step tool-input-start")
-    assert lines[2:] == [
+    # The chat routes are in the OpenAPI schema (/docs), beside the app's own.
+    assert lines[1] == (
+        "documented: /api/chat /api/chat/{id}/messages /api/chat/{id}/stop "
+        "/api/chat/{id}/stream /context /health"
+    )
+    assert lines[2].startswith("chat: 200 start start-step tool-input-start")
+    assert lines[3:] == [
         'answer: Done: get_weather returned {"city": "Paris", "forecast": "sunny", "temp_c": 21}.',
         "no token: 401 unauthenticated",
         "bob reads alice's chat: 403 forbidden",

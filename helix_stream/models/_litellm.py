@@ -62,6 +62,8 @@ def litellm_module() -> ModuleType:
 
                 from .demo import register_demo
 
+                # litellm prints a "Give Feedback / Get Help" banner for every failed call.
+                litellm.suppress_debug_info = True
                 register_demo(litellm)
                 _litellm = litellm
     return _litellm

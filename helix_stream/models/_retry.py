@@ -17,17 +17,33 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
+import logging
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 from .._options import DEFAULT_MAX_RETRIES
-from ..errors import InvalidRequestError, ModelError
+from ..errors import InvalidRequestError, ModelError, NoActiveContextError
+from ..state import current_session
 from ._params import check_params
 
-__all__ = ["DEFAULT_MAX_RETRIES", "Attempt", "RetryPolicy", "open_stream", "retry_after"]
+__all__ = [
+    "DEFAULT_MAX_RETRIES",
+    "LOG_SESSION",
+    "Attempt",
+    "RetryPolicy",
+    "open_stream",
+    "retry_after",
+]
+
+logger = logging.getLogger("helix_stream.models")
+
+LOG_SESSION: ContextVar[str | None] = ContextVar("helix_stream_log_session", default=None)
+"""The session a model call runs for, named in its log lines when no session scope is bound
+(the chat server sets it for the turns it serves)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -167,20 +183,37 @@ async def open_stream(
                 error.__cause__ = exc
             await _close(stream)
             delay = _next_delay(policy, number, error)
+            attempt = Attempt(
+                number=number, error=error, delay=delay, elapsed=time.perf_counter() - started
+            )
+            _log_attempt(attempt)
             if on_attempt is not None:
-                on_attempt(
-                    Attempt(
-                        number=number,
-                        error=error,
-                        delay=delay,
-                        elapsed=time.perf_counter() - started,
-                    )
-                )
+                on_attempt(attempt)
             if delay is None:
                 if error is exc:
                     raise
                 raise error from exc
             await sleep(delay)
+
+
+def _log_attempt(attempt: Attempt) -> None:
+    """One WARNING line per failed attempt, with the session it ran for (no error text: a
+    provider may echo what it was sent)."""
+    try:
+        session_id: str | None = current_session().id
+    except NoActiveContextError:
+        session_id = LOG_SESSION.get()
+    then = f"retrying in {attempt.delay:.1f} s" if attempt.delay is not None else "no retry"
+    logger.warning(
+        "session %r: model call attempt %d failed after %.1f s: %s (%s); %s",
+        session_id,
+        attempt.number,
+        attempt.elapsed,
+        type(attempt.error).__name__,
+        getattr(attempt.error, "code", "-"),
+        then,
+        extra={"event": "core.model.attempt_failed", "session_id": session_id},
+    )
 
 
 def _next_delay(policy: RetryPolicy, number: int, error: BaseException) -> float | None:

@@ -17,9 +17,13 @@ The routes (paths are options of :func:`routes`):
   SDK UI message stream of the turn (context rows never appear in it).
 * ``POST /context`` — ``{sessionId, items, key?}`` → ``{"recorded": n}``: steer a session,
   even while it runs.
-* ``GET /api/chat/{id}/messages`` — the session's UI messages (a JSON list, no context rows).
+* ``GET /api/chat/{id}/messages`` — the session's UI messages (a JSON list, no context rows;
+  ``[]`` for a session id with nothing stored yet).
 * ``GET /api/chat/{id}/stream`` — resume: the active stream of the session so far, then live;
   204 when none is active (on PostgreSQL, in any process; otherwise in this one).
+* ``POST /api/chat/{id}/stop`` — stop the session's running turn: what was streamed is stored
+  as interrupted, every client of the stream gets ``abort``; answers ``{"stopped": bool}``
+  once the turn has ended.
 
 Errors are JSON, ``{"error": {"code", "message"}}``, with the error's HTTP status: 400 for a bad
 body or an invalid context item, 401/403 from ``authenticate``, 404 for an unknown session, 409
@@ -36,51 +40,102 @@ Warning:
     ``auth`` — or check the caller in front of the app. Authorize per session too, with
     ``authorize(auth, session_id)``: a caller should only reach the sessions that are theirs.
 
-A client disconnect cancels the turn: the model stream is closed, running tools are cancelled
-and the session is left idle.
+A chat client that goes away does not end its turn (``on_disconnect="continue"``, the
+default): the turn runs to its end, bounded by the run's limits and ``detached_timeout``, and a
+client that comes back (a reload with ``useChat``'s ``resume: true``) follows it from
+``GET .../stream``. The stop route ends it on purpose. ``on_disconnect="cancel"`` cancels the
+turn as soon as its client has gone.
 
 litellm takes seconds to import, and an import blocks the event loop: :func:`create_app`
-imports it at startup (its lifespan). Mounting :func:`routes` in your own app, call
-:func:`~helix_stream.models.load_litellm` once at startup yourself.
+imports it at startup (:func:`lifespan`). Mounting :func:`routes` in your own app, use
+``lifespan`` as your app's (``FastAPI(lifespan=lifespan)``) or call
+:func:`~helix_stream.models.load_litellm` in your own at startup.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 
 from ..agent import Agent
 from ..models import load_litellm
 from ..session import Executor
-from ._routes import Authenticate, Authorize, RunOptions, error_response, http_error_handler, routes
+from ._fastapi import fastapi_router
+from ._routes import (
+    DETACHED_TIMEOUT,
+    Authenticate,
+    Authorize,
+    RunOptions,
+    error_response,
+    http_error_handler,
+    routes,
+)
 from ._shared_streams import SharedStreamRegistry
 from ._streams import ActiveStream, StreamRegistry
+from ._turns import RunningTurns, StopElsewhere
 
 __all__ = [
+    "DETACHED_TIMEOUT",
     "ActiveStream",
     "Authenticate",
     "Authorize",
     "RunOptions",
+    "RunningTurns",
     "SharedStreamRegistry",
+    "StopElsewhere",
     "StreamRegistry",
+    "cors_options",
     "create_app",
     "error_response",
+    "fastapi_router",
     "http_error_handler",
+    "lifespan",
     "load_litellm",
     "routes",
 ]
 
 
 @contextlib.asynccontextmanager
-async def _lifespan(app: Starlette) -> AsyncIterator[None]:
-    # At startup, before the first request: importing litellm during a request would block
-    # every connection of the process for seconds.
+async def lifespan(app: Any) -> AsyncIterator[None]:
+    """An app lifespan that imports litellm at startup, before the first request.
+
+    Importing litellm during a request would block every connection of the process for
+    seconds. :func:`create_app` uses it; with FastAPI, ``FastAPI(lifespan=lifespan)``, or
+    call :func:`~helix_stream.models.load_litellm` in a lifespan of your own.
+    """
     load_litellm()
     yield
+
+
+def cors_options(origins: Sequence[str]) -> dict[str, Any]:
+    """Starlette ``CORSMiddleware`` settings for a chat front end served from ``origins``.
+
+    What ``useChat`` needs from another origin: ``GET`` and ``POST`` with any request header
+    (``content-type``, ``authorization``), and the UI message stream's header exposed.
+    Credentials (cookies) are allowed for listed origins, never with ``"*"``.
+
+    Example::
+
+        from starlette.middleware.cors import CORSMiddleware
+
+        app.add_middleware(CORSMiddleware, **cors_options(["http://localhost:5173"]))
+    """
+    if isinstance(origins, str):
+        raise TypeError(f"cors_origins takes a list of origins, not the string {origins!r}")
+    listed = list(origins)
+    return {
+        "allow_origins": listed,
+        "allow_methods": ["GET", "POST"],
+        "allow_headers": ["*"],
+        "allow_credentials": "*" not in listed,
+        "expose_headers": ["x-vercel-ai-ui-message-stream"],
+    }
 
 
 def create_app(
@@ -89,6 +144,7 @@ def create_app(
     authenticate: Authenticate | None = None,
     client_version: int = 7,
     max_body_bytes: int = 1_000_000,
+    cors_origins: Sequence[str] = (),
     **options: Any,
 ) -> Starlette:
     """A Starlette app serving ``agent`` through ``executor`` (see the module docstring).
@@ -104,8 +160,11 @@ def create_app(
             passed to ``executor.run(..., auth=...)``.
         client_version: Major version of the ``ai`` npm package the clients run (5, 6, 7).
         max_body_bytes: Larger request bodies are refused with 413.
+        cors_origins: Origins of front ends on another origin (``"http://localhost:5173"``,
+            or ``"*"``): the app answers their CORS preflights (see :func:`cors_options`).
         **options: Passed to :func:`routes` (``authorize``, ``api_path``, ``context_path``,
-            ``run_options``, ``on_error``, ``generate_message_id``, ``streams``).
+            ``run_options``, ``on_error``, ``generate_message_id``, ``streams``,
+            ``on_disconnect``, ``detached_timeout``, ...).
 
     Returns:
         The app (serve it with ``uvicorn``). Its startup imports litellm.
@@ -118,8 +177,10 @@ def create_app(
         max_body_bytes=max_body_bytes,
         **options,
     )
+    middleware = [Middleware(CORSMiddleware, **cors_options(cors_origins))] if cors_origins else []
     return Starlette(
         routes=mounted,
-        lifespan=_lifespan,
+        middleware=middleware,
+        lifespan=lifespan,
         exception_handlers={HTTPException: http_error_handler},
     )

@@ -2,8 +2,9 @@
 
 This module owns the demo agent (three small tools), the demo app (the chat routes plus a
 single-page chat UI at ``/`` from ``helix_stream/static/``) and :func:`serve_demo`, which runs it
-with uvicorn. The page speaks the AI SDK UI message stream itself (no build step, no CDN) and
-has a panel that steers the session through ``POST /context``.
+with uvicorn. The page speaks the AI SDK UI message stream itself (no build step, no CDN): it
+resumes a running answer after a reload, stops one through the stop route, and has a panel
+that steers the session through ``POST /context``.
 
 It runs offline with the embedded ``helix/demo-slow`` model; ``--model`` takes any litellm
 model string (the provider's key comes from the environment, as litellm reads it).
@@ -47,6 +48,7 @@ MODEL_ENV = "HELIX_DEMO_MODEL"
 STORE_ENV = "HELIX_DEMO_STORE"
 DEFAULT_MODEL = "helix/demo-slow"
 DEFAULT_STORE = "helix-demo.db"
+_SHUTDOWN_GRACE = 3  # seconds running answers get at Ctrl+C
 
 SYSTEM = (
     "You are the helix-stream demo assistant. Use the tools when they help, and follow the "
@@ -196,8 +198,17 @@ def serve_demo(
             host=host,
             port=port,
             log_level="warning",
+            timeout_graceful_shutdown=_SHUTDOWN_GRACE,
         )
         return 0
     executor = Executor(store=open_store(store))
-    uvicorn.run(demo_app(executor, demo_agent(model)), host=host, port=port, log_level="warning")
+    uvicorn.run(
+        demo_app(executor, demo_agent(model)),
+        host=host,
+        port=port,
+        log_level="warning",
+        # Ctrl+C does not wait for answers still running for a closed page (they run on after
+        # a disconnect): they are cancelled, stored as interrupted.
+        timeout_graceful_shutdown=_SHUTDOWN_GRACE,
+    )
     return 0

@@ -1,4 +1,4 @@
-"""The HTTP routes: chat (SSE), context, messages, resume; errors as JSON.
+"""The HTTP routes: chat (SSE), context, messages, resume, stop; errors as JSON.
 
 This module owns :func:`routes` and the handlers behind it. Each handler authenticates the
 caller, reads and validates its body (:mod:`._bodies`), calls the
@@ -25,14 +25,16 @@ from starlette.routing import BaseRoute, Route
 
 from .._limits import check_session_id
 from ..agent import Agent
-from ..errors import HelixError
+from ..errors import FrameworkNotSupportedError, HelixError, SessionNotFoundError
 from ..session import Executor
 from ..session._records import UserRecord, new_message_id
 from ..store import PostgresStore
 from ..transformers import UIMessageStreamResponse, to_ui_message_stream
+from ..transformers._sse import OnDisconnect, check_on_disconnect
 from ._bodies import ChatActions, ChatRequest, ContextRequest, chat_actions, parse_body, read_body
 from ._shared_streams import SharedStreamRegistry
 from ._streams import StreamRegistry
+from ._turns import RunningTurns, StopElsewhere
 
 __all__ = [
     "Authenticate",
@@ -46,6 +48,9 @@ __all__ = [
 logger = logging.getLogger("helix_stream.server")
 
 INTERNAL_ERROR = {"error": {"code": "internal_error", "message": "An internal error occurred."}}
+
+DETACHED_TIMEOUT = 600.0
+"""Default seconds a turn whose client went away runs on (``on_disconnect="continue"``)."""
 
 # Keys of executor.run() that the chat route sets itself; run_options may not override them.
 _RESERVED_RUN_OPTIONS = frozenset({"agent", "session_id", "input", "message_id", "auth"})
@@ -139,13 +144,14 @@ def routes(
     generate_message_id: Callable[[], str] | None = None,
     streams: StreamRegistry | SharedStreamRegistry | None = None,
     send_sources: bool = False,
+    on_disconnect: OnDisconnect = "continue",
+    detached_timeout: float | None = DETACHED_TIMEOUT,
+    turns: RunningTurns | None = None,
+    stop_elsewhere: StopElsewhere | None = None,
 ) -> list[BaseRoute]:
-    """The chat server's routes, to mount in a Starlette or FastAPI app.
-
-    * ``POST {api_path}`` — the body ``useChat`` sends; answers with the UI message stream.
-    * ``POST {context_path}`` — ``{sessionId, items, key?}`` → ``{"recorded": n}``.
-    * ``GET {api_path}/{id}/messages`` — the session's UI messages (a JSON list; no context rows).
-    * ``GET {api_path}/{id}/stream`` — resume the session's active stream; 204 if none.
+    """The chat server's routes, to mount in a Starlette or FastAPI app: ``POST {api_path}``
+    (chat), ``POST {context_path}``, and ``{api_path}/{id}/messages``, ``/stream`` (resume) and
+    ``/stop`` (see :mod:`helix_stream.server`).
 
     Warning:
         Without ``authenticate`` every route is open to anyone who can reach it: they can read
@@ -170,6 +176,16 @@ def routes(
             :class:`SharedStreamRegistry` (resume on any process) when the executor's store
             is a PostgresStore, else an in-process :class:`StreamRegistry`.
         send_sources: Send ``source-url`` parts for the sources the model cited.
+        on_disconnect: What a chat client that goes away does to its turn: ``"continue"``
+            (default) lets the turn run to its end, resumable from ``GET .../stream``, until
+            the stop route ends it; ``"cancel"`` cancels it at once (stored as interrupted).
+        detached_timeout: With ``"continue"``: seconds a turn whose client went away may run
+            on (default 600; ``None``: only the run's own limits bound it); then it is
+            cancelled as with ``"cancel"``.
+        turns: Where the turns running in this process are registered for the stop route
+            (default: a new :class:`RunningTurns`).
+        stop_elsewhere: Stops a turn that runs in another process (see
+            :class:`StopElsewhere`). Without it, stopping such a turn is refused with 501.
 
     Returns:
         A list of Starlette routes.
@@ -187,6 +203,10 @@ def routes(
         new_message_id=generate_message_id or new_message_id,
         registry=streams if streams is not None else default_registry(executor),
         send_sources=send_sources,
+        on_disconnect=check_on_disconnect(on_disconnect),
+        detached_timeout=detached_timeout,
+        turns=turns if turns is not None else RunningTurns(),
+        stop_elsewhere=stop_elsewhere,
     )
     return _route_table(handlers, api_path.rstrip("/"), context_path)
 
@@ -198,6 +218,7 @@ def _route_table(handlers: _Handlers, base: str, context_path: str) -> list[Base
         (context_path, handlers.add_context, "POST", "helix_context"),
         (f"{base}/{{id:path}}/messages", handlers.messages, "GET", "helix_messages"),
         (f"{base}/{{id:path}}/stream", handlers.resume, "GET", "helix_resume"),
+        (f"{base}/{{id:path}}/stop", handlers.stop, "POST", "helix_stop"),
     ]
     return [
         Route(path, _json_errors(handler), methods=[method], name=name)
@@ -242,6 +263,10 @@ class _Handlers:
     new_message_id: Callable[[], str]
     registry: StreamRegistry | SharedStreamRegistry
     send_sources: bool
+    on_disconnect: OnDisconnect
+    detached_timeout: float | None
+    turns: RunningTurns
+    stop_elsewhere: StopElsewhere | None
 
     async def _caller(self, request: Request, session_id: str | None = None) -> Any:
         """Who is calling (``authenticate``), checked against ``session_id`` (``authorize``)."""
@@ -279,24 +304,34 @@ class _Handlers:
         else:
             message_id, user_input = self._turn_input(actions)
         # Claims the session before the response starts: a refusal (busy, unanswered calls,
-        # an unknown session to continue) is still a JSON error with its status.
-        result = await self.executor.start(
-            self.agent,
-            session_id,
-            user_input,
-            answers=[*actions.approvals, *actions.tool_answers],
-            message_id=message_id,
-            auth=auth,
-            **options,
-        )
+        # an unknown session to continue) is still a JSON error with its status. Registered
+        # for the stop route first, so that a stop finds the turn from its claim on.
+        turn = self.turns.reserve(session_id)
+        try:
+            result = await self.executor.start(
+                self.agent,
+                session_id,
+                user_input,
+                answers=[*actions.approvals, *actions.tool_answers],
+                message_id=message_id,
+                auth=auth,
+                **options,
+            )
+        except BaseException:
+            self.turns.release(turn)
+            raise
         ui = to_ui_message_stream(
-            result,
+            self.turns.track(turn, result),
             client_version=self.client_version,
             original_messages=[m.model_dump() for m in body.messages],
             on_error=self.on_error,
             send_sources=self.send_sources,
         )
-        return UIMessageStreamResponse(self.registry.record(session_id, ui))
+        return UIMessageStreamResponse(
+            self.registry.record(session_id, ui),
+            on_disconnect=self.on_disconnect,
+            detached_timeout=self.detached_timeout,
+        )
 
     def _turn_input(self, actions: ChatActions) -> tuple[str | None, dict[str, Any] | None]:
         """The turn's assistant message id and the user's message (``None``: continue)."""
@@ -323,12 +358,17 @@ class _Handlers:
     async def messages(self, request: Request) -> Response:
         session_id = check_session_id(request.path_params["id"])
         await self._caller(request, session_id)
-        messages = await self.executor.ui_messages(
-            session_id,
-            client_version=self.client_version,
-            on_error=self.on_error,
-            send_sources=self.send_sources,
-        )
+        try:
+            messages = await self.executor.ui_messages(
+                session_id,
+                client_version=self.client_version,
+                on_error=self.on_error,
+                send_sources=self.send_sources,
+            )
+        except SessionNotFoundError:
+            # A session is created by its first message, under the id the client chose: an
+            # id the caller may use (authorize passed) with nothing stored is an empty chat.
+            messages = []
         return JSONResponse(messages)
 
     async def resume(self, request: Request) -> Response:
@@ -338,3 +378,22 @@ class _Handlers:
         if stream is None:
             return Response(status_code=204)
         return UIMessageStreamResponse(stream)
+
+    async def stop(self, request: Request) -> Response:
+        session_id = check_session_id(request.path_params["id"])
+        await self._caller(request, session_id)
+        if await self.turns.stop(session_id):
+            return JSONResponse({"stopped": True})
+        try:
+            running = (await self.executor.session(session_id)).status == "running"
+        except SessionNotFoundError:
+            running = False
+        if not running:  # ended already, or never started: nothing to stop (idempotent)
+            return JSONResponse({"stopped": False})
+        if self.stop_elsewhere is None:
+            raise FrameworkNotSupportedError(
+                f"session {session_id!r} runs its turn in another process, and this server "
+                "cannot stop a turn there: send the stop to the process that runs it, or "
+                "pass routes(stop_elsewhere=...)"
+            )
+        return JSONResponse({"stopped": await self.stop_elsewhere(session_id)})

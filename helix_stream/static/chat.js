@@ -1,22 +1,28 @@
 // helix-stream demo page: a tiny useChat, written against the wire protocol itself.
 //
 // POST /api/chat with {id, messages, trigger} (the body useChat sends), read the Server-Sent
-// Events (`data: <json>` per chunk, `data: [DONE]` last) and fold the UI chunks into the last
-// assistant UIMessage, the way the AI SDK's readUIMessageStream does. The Context panel posts
-// {sessionId, items, key?} to /context and shows the answer ({recorded} or {error}).
+// Events (`data: <json>` per chunk, `data: [DONE]` last) and fold the UI chunks into the
+// assistant UIMessage, the way the AI SDK's readUIMessageStream does. On load it restores the
+// chat (GET /api/chat/{id}/messages) and follows a running answer (GET /api/chat/{id}/stream,
+// useChat's `resume: true`): a reload, or a second tab, shows the answer to its end. Stop posts
+// to /api/chat/{id}/stop, which ends the turn on the server; the stream then ends with `abort`.
+// The Context panel posts {sessionId, items, key?} to /context and shows the answer.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
 const els = {
-  messages: $("messages"), empty: $("empty"), form: $("composer"), input: $("input"),
-  send: $("send"), stop: $("stop"), status: $("status"), session: $("session-id"),
-  meta: $("meta"), ctxForm: $("context-form"), ctxKind: $("ctx-kind"), ctxText: $("ctx-text"),
-  ctxKey: $("ctx-key"), ctxLabel: $("ctx-label"), ctxLog: $("ctx-log"), toolsHint: $("tools-hint"),
+  layout: $("layout"), messages: $("messages"), empty: $("empty"), form: $("composer"),
+  input: $("input"), send: $("send"), stop: $("stop"), status: $("status"), notice: $("notice"),
+  session: $("session-id"), meta: $("meta"), panel: $("panel"), panelToggle: $("panel-toggle"),
+  ctxForm: $("context-form"), ctxFields: $("ctx-fields"), ctxHint: $("ctx-hint"),
+  ctxKind: $("ctx-kind"), ctxText: $("ctx-text"), ctxKey: $("ctx-key"), ctxLabel: $("ctx-label"),
+  ctxLog: $("ctx-log"), toolsHint: $("tools-hint"),
 };
 
-const state = { sessionId: "", messages: [], controller: null, scheduled: false };
+const state = { sessionId: "", messages: [], controller: null, scheduled: false, started: false };
 
 const newId = (prefix) => `${prefix}-${Math.random().toString(36).slice(2, 10)}${Date.now().toString(36)}`;
+const chatPath = (suffix) => `/api/chat/${encodeURIComponent(state.sessionId)}/${suffix}`;
 
 // ---- session -------------------------------------------------------------------------------
 
@@ -25,18 +31,35 @@ function startSession(id) {
   state.messages = [];
   history.replaceState(null, "", `#session=${encodeURIComponent(state.sessionId)}`);
   els.session.textContent = state.sessionId;
+  els.session.title = state.sessionId;
   els.ctxLog.replaceChildren();
+  setStarted(false);
   setStatus("");
+  showNotice("");
   render();
+}
+
+// The session exists once its first message was taken: until then the Context panel waits.
+function setStarted(started) {
+  state.started = started;
+  els.ctxFields.disabled = !started;
+  els.ctxHint.hidden = started;
 }
 
 async function restore() {
   const match = location.hash.match(/session=([^&]+)/);
   startSession(match ? decodeURIComponent(match[1]) : "");
   if (!match) return;
-  const res = await fetch(`/api/chat/${encodeURIComponent(state.sessionId)}/messages`);
+  await loadMessages();
+  await resume();
+}
+
+// The stored chat ([] for a session id that has no messages yet).
+async function loadMessages() {
+  const res = await fetch(chatPath("messages"));
   if (res.ok) {
     state.messages = await res.json();
+    setStarted(state.messages.length > 0);
     render();
   }
 }
@@ -58,10 +81,16 @@ function setStatus(text, isError = false) {
   els.status.style.color = isError ? "var(--bad)" : "";
 }
 
+function showNotice(text) {
+  els.notice.textContent = text;
+  els.notice.hidden = !text;
+}
+
 function setBusy(busy) {
   els.send.disabled = busy;
   els.input.disabled = busy;
   els.stop.hidden = !busy;
+  els.stop.disabled = false;
 }
 
 // What useChat sends: the messages without this page's bookkeeping keys (those starting "_").
@@ -79,44 +108,122 @@ function wireMessages() {
 }
 
 async function sendText(text) {
-  state.messages.push({ id: newId("user"), role: "user", parts: [{ type: "text", text }] });
+  showNotice("");
+  const message = { id: newId("user"), role: "user", parts: [{ type: "text", text }] };
+  state.messages.push(message);
   render();
-  await post();
+  const refusal = await post({ trigger: "submit-message" });
+  if (!refusal) return;
+  // Refused (the session is busy in another tab, a bad request...): the message was not sent,
+  // so it leaves the list and its text goes back into the box.
+  state.messages = state.messages.filter((m) => m !== message);
+  render();
+  if (!els.input.value) els.input.value = text;
+  showNotice(`Not sent — ${refusal.text}. Your message is back in the box.`);
+  if (refusal.code === "state_session_busy") {  // another tab's answer runs: show it
+    await loadMessages();
+    await resume();
+  }
 }
 
-async function post() {
+async function regenerate(messageId) {
+  const index = state.messages.findIndex((m) => m.id === messageId);
+  if (index < 0 || state.controller) return;
+  showNotice("");
+  const dropped = state.messages.slice(index);
+  state.messages = state.messages.slice(0, index);  // as useChat's regenerate() does
+  render();
+  const refusal = await post({ trigger: "regenerate-message", messageId });
+  if (refusal) {
+    state.messages.push(...dropped);
+    render();
+    showNotice(`Not regenerated — ${refusal.text}.`);
+  }
+}
+
+// POST /api/chat and read its stream; returns the refusal ({code, text}) of a non-2xx answer.
+async function post(extra) {
+  const body = { id: state.sessionId, messages: wireMessages(), ...extra };
+  return follow("Thinking…", (signal) => fetch("/api/chat", {
+    method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), signal,
+  }));
+}
+
+// GET /api/chat/{id}/stream: the running answer of this session, if there is one (204: none).
+async function resume() {
+  if (state.controller) return;
+  await follow("Resuming the running answer…", (signal) => fetch(chatPath("stream"), { signal }));
+}
+
+async function follow(label, request) {
   setBusy(true);
-  setStatus("Thinking…");
-  state.controller = new AbortController();
-  const body = { id: state.sessionId, messages: wireMessages(), trigger: "submit-message" };
+  setStatus(label);
+  const controller = state.controller = new AbortController();
+  let refusal = null;
+  let message = null;
   try {
-    const res = await fetch("/api/chat", {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(body),
-      signal: state.controller.signal,
-    });
+    const res = await request(controller.signal);
+    if (res.status === 204) {  // no running answer
+      setStatus("");
+      return null;
+    }
     if (!res.ok) {
       const answer = await res.json().catch(() => ({}));
-      throw new Error(answer.error ? `${answer.error.code}: ${answer.error.message}` : `HTTP ${res.status}`);
+      const code = answer.error?.code || `http_${res.status}`;
+      refusal = { code, text: answer.error ? `${code}: ${answer.error.message}` : `HTTP ${res.status}` };
+      return refusal;
     }
-    let message = state.messages.at(-1);
-    if (!message || message.role !== "assistant") {
-      message = { id: "", role: "assistant", parts: [] };
-      state.messages.push(message);
-    }
+    setStarted(true);
     setStatus("Streaming…");
+    message = continuedMessage();
     await readStream(res.body, (chunk) => applyChunk(message, chunk));
+    if (!message._end) markInterrupted(message);  // the stream broke off before its end
     setStatus(message._error ? "The turn ended with an error." : "", Boolean(message._error));
   } catch (error) {
-    if (error.name === "AbortError") setStatus("Stopped: the server cancelled the generation.");
+    if (error.name === "AbortError") setStatus("Stopped.");
     else setStatus(String(error.message || error), true);
+    if (message && !message._end) markInterrupted(message);
   } finally {
-    for (const part of state.messages.at(-1)?.parts ?? []) if (part.state === "streaming") part.state = "done";
-    state.controller = null;
+    for (const part of message?.parts ?? []) if (part.state === "streaming") part.state = "done";
+    if (state.controller === controller) state.controller = null;
     setBusy(false);
     render();
     els.input.focus();
+  }
+  return refusal;
+}
+
+// A turn that answers approvals or tool outputs continues the last assistant message.
+function continuedMessage() {
+  const last = state.messages.at(-1);
+  if (last && last.role === "assistant") return last;
+  return { id: "", role: "assistant", parts: [], _new: true };
+}
+
+// The stream's `start` names its message: a replay (resume) replaces the copy the page has.
+function place(message, messageId) {
+  if (messageId) message.id = messageId;
+  const index = state.messages.findIndex((m) => m.id === message.id && m !== message);
+  if (message._new) {
+    delete message._new;
+    if (index >= 0) state.messages[index] = message;
+    else state.messages.push(message);
+  }
+}
+
+function markInterrupted(message) {
+  message.metadata = { ...(message.metadata || {}), interrupted: true };
+}
+
+async function stopTurn() {
+  els.stop.disabled = true;
+  setStatus("Stopping…");
+  try {
+    // The server ends the turn and stores what was streamed; the stream then ends with `abort`.
+    const res = await fetch(chatPath("stop"), { method: "POST" });
+    if (!res.ok) setStatus(`Stop failed: HTTP ${res.status}`, true);
+  } finally {
+    setTimeout(() => state.controller?.abort(), 2000);  // should the stream not end by itself
   }
 }
 
@@ -156,7 +263,7 @@ function applyChunk(message, chunk) {
   const t = chunk.type;
   const byId = (type, id) => message.parts.find((p) => p.type === type && p._id === id);
   if (t === "start") {
-    if (chunk.messageId) message.id = chunk.messageId;
+    place(message, chunk.messageId);
   } else if (t === "start-step") {
     message.parts.push({ type: "step-start" });
   } else if (t === "text-start" || t === "reasoning-start") {
@@ -184,8 +291,15 @@ function applyChunk(message, chunk) {
     toolPart(message, chunk).state = "output-denied";
   } else if (t === "tool-approval-request") {
     Object.assign(toolPart(message, chunk), { state: "approval-requested", approval: { id: chunk.approvalId } });
+  } else if (t === "message-metadata") {
+    message.metadata = { ...(message.metadata || {}), ...chunk.messageMetadata };
   } else if (t === "error") {
     message._error = chunk.errorText;
+  } else if (t === "finish") {
+    message._end = t;
+  } else if (t === "abort") {
+    message._end = t;
+    markInterrupted(message);
   }
   schedule();
 }
@@ -244,7 +358,7 @@ function renderTool(part) {
   return box;
 }
 
-function renderMessage(message) {
+function renderMessage(message, isLast) {
   const row = el("div", `msg ${message.role}`);
   row.dataset.messageId = message.id;
   const bubble = el("div", "bubble");
@@ -258,19 +372,38 @@ function renderMessage(message) {
     }
   }
   if (message._error) bubble.append(el("div", "error", message._error));
+  if (message.metadata?.interrupted) {
+    const marker = el("div", "marker", "interrupted");
+    marker.title = "This answer was cut short: stopped, or its turn did not finish.";
+    bubble.append(marker);
+  }
   if (!bubble.childElementCount) bubble.append(el("div", "text streaming muted", ""));
+  if (isLast && message.role === "assistant" && !state.controller) {
+    const actions = el("div", "msg-actions");
+    const again = el("button", "ghost regenerate", "↻ Regenerate");
+    again.type = "button";
+    again.addEventListener("click", () => regenerate(message.id));
+    actions.append(again);
+    bubble.append(actions);
+  }
   row.append(bubble);
   return row;
 }
 
 function render() {
   els.empty.hidden = state.messages.length > 0;
-  const nodes = state.messages.map(renderMessage);
+  const last = state.messages.length - 1;
+  const nodes = state.messages.map((m, i) => renderMessage(m, i === last));
   els.messages.replaceChildren(els.empty, ...nodes);
   els.messages.scrollTop = els.messages.scrollHeight;
 }
 
 // ---- context panel -------------------------------------------------------------------------
+
+function setPanel(open) {
+  els.layout.classList.toggle("panel-closed", !open);
+  els.panelToggle.setAttribute("aria-expanded", String(open));
+}
 
 function contextItem(kind, text) {
   if (kind === "instruction" || kind === "notice") return { kind, content: text };
@@ -280,6 +413,7 @@ function contextItem(kind, text) {
 
 async function addContext(event) {
   event.preventDefault();
+  if (!state.started) return;
   const item = contextItem(els.ctxKind.value, els.ctxText.value.trim());
   const body = { sessionId: state.sessionId, items: [item] };
   if (els.ctxKey.value.trim()) body.key = els.ctxKey.value.trim();
@@ -319,13 +453,15 @@ els.input.addEventListener("keydown", (event) => {
     els.form.requestSubmit();
   }
 });
-els.stop.addEventListener("click", () => state.controller?.abort());
+els.stop.addEventListener("click", stopTurn);
 $("new-chat").addEventListener("click", () => { if (!state.controller) startSession(""); });
 $("suggestions").addEventListener("click", (event) => {
   if (event.target.matches(".chip") && !state.controller) sendText(event.target.textContent);
 });
+els.panelToggle.addEventListener("click", () => setPanel(els.layout.classList.contains("panel-closed")));
 els.ctxForm.addEventListener("submit", addContext);
 els.ctxKind.addEventListener("change", updateContextLabel);
 
+setPanel(window.matchMedia("(min-width: 861px)").matches);  // a drawer, closed, on a phone
 loadInfo();
 restore();

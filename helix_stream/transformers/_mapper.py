@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from helix_stream.chunks import (
+    Abort,
     ContextRowChunk,
     ContextSkipped,
     DataChunk,
@@ -89,7 +90,8 @@ class UIChunkMapper:
         fold: UIMessageFold | None,
     ) -> None:
         self.fold = fold
-        self.finished = False  # finish (or the error's finish) was handled
+        self.finished = False  # finish (or the error's finish, or abort) was handled
+        self.aborted = False  # the run was stopped (abort was handled)
         self.finish_reason: FinishReason | None = None
         self._allowed = _ALLOWED[client_version]
         self._version = client_version
@@ -137,6 +139,7 @@ class UIChunkMapper:
             Start: self._start,
             Finish: self._finish,
             ErrorChunk: self._error_chunk,
+            Abort: self._abort,
             # Internal only: never shown to a chat UI.
             ContextRowChunk: drop,
             ContextSkipped: drop,
@@ -272,8 +275,23 @@ class UIChunkMapper:
     def _error_chunk(self, chunk: ErrorChunk) -> None:
         if not self._started:
             self._start(Start())
+        # The open parts end first: a client keeps a part that never got its end in state
+        # "streaming" for good (a cursor that blinks forever), and `error` ends its reading.
+        self._close_parts()
         self._emit({"type": "error", "errorText": self._error_text(chunk.error)})
         self._finish(Finish(finish_reason="error"))
+
+    def _abort(self, chunk: Abort) -> None:
+        # A stopped run: what was streamed stays, its parts end, the message is marked as the
+        # session stores it (metadata {"interrupted": true}: the screen stays the same after a
+        # reload), and `abort` (not `finish`) tells the client the answer was cut on purpose.
+        self._close_step()
+        self.finished = self.aborted = True
+        self._emit({"type": "message-metadata", "messageMetadata": {"interrupted": True}})
+        out: UIChunk = {"type": "abort"}
+        if chunk.reason is not None:
+            out["reason"] = chunk.reason
+        self._emit(out)
 
     # -- text and reasoning ------------------------------------------------------------------
 

@@ -8,10 +8,17 @@ comments to keep proxies from timing out, and the five headers the AI SDK sends.
 Per chunk it does one JSON encoding and one ASGI ``send``, nothing else: no timer, no cancel
 scope, no lock (sse-starlette's per-event work cost more than the mapping itself). Per request
 it runs the body in a task of its own, beside a task that watches for the client's disconnect
-and, when pings are on, a task that pings. A disconnect cancels the body task once, the asyncio
-way; the cancellation reaches the chunk iterator (and the generation behind it) through
-``__anext__``, or through ``aclose`` when the body was suspended while sending, and the
-response waits for that cleanup (:func:`helix_stream._cleanup.run_cleanup`).
+and, when pings are on, a task that pings.
+
+What a disconnect does is the response's ``on_disconnect``:
+
+* ``"cancel"`` (the default): the body task is cancelled once, the asyncio way; the
+  cancellation reaches the chunk iterator (and the generation behind it) through
+  ``__anext__``, or through ``aclose`` when the body was suspended while sending, and the
+  response waits for that cleanup (:func:`helix_stream._cleanup.run_cleanup`);
+* ``"continue"``: the body goes on reading the iterator to its end, sending nothing more, so
+  that the generation behind it finishes (and a resume registry keeps its chunks for a client
+  that comes back), for at most ``detached_timeout`` seconds; then it is cancelled as above.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ import json
 import logging
 from collections.abc import AsyncIterable, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal
 
 from starlette.background import BackgroundTask
 from starlette.responses import Response
@@ -33,7 +40,9 @@ from helix_stream.errors import ERROR_MASK
 
 __all__ = [
     "UI_MESSAGE_STREAM_HEADERS",
+    "OnDisconnect",
     "UIMessageStreamResponse",
+    "check_on_disconnect",
     "encode_sse",
     "encode_sse_bytes",
 ]
@@ -50,6 +59,18 @@ UI_MESSAGE_STREAM_HEADERS: Mapping[str, str] = MappingProxyType(
     }
 )
 """The headers of a UI message stream response, exactly as the AI SDK sends them."""
+
+OnDisconnect = Literal["cancel", "continue"]
+
+
+def check_on_disconnect(value: str) -> OnDisconnect:
+    """``value`` as an :data:`OnDisconnect`, or a ValueError that says what it may be."""
+    if value == "cancel":
+        return "cancel"
+    if value == "continue":
+        return "continue"
+    raise ValueError(f"on_disconnect must be 'continue' or 'cancel', not {value!r}")
+
 
 _DONE = b"data: [DONE]\n\n"
 _PING = b": ping\n\n"
@@ -100,10 +121,14 @@ class UIMessageStreamResponse(Response):
         headers: Extra headers (they may override the defaults).
         ping_interval: Seconds between ``: ping`` comments; 0 disables them.
         background: A Starlette background task to run after the response.
+        on_disconnect: What a client that goes away does to ``ui_chunks``: ``"cancel"``
+            (default) cancels its iteration and closes it, so a generation behind it stops;
+            ``"continue"`` reads it on to its end without sending, so the generation finishes.
+        detached_timeout: With ``"continue"``: seconds the iteration may go on once the client
+            has gone (then it is cancelled as with ``"cancel"``); ``None`` for no bound.
 
-    Closing: when the client disconnects, the iteration of ``ui_chunks`` is cancelled and
-    ``ui_chunks`` is closed, so a generation behind it stops. An exception from ``ui_chunks``
-    is logged and sent as one masked ``error`` chunk, then ``[DONE]``.
+    An exception from ``ui_chunks`` is logged and sent as one masked ``error`` chunk, then
+    ``[DONE]``.
 
     Example:
         >>> async def chat(request):  # doctest: +SKIP
@@ -121,6 +146,8 @@ class UIMessageStreamResponse(Response):
         headers: Mapping[str, str] | None = None,
         ping_interval: float = 15,
         background: BackgroundTask | None = None,
+        on_disconnect: OnDisconnect = "cancel",
+        detached_timeout: float | None = None,
     ) -> None:
         if ping_interval < 0:
             raise ValueError(f"ping_interval must be >= 0 (0 disables pings), not {ping_interval}")
@@ -131,7 +158,10 @@ class UIMessageStreamResponse(Response):
         self.status_code = status_code
         self.ping_interval = ping_interval
         self.background = background
+        self.on_disconnect = check_on_disconnect(on_disconnect)
+        self.detached_timeout = detached_timeout
         self._sending = False
+        self._gone = False  # the client went away and the body reads on without sending
         self.init_headers(merged)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -144,12 +174,19 @@ class UIMessageStreamResponse(Response):
         pinger = loop.create_task(self._ping(send)) if self.ping_interval > 0 else None
         try:
             await asyncio.wait((body, watcher), return_when=asyncio.FIRST_COMPLETED)
+            if not body.done() and self.on_disconnect == "continue":
+                self._gone = True
+                if pinger is not None:
+                    pinger.cancel()
+                await asyncio.wait((body,), timeout=self.detached_timeout)
         finally:
             for task in (watcher, pinger):
                 if task is not None:
                     task.cancel()
             if not body.done():
-                body.cancel()  # the client went away (or this request is being cancelled)
+                # The client went away (past detached_timeout with "continue"), or this
+                # request is being cancelled (a server shutting down).
+                body.cancel()
                 await run_cleanup(lambda: asyncio.wait((body,)), what="ending the UI stream")
         if body.done() and not body.cancelled():
             body.result()  # re-raises what the body raised (not a client that went away)
@@ -161,6 +198,8 @@ class UIMessageStreamResponse(Response):
         try:
             try:
                 async for item in iterator:
+                    if self._gone:
+                        continue  # on_disconnect="continue": read on, send nothing
                     self._sending = True
                     await send(
                         {
@@ -171,19 +210,27 @@ class UIMessageStreamResponse(Response):
                     )
                     self._sending = False
             except OSError:
-                return  # the client is gone (ASGI 2.4 servers raise it from send)
+                # The client is gone (ASGI 2.4 servers raise it from send).
+                if self.on_disconnect == "cancel":
+                    return
+                self._gone = True
+                async for _ in iterator:
+                    pass
             except Exception:
                 # to_ui_message_stream never raises; another chunk iterator might. The wire gets
                 # one masked error chunk, never a traceback (README, "Errors over HTTP").
                 logger.exception("the UI chunk iterator raised")
-                error = {"type": "error", "errorText": ERROR_MASK}
-                await send(
-                    {
-                        "type": "http.response.body",
-                        "body": encode_sse_bytes(error),
-                        "more_body": True,
-                    }
-                )
+                if not self._gone:
+                    error = {"type": "error", "errorText": ERROR_MASK}
+                    await send(
+                        {
+                            "type": "http.response.body",
+                            "body": encode_sse_bytes(error),
+                            "more_body": True,
+                        }
+                    )
+            if self._gone:
+                return
             self._sending = True
             await send({"type": "http.response.body", "body": _DONE, "more_body": True})
             await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -11,7 +11,9 @@ stream of :mod:`helix_stream.chunks` (or a raw litellm stream, through
 * ``start`` first; text/reasoning deltas only inside their part; open parts closed before
   ``finish-step``, ``finish`` and after an error; no part id reused in a message;
 * tool results only for an announced tool call; ``tool-output-available`` always has ``output``;
-* one masked ``error`` for a failure, then ``finish {"finishReason": "error"}``.
+* for a failure: the open parts ended, one masked ``error``, then
+  ``finish {"finishReason": "error"}``;
+* for a stopped run (an ``Abort`` chunk): the open parts ended, then ``abort``.
 
 The per-chunk path is plain dict building dispatched on the chunk class (the README's Performance
 budgets); folding for ``on_finish`` only happens when ``on_finish`` is given.
@@ -57,7 +59,8 @@ class UIStreamFinish:
             for a continuation), as the AI SDK's ``onFinish`` gives them.
         is_continuation: The stream continued the last assistant message of
             ``original_messages``.
-        is_aborted: The consumer stopped (disconnect, cancellation) before ``finish`` was sent.
+        is_aborted: The consumer stopped (disconnect, cancellation) before ``finish`` was sent,
+            or the run was stopped (an ``Abort`` chunk: ``abort`` was sent).
         finish_reason: The ``finishReason`` sent in ``finish`` (``None`` when aborted before it).
     """
 
@@ -215,7 +218,7 @@ async def _call_on_finish(
         message=message,
         messages=[*previous, message],
         is_continuation=is_continuation,
-        is_aborted=not mapper.finished,
+        is_aborted=mapper.aborted or not mapper.finished,
         finish_reason=mapper.finish_reason,
     )
     try:

@@ -1,70 +1,43 @@
 """The demo page in a real browser (Playwright + Debian's chromium): chat, tools, context panel.
 
-Needs ``pip install playwright`` and a chromium binary (``apt-get install -y chromium``); it
-does not use ``playwright install`` (that downloads browsers). Skipped only when no chromium
-can be found. A screenshot is saved under the test's tmp dir and copied to /tmp/helix_demo.png.
+See ``_browser.py`` for what it needs (skipped, with the reason, without it). A screenshot is
+saved under the test's tmp dir and copied to /tmp/helix_demo.png.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect, sync_playwright
 
 import helix_stream as hs
 from helix_stream.models._litellm import litellm_module
 from helix_stream.server._demo import demo_agent, demo_app
+from tests.browser._browser import browser, new_page
 from tests.conformance._client import serve_app
 
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright")
+from playwright.sync_api import Page, expect
+
 SCREENSHOT_COPY = Path("/tmp/helix_demo.png")
 # The first chat in a process imports litellm (seconds on a loaded machine): wait for it.
 expect.set_options(timeout=20_000)
 
 
-def _chromium() -> str:
-    candidates = [os.environ.get("HELIX_CHROMIUM", ""), "/usr/bin/chromium"]
-    candidates += [shutil.which(n) or "" for n in ("chromium", "chromium-browser")]
-    for path in candidates:
-        if path and os.access(path, os.X_OK):
-            return path
-    pytest.skip("no chromium binary found (apt-get install -y chromium, or set HELIX_CHROMIUM)")
-
-
 @pytest.fixture
 def page(tmp_path: Path) -> Iterator[Page]:
-    executable = _chromium()
     litellm_module()  # import it now, not during the first streamed answer
     store = hs.SQLiteStore(str(tmp_path / "demo.db"))
     app = demo_app(hs.Executor(store=store), demo_agent("helix/demo-slow"))
-    with serve_app(app) as base_url, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 860})
-        page.set_default_timeout(15_000)
-        problems: list[str] = []
-        failed: list[str] = []
-        page.on("pageerror", lambda exc: problems.append(str(exc)))
-        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-        page.on("response", lambda r: failed.append(r.url) if r.status >= 400 else None)
+    with browser() as (launched, watch), serve_app(app) as base_url:
+        page = new_page(launched, watch)
         page.goto(f"{base_url}/")
         yield page
-        browser.close()
-        # No script error; the only failed request is the refusal the test asks for last.
-        assert failed == [f"{base_url}/context"], failed
-        assert [p for p in problems if not p.startswith("Failed to load resource")] == []
+        # No script error, no failed request (a new chat's message list is [], not a 404).
+        assert watch.failed == []
+        assert watch.scripts_clean() == []
 
 
 def _send(page: Page, text: str) -> None:
@@ -127,11 +100,8 @@ def test_chat_with_tools_and_steer_it_from_the_context_panel(page: Page, tmp_pat
     )
     expect(page.locator(".msg.assistant").nth(2).locator(".badge")).to_have_text("not executed")
 
-    # A new chat has no session yet: the panel shows the server's refusal as it came.
+    # A new chat has no session yet: the Context panel waits for its first message.
     page.locator("#new-chat").click()
-    page.locator("#ctx-kind").select_option("notice")
-    page.locator("#ctx-text").fill("Too early.")
-    page.locator("#ctx-add").click()
-    expect(page.locator(".ctx-log li").first.locator(".answer")).to_contain_text(
-        '404 {"error":{"code":"state_session_not_found"'
-    )
+    expect(page.locator("#ctx-add")).to_be_disabled()
+    expect(page.locator("#ctx-hint")).to_be_visible()
+    expect(page.locator(".ctx-log li")).to_have_count(0)

@@ -22,6 +22,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from helix_stream.chunks import (
+    Abort,
     ContextRowChunk,
     ContextSkipped,
     DataChunk,
@@ -113,6 +114,13 @@ SCENARIOS: dict[str, Callable[[], list[Any]]] = {
         TextStart(id="t0"),
         TextDelta(id="t0", delta="partial"),
         ErrorChunk(error=RuntimeError("connection to 10.0.0.7 refused; token=abc")),
+    ],
+    "stopped": lambda: [
+        Start(message_id="msg-stopped"),
+        StartStep(step_number=0),
+        TextStart(id="t0"),
+        TextDelta(id="t0", delta="Once upon"),
+        Abort(reason="stopped"),
     ],
     "not_executed": lambda: [
         StartStep(step_number=0),
@@ -295,9 +303,11 @@ def test_error_is_masked_and_the_message_is_closed(base_url: str, version: int) 
     result = _chat(base_url, "error", version)
     # An error chunk is what puts useChat into status "error"; nothing else was rejected.
     assert result["errors"] == [{"name": "Error", "message": "An error occurred."}]
+    # The open text part ends before `error`: useChat stops reading at `error`, and a part
+    # left without its end would stay "streaming" (a cursor blinking for good).
     assert [c["type"] for c in result["chunks"]][-4:] == [
-        "error",
         "text-end",
+        "error",
         "finish-step",
         "finish",
     ]
@@ -307,6 +317,24 @@ def test_error_is_masked_and_the_message_is_closed(base_url: str, version: int) 
         {"type": "text", "text": "partial", "state": "done"},
     ]
     assert "10.0.0.7" not in str(result)
+
+
+def test_a_stopped_answer_ends_its_part_then_aborts(base_url: str, version: int) -> None:
+    result = _chat(base_url, "stopped", version)
+    assert result["error"] is None  # `abort` (with its reason) is valid on every major
+    assert [c["type"] for c in result["chunks"]][-4:] == [
+        "text-end",
+        "finish-step",
+        "message-metadata",
+        "abort",
+    ]
+    assert result["chunks"][-1] == {"type": "abort", "reason": "stopped"}
+    assert result["finalMessage"]["parts"] == [
+        {"type": "step-start"},
+        {"type": "text", "text": "Once upon", "state": "done"},
+    ]
+    # What GET .../messages gives back for a stopped answer: the same mark.
+    assert result["finalMessage"]["metadata"] == {"interrupted": True}
 
 
 def test_not_executed_tools(base_url: str, version: int) -> None:

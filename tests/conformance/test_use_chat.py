@@ -146,6 +146,9 @@ def test_an_answer_cut_by_a_model_failure_is_stored_as_the_user_saw_it(
     assert steps[0]["error"] is not None  # the client saw the failure...
     seen = steps[0]["messages"]
     assert _texts(seen) == [("user", "Tell a story"), ("assistant", "Once upon a time")]
+    # The chat stops reading at `error`: the server ended the text part before it, so the
+    # part the chat holds is done, not "streaming" for good.
+    assert seen[1]["parts"][-1] == {"type": "text", "text": "Once upon a time", "state": "done"}
     stored = _stored(server, sid)
     assert _texts(stored) == _texts(steps[1]["messages"])
     assert stored[1]["metadata"] == {"interrupted": True}

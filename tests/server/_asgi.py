@@ -66,6 +66,7 @@ class LiveRequest:
         self.ended = False
         self._buffer = b""
         self._pending: list[Any] = []
+        self._left = False
 
     async def __aenter__(self) -> LiveRequest:
         self._task = asyncio.create_task(self._app(self._scope, self._incoming.get, self._sent.put))
@@ -110,8 +111,18 @@ class LiveRequest:
         """Every remaining SSE payload until the response ends."""
         return [item async for item in self.chunks()]
 
-    async def disconnect(self) -> None:
+    async def disconnect(self, timeout: float = 10) -> None:
         """Tell the app the client is gone and wait until it has wound down."""
-        self._incoming.put_nowait({"type": "http.disconnect"})
+        self.leave()
+        await self.closed(timeout)
+
+    def leave(self) -> None:
+        """Tell the app the client is gone (a reload, a closed tab), without waiting."""
+        if not self._left:
+            self._left = True
+            self._incoming.put_nowait({"type": "http.disconnect"})
+
+    async def closed(self, timeout: float = 10) -> None:
+        """Wait until the app has finished this request."""
         assert self._task is not None
-        await asyncio.wait_for(self._task, 10)
+        await asyncio.wait_for(self._task, timeout)

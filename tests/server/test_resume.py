@@ -27,8 +27,9 @@ def gate() -> asyncio.Event:
     return asyncio.Event()
 
 
-@pytest.fixture
-def gated_app(executor: hs.Executor, gate: asyncio.Event) -> tuple[Any, StreamRegistry]:
+def _gated_app(
+    executor: hs.Executor, gate: asyncio.Event, **options: Any
+) -> tuple[Any, StreamRegistry]:
     """An app whose agent calls ``open_gate``, which waits until the test sets ``gate``."""
 
     @hs.tool
@@ -39,8 +40,15 @@ def gated_app(executor: hs.Executor, gate: asyncio.Event) -> tuple[Any, StreamRe
 
     registry = StreamRegistry()
     agent = hs.Agent(name="gated", model="helix/demo", tools=[open_gate])
-    app = create_app(executor, agent, streams=registry, generate_message_id=message_ids())
+    app = create_app(
+        executor, agent, streams=registry, generate_message_id=message_ids(), **options
+    )
     return app, registry
+
+
+@pytest.fixture
+def gated_app(executor: hs.Executor, gate: asyncio.Event) -> tuple[Any, StreamRegistry]:
+    return _gated_app(executor, gate)
 
 
 async def test_no_active_stream_is_204(
@@ -96,10 +104,10 @@ async def test_a_resuming_client_that_leaves_does_not_stop_the_turn(
     assert [m["role"] for m in await executor.ui_messages(SID)] == ["user", "assistant"]
 
 
-async def test_a_disconnect_cancels_the_turn_and_unregisters_its_stream(
-    gated_app: tuple[Any, StreamRegistry], executor: hs.Executor, gate: asyncio.Event
+async def test_with_on_disconnect_cancel_a_disconnect_cancels_the_turn_and_its_stream(
+    executor: hs.Executor, gate: asyncio.Event
 ) -> None:
-    app, registry = gated_app
+    app, registry = _gated_app(executor, gate, on_disconnect="cancel")
     async with LiveRequest(
         app, "POST", "/api/chat", chat(SID, user("Please open the gate"))
     ) as first:

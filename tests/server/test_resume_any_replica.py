@@ -67,7 +67,7 @@ async def _ready(client: httpx.AsyncClient, url: str) -> None:
     deadline = time.monotonic() + 120
     while True:
         try:
-            if (await client.get(f"{url}/api/chat/none/messages")).status_code == 404:
+            if (await client.get(f"{url}/api/chat/none/messages")).status_code == 200:
                 return
         except httpx.TransportError:
             pass

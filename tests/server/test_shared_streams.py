@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import helix_stream as hs
+from helix_stream.models._litellm import litellm_module
 from helix_stream.server import SharedStreamRegistry, StreamRegistry, create_app
 from helix_stream.store.postgres import PostgresStreamLog
 from tests.server._asgi import LiveRequest
@@ -37,6 +38,10 @@ async def store() -> AsyncIterator[hs.PostgresStore]:
 
 
 def _gated(store: hs.Store, gate: asyncio.Event, **kwargs: Any) -> Any:
+    # Loaded now, as an app's startup would: imported by the first request instead, it can
+    # take longer than a LiveRequest waits for the response to start on a busy machine.
+    litellm_module()
+
     @hs.tool
     async def open_gate() -> str:
         """Wait for the gate."""
@@ -164,3 +169,36 @@ async def test_a_bad_session_id_is_refused_and_nothing_is_written(
     with pytest.raises(hs.InvalidRequestError):
         await log.read(bad_id)
     assert await _stream_rows(store) == before
+
+
+async def test_a_turn_whose_client_left_is_followed_from_another_replica_and_stopped(
+    store: hs.PostgresStore,
+) -> None:
+    gate = asyncio.Event()
+    first = _gated(store, gate)  # on_disconnect="continue": the default
+    other = _pg.make_store(schema=store.schema)
+    try:
+        second = _gated(other, gate)
+        async with LiveRequest(first, "POST", "/api/chat", chat(SID, user("Open the gate"))) as a:
+            so_far = await a.read_until(_is("tool-input-available"))
+            a.leave()  # a reload: the turn runs on in the first process
+            await asyncio.sleep(0.5)  # past one flush interval
+            async with LiveRequest(second, "GET", f"/api/chat/{SID}/stream") as resumed:
+                assert await resumed.read_until(_is("tool-input-available")) == so_far
+                # The second replica cannot stop a turn the first one runs (no stop_elsewhere).
+                async with LiveRequest(second, "POST", f"/api/chat/{SID}/stop") as refused:
+                    assert refused.status == 501
+                async with LiveRequest(first, "POST", f"/api/chat/{SID}/stop") as stop:
+                    await stop.read_all()
+                    assert stop.body == b'{"stopped":true}'
+                rest = await resumed.read_all()
+            await a.closed()
+        assert [c["type"] if isinstance(c, dict) else c for c in rest][-3:] == [
+            "message-metadata",
+            "abort",
+            "[DONE]",
+        ]
+        assert (await hs.Executor(store=other).session(SID)).status == "idle"
+        assert not gate.is_set()  # the tool was cancelled, not answered
+    finally:
+        await other.close()

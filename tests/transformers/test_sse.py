@@ -314,3 +314,63 @@ async def test_a_send_that_fails_for_a_gone_client_closes_the_source() -> None:
     assert probe.ended.is_set() and probe.events[-1] == "finally"
     assert probe.finished[0].is_aborted is True
     assert not any(b"[DONE]" in body for body in bodies)
+
+
+async def _gated(gate: asyncio.Event, seen: list[str]) -> AsyncIterator[Any]:
+    yield StartStep(step_number=0)
+    yield TextStart(id="t")
+    yield TextDelta(id="t", delta="first")
+    await gate.wait()
+    seen.append("read on")
+    yield TextDelta(id="t", delta=" second")
+    yield Finish(finish_reason="stop")
+    seen.append("ended")
+
+
+def _asgi(sent: list[MutableMapping[str, Any]], gone: asyncio.Event) -> tuple[Any, Any]:
+    async def receive() -> dict[str, Any]:
+        if not sent:
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await gone.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message)
+        if b"first" in message.get("body", b""):
+            gone.set()  # the client leaves right after the first text
+
+    return receive, send
+
+
+async def test_on_disconnect_continue_reads_the_source_to_its_end_and_sends_nothing_more() -> None:
+    gate, seen, sent, gone = asyncio.Event(), [], [], asyncio.Event()
+    receive, send = _asgi(sent, gone)
+    response = UIMessageStreamResponse(
+        to_ui_message_stream(_gated(gate, seen)), on_disconnect="continue"
+    )
+    scope = {"type": "http", "method": "POST", "path": "/api/chat", "headers": []}
+    call = asyncio.ensure_future(response(scope, receive, send))
+    await gone.wait()
+    await asyncio.sleep(0.05)
+    assert not call.done()  # the client has gone; the generation has not
+    count = len(sent)
+    gate.set()
+    await asyncio.wait_for(call, 5)
+    assert seen == ["read on", "ended"]
+    assert len(sent) == count  # nothing was sent to the client that left, not even [DONE]
+
+
+async def test_on_disconnect_continue_is_bounded_by_detached_timeout() -> None:
+    gate, seen, sent, gone = asyncio.Event(), [], [], asyncio.Event()
+    receive, send = _asgi(sent, gone)
+    response = UIMessageStreamResponse(
+        to_ui_message_stream(_gated(gate, seen)), on_disconnect="continue", detached_timeout=0.1
+    )
+    scope = {"type": "http", "method": "POST", "path": "/api/chat", "headers": []}
+    await asyncio.wait_for(response(scope, receive, send), 5)  # gate never opens
+    assert seen == []
+
+
+def test_on_disconnect_is_cancel_or_continue() -> None:
+    with pytest.raises(ValueError, match="on_disconnect"):
+        UIMessageStreamResponse(to_ui_message_stream(_scripted()), on_disconnect="ignore")  # type: ignore[arg-type]

@@ -11,6 +11,7 @@ import pytest
 
 import helix_stream.transformers as transformers_api
 from helix_stream.chunks import (
+    Abort,
     ContextRowChunk,
     ContextSkipped,
     DataChunk,
@@ -331,8 +332,9 @@ _FAILING = [
     ErrorChunk(error=RuntimeError("db password is hunter2")),
 ]
 
+# The open part ends before `error` (the client stops reading at `error`: a part left open
+# would stay "streaming" for good), then the step and the message end.
 _FAILED_TAIL = [
-    {"type": "text-end", "id": "t"},
     {"type": "finish-step"},
     {"type": "finish", "finishReason": "error"},
 ]
@@ -345,6 +347,7 @@ async def test_error_chunk_is_masked_and_closes_the_message() -> None:
         {"type": "start-step"},
         {"type": "text-start", "id": "t"},
         {"type": "text-delta", "id": "t", "delta": "partial"},
+        {"type": "text-end", "id": "t"},
         {"type": "error", "errorText": "An error occurred."},
         *_FAILED_TAIL,
     ]
@@ -359,7 +362,11 @@ async def test_on_error_chooses_the_error_text() -> None:
         return f"failed: {type(exc).__name__}"
 
     out = await ui(_FAILING, on_error=on_error)
-    assert out[4:] == [{"type": "error", "errorText": "failed: RuntimeError"}, *_FAILED_TAIL]
+    assert out[4:] == [
+        {"type": "text-end", "id": "t"},
+        {"type": "error", "errorText": "failed: RuntimeError"},
+        *_FAILED_TAIL,
+    ]
     assert [str(e) for e in seen] == ["db password is hunter2"]
 
 
@@ -368,7 +375,11 @@ async def test_on_error_that_raises_falls_back_to_the_mask() -> None:
         raise ValueError("oops")
 
     out = await ui(_FAILING, on_error=on_error)
-    assert out[4:] == [{"type": "error", "errorText": "An error occurred."}, *_FAILED_TAIL]
+    assert out[4:] == [
+        {"type": "text-end", "id": "t"},
+        {"type": "error", "errorText": "An error occurred."},
+        *_FAILED_TAIL,
+    ]
 
 
 async def test_source_raising_mid_stream_becomes_one_error() -> None:
@@ -384,8 +395,8 @@ async def test_source_raising_mid_stream_becomes_one_error() -> None:
         {"type": "start-step"},
         {"type": "reasoning-start", "id": "r"},
         {"type": "reasoning-delta", "id": "r", "delta": "hmm"},
-        {"type": "error", "errorText": "An error occurred."},
         {"type": "reasoning-end", "id": "r"},
+        {"type": "error", "errorText": "An error occurred."},
         {"type": "finish-step"},
         {"type": "finish", "finishReason": "error"},
     ]
@@ -1024,8 +1035,8 @@ async def test_a_litellm_stream_that_raises_becomes_one_masked_error() -> None:
     out = [c async for c in to_ui_message_stream(stream())]
     assert out[-5:] == [
         {"type": "text-delta", "id": "text-0", "delta": "par"},
-        {"type": "error", "errorText": "An error occurred."},
         {"type": "text-end", "id": "text-0"},
+        {"type": "error", "errorText": "An error occurred."},
         {"type": "finish-step"},
         {"type": "finish", "finishReason": "error"},
     ]
@@ -1064,3 +1075,44 @@ async def test_closing_closes_an_iterable_source_whose_iterator_cannot_be_closed
     ]
     await stream.aclose()
     assert closed == ["result"]
+
+
+async def test_an_abort_ends_the_open_parts_and_the_step_then_sends_abort() -> None:
+    finished: list[UIStreamFinish] = []
+    out = await ui(
+        [
+            Start(message_id="m1"),
+            StartStep(step_number=0),
+            ReasoningStart(id="r"),
+            ReasoningDelta(id="r", delta="hmm"),
+            TextStart(id="t"),
+            TextDelta(id="t", delta="Once upon"),
+            Abort(reason="stopped"),
+            TextDelta(id="t", delta=" never sent"),
+        ],
+        on_finish=finished.append,
+    )
+    assert out[-5:] == [
+        {"type": "reasoning-end", "id": "r"},
+        {"type": "text-end", "id": "t"},
+        {"type": "finish-step"},
+        # Marked as the session stores a cut answer: a reload shows the same.
+        {"type": "message-metadata", "messageMetadata": {"interrupted": True}},
+        {"type": "abort", "reason": "stopped"},
+    ]
+    assert "finish" not in [c["type"] for c in out]
+    assert finished[0].is_aborted is True and finished[0].finish_reason is None
+    assert finished[0].message["metadata"] == {"interrupted": True}
+    assert finished[0].message["parts"][-1] == {
+        "type": "text",
+        "text": "Once upon",
+        "state": "done",
+    }
+
+
+async def test_an_abort_before_anything_still_starts_the_message() -> None:
+    assert await ui([Abort()]) == [
+        {"type": "start"},
+        {"type": "message-metadata", "messageMetadata": {"interrupted": True}},
+        {"type": "abort"},
+    ]

@@ -1,0 +1,9 @@
+// `npm run dev` serves the page on http://localhost:5173 and passes /api/* to the chat server
+// (`helix-stream serve`, port 8000): the page and the routes share one origin, as in production
+// behind one host. To call the server from another origin instead, start it with
+// create_app(..., cors_origins=["http://localhost:5173"]) and set API below to its URL.
+import { defineConfig } from "vite";
+
+export default defineConfig({
+  server: { proxy: { "/api": process.env.HELIX_SERVER ?? "http://127.0.0.1:8000" } },
+});
