@@ -33,7 +33,7 @@ from urllib.parse import unquote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.providers.bedrock_server import event_frame  # noqa: E402
+from tests.providers.bedrock_server import event_frame
 
 _HEAD = (
     b"HTTP/1.1 200 OK\r\ncontent-type: %s\r\n"

@@ -146,7 +146,9 @@ class AnthropicStream(DirectStream):
         handler = self._module()
         reason = handler.map_finish_reason(finish_reason=delta.get("stop_reason", "stop") or "stop")
         self._finished = True
-        fields: dict[str, Any] = {"choices": [Fields({"delta": Fields({}), "finish_reason": self._tool_finish(reason)})]}
+        fields: dict[str, Any] = {
+            "choices": [Fields({"delta": Fields({}), "finish_reason": self._tool_finish(reason)})]
+        }
         usage = event.get("usage")
         if isinstance(usage, dict):
             self._usage = {**self._usage, **usage}
@@ -162,10 +164,14 @@ class AnthropicStream(DirectStream):
         return sys.modules[self._handler]
 
     def _usage_now(self) -> Any:
-        return self._module().AnthropicConfig().calculate_usage(
-            usage_object=self._usage,
-            reasoning_content="".join(self._reasoning) if self._reasoning else None,
-            speed=self._speed,
+        return (
+            self._module()
+            .AnthropicConfig()
+            .calculate_usage(
+                usage_object=self._usage,
+                reasoning_content="".join(self._reasoning) if self._reasoning else None,
+                speed=self._speed,
+            )
         )
 
     def _tool_finish(self, reason: str) -> str:

@@ -75,7 +75,9 @@ class _Answer:
         for position, call in enumerate(fields.get("tool_calls") or ()):
             values = call.__dict__
             index = values.get("index")
-            kept = self.calls.setdefault(index if isinstance(index, int) else position, [None, "", ""])
+            kept = self.calls.setdefault(
+                index if isinstance(index, int) else position, [None, "", ""]
+            )
             function = values.get("function")
             function = function.__dict__ if function is not None else {}
             kept[0] = kept[0] or values.get("id")

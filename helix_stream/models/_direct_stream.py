@@ -97,14 +97,15 @@ class DirectStream:
         self._wrapper = wrapper
         self._response = response
         self._finished = False
-        self._first = {
+        self._first: dict[str, Any] = {
             # What litellm's first chunk says about the response: the model name litellm
             # puts on its chunks (the requested one, not the provider's) and the hidden params.
             "_hidden_params": {
                 **(getattr(wrapper, "_hidden_params", None) or {}),
                 "custom_llm_provider": getattr(wrapper, "custom_llm_provider", None),
             },
-            "model": getattr(wrapper, "_cached_model_name", None) or getattr(wrapper, "model", None),
+            "model": getattr(wrapper, "_cached_model_name", None)
+            or getattr(wrapper, "model", None),
         }
         self._iterator = self._chunks()
 

@@ -66,8 +66,12 @@ def nothing_reads_the_answer(litellm: ModuleType, params: Mapping[str, Any]) -> 
     """No litellm callback (global or per call) and no cache can see this call's answer."""
     if getattr(litellm, "cache", None) is not None:
         return False
-    if any(getattr(litellm, name, None) for name in _GLOBAL_CALLBACK_LISTS):
-        return False
+    for name in _GLOBAL_CALLBACK_LISTS:
+        # litellm's "cache" entry acts only when ``litellm.cache`` is set (checked above). Its
+        # Gemini/Vertex context caching builds a Cache at import, which registers the entry
+        # globally: without this, one Gemini call would keep every later stream whole.
+        if any(callback != "cache" for callback in getattr(litellm, name, None) or ()):
+            return False
     return not (_PER_CALL_CONSUMERS & params.keys())
 
 

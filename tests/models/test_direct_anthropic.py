@@ -40,7 +40,9 @@ def block(index: int, content_block: dict[str, Any], *deltas: dict[str, Any]) ->
 
 
 def text(index: int, *pieces: str) -> str:
-    return block(index, {"type": "text", "text": ""}, *[{"type": "text_delta", "text": p} for p in pieces])
+    return block(
+        index, {"type": "text", "text": ""}, *[{"type": "text_delta", "text": p} for p in pieces]
+    )
 
 
 def tool(index: int, call_id: str, name: str, *pieces: str) -> str:
@@ -95,11 +97,13 @@ STREAMS = {
 }  # fmt: skip
 
 FAILURES = {
-    "an error event": start() + text(0, "Half") + event(
-        {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
-    ),
+    "an error event": start()
+    + text(0, "Half")
+    + event({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
     "a body cut short": start() + text(0, "Half"),
-    "an error event first": event({"type": "error", "error": {"type": "api_error", "message": "Internal"}}),
+    "an error event first": event(
+        {"type": "error", "error": {"type": "api_error", "message": "Internal"}}
+    ),
 }
 
 
@@ -152,19 +156,31 @@ async def test_the_chunks_and_steps_are_litellms(
 
 
 async def test_usage_cache_counters_model_and_sources(replay: ReplayServer) -> None:
-    out, steps = await read(replay, STREAMS["thinking, redacted thinking, citations and tools"], direct=True)
+    out, steps = await read(
+        replay, STREAMS["thinking, redacted thinking, citations and tools"], direct=True
+    )
     step = steps[0]
     # litellm adds the cache reads and writes into the prompt tokens; reasoning tokens are
     # counted from the thinking text.
-    assert (step.usage.input_tokens, step.usage.output_tokens, step.usage.total_tokens) == (150, 42, 192)
+    assert (step.usage.input_tokens, step.usage.output_tokens, step.usage.total_tokens) == (
+        150,
+        42,
+        192,
+    )
     assert (step.usage.cached_input_tokens, step.usage.cache_creation_input_tokens) == (100, 30)
     assert step.usage.reasoning_tokens > 0
     assert step.response_model == "claude-sonnet-4-5"  # the name litellm puts on its chunks
-    assert (step.text, step.reasoning, step.finish_reason) == ("See this.", "Let me think", "tool-calls")
+    assert (step.text, step.reasoning, step.finish_reason) == (
+        "See this.",
+        "Let me think",
+        "tool-calls",
+    )
     assert [(t.id, t.name, t.input) for t in step.tool_calls] == [
         ("toolu_1", "weather", {"city": "Paris"}), ("toolu_2", "now", {}), ("toolu_3", "empty", {}),
     ]  # fmt: skip
-    assert [(x.url, x.title) for x in out if isinstance(x, c.SourceUrl)] == [("https://a.example/", "A")]
+    assert [(x.url, x.title) for x in out if isinstance(x, c.SourceUrl)] == [
+        ("https://a.example/", "A")
+    ]
 
 
 @pytest.mark.parametrize("name", FAILURES)
@@ -179,7 +195,11 @@ async def test_a_failure_raises_what_litellm_raises(
 
 
 async def test_litellm_keeps_a_json_mode_stream(replay: ReplayServer, readers: list[Any]) -> None:
-    body = start() + tool(0, "toolu_j", "json_tool_call", '{"city": "Oslo"}') + end("tool_use", {"output_tokens": 4})
+    body = (
+        start()
+        + tool(0, "toolu_j", "json_tool_call", '{"city": "Oslo"}')
+        + end("tool_use", {"output_tokens": 4})
+    )
     replay.bodies.append(body.encode())
     stream = await acompletion(direct=True, stream=True, messages=[{"role": "user", "content": "x"}],
                                response_format={"type": "json_object"}, **replay.anthropic_llm())  # fmt: skip
@@ -190,7 +210,9 @@ async def test_litellm_keeps_a_json_mode_stream(replay: ReplayServer, readers: l
 
 
 async def test_closing_early_closes_the_response(replay: ReplayServer) -> None:
-    replay.bodies.append((start() + text(0, "a", "b") + end("end_turn", {"output_tokens": 2})).encode())
+    replay.bodies.append(
+        (start() + text(0, "a", "b") + end("end_turn", {"output_tokens": 2})).encode()
+    )
     stream = await acompletion(direct=True, stream=True, messages=[{"role": "user", "content": "x"}],
                                **replay.anthropic_llm())  # fmt: skip
     assert isinstance(stream, AnthropicStream)

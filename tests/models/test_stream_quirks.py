@@ -178,8 +178,10 @@ async def test_an_unknown_content_block_is_skipped_and_logged_once(
         pytest.param({"content": {"text": "a dict"}}, id="content as an object"),
         pytest.param({"content": [{"type": "text", "text": 7}]}, id="a text block of a number"),
         pytest.param({"reasoning_content": 3}, id="reasoning as a number"),
-        pytest.param({"tool_calls": [{"index": 0, "id": "c", "function": {"name": ["x"]}}]},
-                     id="a tool name as a list"),  # fmt: skip
+        pytest.param(
+            {"tool_calls": [{"index": 0, "id": "c", "function": {"name": ["x"]}}]},
+            id="a tool name as a list",
+        ),
     ],
 )
 async def test_an_unexpected_shape_is_a_typed_error(
@@ -196,7 +198,9 @@ async def test_tool_arguments_sent_as_an_object_are_their_json(replay: ReplaySer
     step = _step(await read(replay, sse(ROLE, chunk({"tool_calls": [call]}), chunk({}, "tool_calls"),
                                         chunk(None, usage={"prompt_tokens": 1, "completion_tokens": 1})),
                             direct=True))  # fmt: skip
-    assert [(t.name, t.input, t.arguments) for t in step.tool_calls] == [("f", {"a": 1}, '{"a": 1}')]
+    assert [(t.name, t.input, t.arguments) for t in step.tool_calls] == [
+        ("f", {"a": 1}, '{"a": 1}')
+    ]
 
 
 def test_the_replay_server_cuts_bodies_everywhere() -> None:
