@@ -4,6 +4,9 @@ Each ``POST`` gets the next queued body as a chunked ``text/event-stream`` respo
 pieces of 1, 7, 3, 64, 2, 13, ... bytes (flushed one by one), so that a reader meets lines,
 events and UTF-8 characters cut anywhere. Point litellm at it with ``llm()`` (``openai/x``) or
 ``anthropic_llm()``.
+
+:func:`read_turn` reads one turn through litellm's stream wrapper or helix's direct reader;
+:func:`record_readers` records which reader each stream got.
 """
 
 from __future__ import annotations
@@ -13,6 +16,11 @@ from collections import deque
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+import pytest
+
+import helix_stream as hs
+from helix_stream.models import _lean_stream
 
 CUTS = (1, 7, 3, 64, 2, 13, 5, 200, 11)
 
@@ -80,3 +88,35 @@ class ReplayServer:
     def stop(self) -> None:
         self._httpd.shutdown()
         self._httpd.server_close()
+
+
+def record_readers(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The direct reader made for each stream from now on (``None`` where litellm kept it)."""
+    made: list[Any] = []
+    original = _lean_stream.direct_stream
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        made.append(original(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(_lean_stream, "direct_stream", spy)
+    return made
+
+
+async def read_turn(llm: dict[str, Any], *, direct: bool, **kw: Any) -> Any:
+    """One single-step turn: (its chunks but ``Start``, its steps), or ``("error", type, text)``.
+
+    ``direct=False`` leaves litellm's stream exactly as litellm makes it (what a registered
+    callback gets); ``direct=True`` is helix's default. Every delta must be a string.
+    """
+    _lean_stream.enabled = direct
+    result = hs.stream_text(**llm, max_retries=0, stop_when=hs.step_count_is(1), **kw)
+    try:
+        out = [x for x in [chunk async for chunk in result] if not isinstance(x, hs.chunks.Start)]
+        steps = await result.steps()
+    except hs.errors.HelixError as exc:
+        return ("error", type(exc), str(exc))
+    finally:
+        _lean_stream.enabled = True
+    assert all(isinstance(getattr(x, "delta", ""), str) for x in out), out
+    return out, steps

@@ -9,17 +9,15 @@ counters, response model) and the errors are the same. litellm keeps the streams
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 import helix_stream as hs
 from helix_stream import chunks as c
-from helix_stream.models import _lean_stream
 from helix_stream.models._direct_anthropic import AnthropicStream
 from helix_stream.models._litellm import acompletion
-from tests.models._replay import ReplayServer
+from tests.models._replay import ReplayServer, read_turn
 
 
 def event(data: dict[str, Any]) -> str:
@@ -107,41 +105,9 @@ FAILURES = {
 }
 
 
-@pytest.fixture(scope="module")
-def replay() -> Iterator[ReplayServer]:
-    server = ReplayServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def readers(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
-    made: list[Any] = []
-    original = _lean_stream.direct_stream
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        made.append(original(*args, **kwargs))
-        return made[-1]
-
-    monkeypatch.setattr(_lean_stream, "direct_stream", spy)
-    yield made
-    _lean_stream.enabled = True
-
-
-async def read(replay: ReplayServer, body: str, *, direct: bool, **kw: Any) -> Any:
-    _lean_stream.enabled = direct
+async def read(replay: ReplayServer, body: str, *, direct: bool) -> Any:
     replay.bodies.append(body.encode())
-    result = hs.stream_text(**replay.anthropic_llm(), prompt="go", max_retries=0,
-                            stop_when=hs.step_count_is(1), **kw)  # fmt: skip
-    try:
-        out = [x for x in [chunk async for chunk in result] if not isinstance(x, c.Start)]
-        return out, await result.steps()
-    except hs.errors.HelixError as exc:
-        return ("error", type(exc), str(exc))
-    finally:
-        _lean_stream.enabled = True
+    return await read_turn(replay.anthropic_llm(), direct=direct, prompt="go")
 
 
 @pytest.mark.parametrize("name", STREAMS)

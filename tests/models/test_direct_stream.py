@@ -8,7 +8,6 @@ parameter that changes litellm's chunks; and the SSE decoder takes bytes cut any
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,21 +17,6 @@ import helix_stream as hs
 from helix_stream.models import _direct_stream, _lean_stream
 from helix_stream.models._litellm import acompletion, litellm_module
 from tests.loopback import LoopbackServer, Reply, text, tool_calls
-
-
-@pytest.fixture
-def readers(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
-    """The direct readers made (``None`` for each stream litellm kept)."""
-    made: list[Any] = []
-    original = _lean_stream.direct_stream
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        made.append(original(*args, **kwargs))
-        return made[-1]
-
-    monkeypatch.setattr(_lean_stream, "direct_stream", spy)
-    yield made
-    _lean_stream.enabled = True
 
 
 def _comparable(chunks: list[Any]) -> list[Any]:

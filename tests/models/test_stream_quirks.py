@@ -15,58 +15,22 @@ text.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 import helix_stream as hs
 from helix_stream import chunks as c
-from helix_stream.models import _lean_stream
 from helix_stream.models._direct_openai import OpenAIStream
 from tests.models._quirks import QUIRKS, ROLE, chunk, sse
-from tests.models._replay import ReplayServer, pieces
-
-
-@pytest.fixture(scope="module")
-def replay() -> Iterator[ReplayServer]:
-    server = ReplayServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def readers(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
-    made: list[Any] = []
-    original = _lean_stream.direct_stream
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        made.append(original(*args, **kwargs))
-        return made[-1]
-
-    monkeypatch.setattr(_lean_stream, "direct_stream", spy)
-    yield made
-    _lean_stream.enabled = True
+from tests.models._replay import ReplayServer, pieces, read_turn
 
 
 async def read(replay: ReplayServer, body: bytes, *, direct: bool) -> Any:
     """(chunks, step) of one turn, or ("error", type, text)."""
-    _lean_stream.enabled = direct
     replay.bodies.append(body)
-    result = hs.stream_text(
-        **replay.llm(), prompt="Hello", max_retries=0, stop_when=hs.step_count_is(1)
-    )
-    try:
-        out = [x for x in [chunk async for chunk in result] if not isinstance(x, c.Start)]
-        steps = await result.steps()
-    except hs.errors.HelixError as exc:
-        return ("error", type(exc), str(exc))
-    finally:
-        _lean_stream.enabled = True
-    assert all(isinstance(getattr(x, "delta", ""), str) for x in out), out
-    return out, steps[0]
+    result = await read_turn(replay.llm(), direct=direct, prompt="Hello")
+    return result if result[0] == "error" else (result[0], result[1][0])
 
 
 LISTS = {"content list: thinking blocks, then text", "content list: thinking and text blocks"}

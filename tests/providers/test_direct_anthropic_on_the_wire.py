@@ -15,10 +15,9 @@ from typing import Any
 
 import pytest
 
-import helix_stream as hs
 from helix_stream.models import _lean_stream
 from helix_stream.models._direct_anthropic import AnthropicStream
-from tests.models._replay import ReplayServer
+from tests.models._replay import ReplayServer, read_turn, record_readers
 from tests.providers._wire import Recorded, Say
 from tests.providers.anthropic_server import AnthropicServer
 from tests.providers.conftest import Provider
@@ -40,15 +39,7 @@ class RecordingServer(AnthropicServer):
 
 @pytest.fixture
 def readers(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
-    made: list[Any] = []
-    original = _lean_stream.direct_stream
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        made.append(original(*args, **kwargs))
-        return made[-1]
-
-    monkeypatch.setattr(_lean_stream, "direct_stream", spy)
-    yield made
+    yield record_readers(monkeypatch)
     _lean_stream.enabled = True
 
 
@@ -81,26 +72,15 @@ async def test_a_session_sends_the_same_bytes_and_reads_the_same_steps(
     assert any(u.cache_creation_input_tokens for u in direct.usage)
 
 
-async def _read(replay: ReplayServer, body: bytes, direct: bool) -> Any:
-    _lean_stream.enabled = direct
-    replay.bodies.append(body)
-    try:
-        result = hs.stream_text(**replay.anthropic_llm(), prompt="go", max_retries=0,
-                                stop_when=hs.step_count_is(1))  # fmt: skip
-        chunks = [chunk async for chunk in result]
-        return [x for x in chunks if not isinstance(x, hs.chunks.Start)], await result.steps()
-    finally:
-        _lean_stream.enabled = True
-
-
 async def test_the_recorded_streams_read_the_same_either_way(readers: list[Any]) -> None:
     recorded, _ = await _session(direct=False)
     assert len(recorded.sent) == 6
     replay = ReplayServer().start()
     try:
         for body in recorded.sent:
-            wrapped = await _read(replay, body, direct=False)
-            direct = await _read(replay, body, direct=True)
+            replay.bodies.extend([body, body])
+            wrapped = await read_turn(replay.anthropic_llm(), direct=False, prompt="go")
+            direct = await read_turn(replay.anthropic_llm(), direct=True, prompt="go")
             assert direct == wrapped
             usage = direct[1][0].usage
             assert usage.input_tokens > 0 and usage.output_tokens == 5
