@@ -11,64 +11,31 @@ events and UTF-8 characters cut anywhere. Point litellm at it with ``llm()`` (``
 
 from __future__ import annotations
 
-import threading
 from collections import deque
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
 import helix_stream as hs
 from helix_stream.models import _lean_stream
+from tests.providers._wire import Recorded, WireServer, pieces
 
 CUTS = (1, 7, 3, 64, 2, 13, 5, 200, 11)
 
-
-def pieces(body: bytes) -> Iterator[bytes]:
-    """``body`` in the pieces the server writes."""
-    start, turn = 0, 0
-    while start < len(body):
-        size = CUTS[turn % len(CUTS)]
-        yield body[start : start + size]
-        start, turn = start + size, turn + 1
+__all__ = ["CUTS", "ReplayServer", "pieces", "read_turn", "record_readers"]
 
 
-class ReplayServer:
-    """Serves queued bodies on 127.0.0.1 (a background thread); records the request bodies."""
+class ReplayServer(WireServer):
+    """Answers each POST with the next body of :attr:`bodies`, cut at :data:`CUTS`."""
+
+    cuts = CUTS
 
     def __init__(self) -> None:
+        super().__init__()
         self.bodies: deque[bytes] = deque()
-        self.requests: list[bytes] = []
-        server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                server.requests.append(self.rfile.read(int(self.headers["content-length"])))
-                body = server.bodies.popleft()
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.send_header("transfer-encoding", "chunked")
-                self.end_headers()
-                for piece in pieces(body):
-                    self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
-                    self.wfile.flush()
-                self.wfile.write(b"0\r\n\r\n")
-                self.wfile.flush()
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+    def render(self, request: Recorded, reply: Any, number: int) -> bytes:
+        return self.bodies.popleft()
 
     def llm(self) -> dict[str, Any]:
         """litellm's arguments for an OpenAI-compatible server (helix's defaults otherwise)."""
@@ -80,14 +47,6 @@ class ReplayServer:
             "api_base": self.base_url,
             "api_key": "sk-ant-replay",
         }
-
-    def start(self) -> ReplayServer:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
 
 
 def record_readers(monkeypatch: pytest.MonkeyPatch) -> list[Any]:

@@ -23,7 +23,7 @@ import helix_stream as hs
 from helix_stream import chunks as c
 from helix_stream.models._direct_openai import OpenAIStream
 from tests.models._quirks import QUIRKS, ROLE, chunk, sse
-from tests.models._replay import ReplayServer, pieces, read_turn
+from tests.models._replay import CUTS, ReplayServer, pieces, read_turn
 
 
 async def read(replay: ReplayServer, body: bytes, *, direct: bool) -> Any:
@@ -169,5 +169,5 @@ async def test_tool_arguments_sent_as_an_object_are_their_json(replay: ReplaySer
 
 def test_the_replay_server_cuts_bodies_everywhere() -> None:
     body = QUIRKS["a refusal delta"]
-    cut = list(pieces(body))
+    cut = list(pieces(body, CUTS))
     assert b"".join(cut) == body and len(cut) > 10 and min(len(p) for p in cut) == 1
