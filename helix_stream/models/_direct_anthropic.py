@@ -54,6 +54,11 @@ def anthropic_response(iterator: Any) -> Any:
     return getattr(iterator, "_response", None)
 
 
+def _object(value: Any) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one (a shape litellm would not read)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _delta(**values: Any) -> Fields:
     return Fields({"choices": [Fields({"delta": Fields(values)})]})
 
@@ -95,7 +100,7 @@ class AnthropicStream(DirectStream):
         return read(event) if read is not None else None
 
     def _block_delta(self, event: dict[str, Any]) -> Fields | None:
-        delta = event.get("delta") or {}
+        delta = _object(event.get("delta"))
         if "text" in delta:
             return _delta(content=delta["text"])
         if "partial_json" in delta:
@@ -114,7 +119,7 @@ class AnthropicStream(DirectStream):
         return None
 
     def _block_start(self, event: dict[str, Any]) -> Fields | None:
-        block = event.get("content_block") or {}
+        block = _object(event.get("content_block"))
         self._block = kind = block.get("type")
         self._json_pieces = None
         if kind == "text":
@@ -134,17 +139,15 @@ class AnthropicStream(DirectStream):
         return None
 
     def _message_start(self, event: dict[str, Any]) -> Fields | None:
-        message = event.get("message") or {}
-        usage = message.get("usage")
+        usage = _object(event.get("message")).get("usage")
         if not isinstance(usage, dict):
             return Fields({})
         self._usage = {**self._usage, **usage}
         return Fields({"usage": self._usage_now()})
 
     def _message_delta(self, event: dict[str, Any]) -> Fields | None:
-        delta = event.get("delta") or {}
-        handler = self._module()
-        reason = handler.map_finish_reason(finish_reason=delta.get("stop_reason", "stop") or "stop")
+        stop_reason = _object(event.get("delta")).get("stop_reason") or "stop"
+        reason = self._module().map_finish_reason(finish_reason=stop_reason)
         self._finished = True
         fields: dict[str, Any] = {
             "choices": [Fields({"delta": Fields({}), "finish_reason": self._tool_finish(reason)})]
@@ -156,8 +159,7 @@ class AnthropicStream(DirectStream):
         return Fields(fields)
 
     def _error(self, event: dict[str, Any]) -> Fields | None:
-        error = event.get("error") or {}
-        message = error.get("message") if isinstance(error, dict) else None
+        message = _object(event.get("error")).get("message")
         raise self._module().AnthropicError(message=message or str(event), status_code=500)
 
     def _module(self) -> Any:

@@ -31,8 +31,10 @@ __all__ = ["OpenAIStream"]
 def _chunk(data: dict[str, Any]) -> Fields:
     """One ``chat.completion.chunk`` object, with the nested objects the parser reads."""
     choices = data.get("choices")
-    if isinstance(choices, list):
-        data["choices"] = [_choice(c) for c in choices if isinstance(c, dict)]
+    # Only objects are read: anything else where a choice belongs carries nothing readable.
+    data["choices"] = (
+        [_choice(c) for c in choices if isinstance(c, dict)] if isinstance(choices, list) else []
+    )
     return Fields(data)
 
 
@@ -79,7 +81,7 @@ class _Answer:
                 index if isinstance(index, int) else position, [None, "", ""]
             )
             function = values.get("function")
-            function = function.__dict__ if function is not None else {}
+            function = function.__dict__ if isinstance(function, Fields) else {}
             kept[0] = kept[0] or values.get("id")
             if isinstance(function.get("name"), str):
                 kept[1] = kept[1] or function["name"]
@@ -122,7 +124,7 @@ class OpenAIStream(DirectStream):
                 self._finished = True
                 answer.finish_reason = choice["finish_reason"]
             delta = choice.get("delta")
-            if delta is not None:
+            if isinstance(delta, Fields):
                 answer.add(delta)
                 reasoning = delta.__dict__.get("reasoning_content")
                 if isinstance(reasoning, str) and reasoning:

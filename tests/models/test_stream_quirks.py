@@ -171,3 +171,31 @@ def test_the_replay_server_cuts_bodies_everywhere() -> None:
     body = QUIRKS["a refusal delta"]
     cut = list(pieces(body, CUTS))
     assert b"".join(cut) == body and len(cut) > 10 and min(len(p) for p in cut) == 1
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        pytest.param({"choices": {"0": {"delta": {"content": "x"}}}}, id="choices as an object"),
+        pytest.param({"choices": [{"index": 0, "delta": "text"}]}, id="a delta as a string"),
+        pytest.param(
+            {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": "f"}]}}]},
+            id="a function as a string",
+        ),
+        pytest.param(
+            {"choices": [{"index": 0, "delta": {"tool_calls": {"a": 1}}}]}, id="calls as an object"
+        ),
+        pytest.param({"choices": ["x", 3]}, id="choices that are not objects"),
+    ],
+)
+async def test_a_malformed_chunk_is_never_a_bare_exception(
+    replay: ReplayServer, bad: dict[str, Any]
+) -> None:
+    for direct in (False, True):
+        result = await read(
+            replay, sse(ROLE, bad, chunk({"content": "ok"}), chunk({}, "stop")), direct=direct
+        )
+        # Read past (the rest of the answer arrives), or a typed error: never anything else.
+        assert result[0] == "error" or result[1].text.endswith("ok"), result
+        if result[0] == "error":
+            assert issubclass(result[1], hs.errors.HelixError)
