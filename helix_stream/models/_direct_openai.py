@@ -69,12 +69,20 @@ class _Answer:
     finish_reason: Any = None
     usage: bool = False
 
-    def add(self, delta: Any) -> None:
-        fields = delta.__dict__
-        content = fields.get("content")
-        if content and isinstance(content, str):
+    def add(self, delta: dict[str, Any]) -> None:
+        """Keep a delta's text, reasoning and tool-call fragments (its parsed fields)."""
+        content = delta.get("content")
+        if content.__class__ is str and content:
             self.text.append(content)
-        for position, call in enumerate(fields.get("tool_calls") or ()):
+        reasoning = delta.get("reasoning_content")
+        if reasoning.__class__ is str and reasoning:
+            self.reasoning.append(reasoning)
+        calls = delta.get("tool_calls")
+        if calls:
+            self._add_calls(calls)
+
+    def _add_calls(self, calls: list[Fields]) -> None:
+        for position, call in enumerate(calls):
             values = call.__dict__
             index = values.get("index")
             kept = self.calls.setdefault(
@@ -117,20 +125,17 @@ class OpenAIStream(DirectStream):
         fields, answer = chunk.__dict__, self._answer
         if answer.id is None:
             answer.id = fields.get("id")
-        choices = fields.get("choices")
+        choices = fields["choices"]
         if choices:
             choice = choices[0].__dict__
             if choice.get("finish_reason"):
                 self._finished = True
                 answer.finish_reason = choice["finish_reason"]
             delta = choice.get("delta")
-            if isinstance(delta, Fields):
-                answer.add(delta)
-                reasoning = delta.__dict__.get("reasoning_content")
-                if isinstance(reasoning, str) and reasoning:
-                    answer.reasoning.append(reasoning)
+            if delta.__class__ is Fields:
+                answer.add(delta.__dict__)
         usage = fields.get("usage")
-        if isinstance(usage, dict):
+        if usage.__class__ is dict:
             answer.usage = True
             self._count_reasoning(usage)
 

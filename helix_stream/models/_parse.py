@@ -105,15 +105,18 @@ def read_field(obj: Any, name: str) -> Any:
     return getattr(obj, name, None) if _declares(cls, name) else None
 
 
-_DECLARED: dict[tuple[type, str], bool] = {}
+_DECLARED: dict[type, dict[str, bool]] = {}
 
 
 def _declares(cls: type, name: str) -> bool:
-    """Whether ``cls`` itself has ``name`` (cached: a class does not change)."""
-    key = (cls, name)
-    found = _DECLARED.get(key)
+    """Whether ``cls`` itself has ``name`` (cached per class: a class does not change; keyed
+    by class, then name, so that a lookup on the hot path allocates nothing)."""
+    known = _DECLARED.get(cls)
+    if known is None:
+        known = _DECLARED[cls] = {}
+    found = known.get(name)
     if found is None:
-        found = _DECLARED[key] = hasattr(cls, name)
+        found = known[name] = hasattr(cls, name)
     return found
 
 
