@@ -4,8 +4,9 @@ Run: ``.venv/bin/python bench/bench_serving.py`` (``make bench`` runs it with ``
 ``--help`` lists the knobs). Needs the ``bench`` extra (``pip install -e '.[bench]'``) for
 pydantic-ai; PostgreSQL rows need the ``postgres`` extra and a server (``--postgres DSN``).
 
-One loopback OpenAI-compatible model (``_model_server.py``, its own process) streams every
-answer. Each framework (``_serving_apps.py``) runs in its own uvicorn process:
+One loopback model (``_model_server.py``, its own process; it speaks the OpenAI, Anthropic,
+Gemini and Bedrock Converse wire formats) streams every answer. Each framework
+(``_serving_apps.py``) runs in its own uvicorn process:
 
 * **(a) 200 chats at once**: the model streams 40 words 20 ms apart. Per server: p50/p99 time to
   the first ``text-delta``, p99 time to the end, and a check that every chat got its full text.
