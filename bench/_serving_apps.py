@@ -3,6 +3,11 @@
 Run one under uvicorn: ``python bench/_serving_apps.py KIND PORT MODEL_BASE MODEL [STORE]``
 with KIND ``raw``, ``helix`` or ``pydantic-ai`` (bench_serving.py starts them).
 
+Each app talks to the loopback model in one wire format (``family``): ``openai`` (the
+default), ``anthropic``, ``gemini`` or ``bedrock`` (Converse); pydantic-ai then uses its
+``OpenAIChatModel``, ``AnthropicModel`` (the ``anthropic`` SDK), ``GoogleModel`` (``google-genai``)
+or ``BedrockConverseModel`` (boto3, fake credentials).
+
 * ``raw``: ``litellm.acompletion(stream=True)`` with the ``stream_options.include_usage`` helix
   sends, and the UI chunks written by hand (start, start-step, text parts, finish, ``[DONE]``):
   the least a litellm user can write.
@@ -33,6 +38,23 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 API_KEY = "sk-bench"
+FAMILIES = ("openai", "anthropic", "gemini", "bedrock")
+
+
+def llm(family: str, base: str, model: str) -> dict[str, Any]:
+    """litellm's arguments for the loopback model in ``family``'s wire format (``base`` ends
+    in ``/v1``)."""
+    root = base.removesuffix("/v1")
+    if family == "openai":
+        return {"model": f"openai/{model}", "api_base": base, "api_key": API_KEY}
+    if family == "anthropic":
+        return {"model": f"anthropic/{model}", "api_base": root, "api_key": API_KEY}
+    if family == "gemini":
+        return {"model": f"gemini/{model}", "api_base": root, "api_key": API_KEY}
+    if family == "bedrock":
+        return {"model": f"bedrock/converse/{model}", "api_base": root, "api_key": API_KEY,
+                "aws_region_name": "us-east-1"}  # fmt: skip
+    raise SystemExit(f"unknown family {family!r}")
 _UI_HEADERS = {
     "cache-control": "no-cache",
     "x-vercel-ai-ui-message-stream": "v1",
@@ -51,17 +73,17 @@ def _event(chunk: dict[str, Any]) -> str:
     return "data: " + json.dumps(chunk, separators=(",", ":"), ensure_ascii=False) + "\n\n"
 
 
-def raw_app(base: str, model: str) -> Starlette:
+def raw_app(base: str, model: str, family: str = "openai") -> Starlette:
     """Raw litellm + hand-written UI chunks."""
     import litellm
+
+    kwargs = llm(family, base, model)
 
     async def chat(request: Request) -> Response:
         text = _user_text(await request.json())
         stream = await litellm.acompletion(
-            model=f"openai/{model}",
+            **kwargs,
             messages=[{"role": "user", "content": text}],
-            api_base=base,
-            api_key=API_KEY,
             stream=True,
             stream_options={"include_usage": True},
         )
@@ -86,47 +108,67 @@ def raw_app(base: str, model: str) -> Starlette:
     return Starlette(routes=[Route("/api/chat", chat, methods=["POST"])])
 
 
-def helix_app(base: str, model: str, store: str) -> Starlette:
+def helix_app(base: str, model: str, store: str, family: str = "openai") -> Starlette:
     """helix ``create_app`` over a SQLiteStore (or any store ``open_store`` takes)."""
     import helix_stream as hs
     from helix_stream.server import create_app
     from helix_stream.store import open_store
 
     executor = hs.Executor(store=open_store(store))
-    agent = hs.Agent(
-        name="bench", model=f"openai/{model}", settings={"api_base": base, "api_key": API_KEY}
-    )
+    settings = llm(family, base, model)
+    agent = hs.Agent(name="bench", model=settings.pop("model"), settings=settings)
     return create_app(executor, agent)
 
 
-def helix_stream_text_app(base: str, model: str) -> Starlette:
+def helix_stream_text_app(base: str, model: str, family: str = "openai") -> Starlette:
     """helix one-shot: ``stream_text(...).to_sse_response()``."""
     import helix_stream as hs
     from helix_stream.models import load_litellm
 
     load_litellm()
+    kwargs = llm(family, base, model)
 
     async def chat(request: Request) -> Response:
         text = _user_text(await request.json())
-        result = hs.stream_text(
-            model=f"openai/{model}",
-            messages=[{"role": "user", "content": text}],
-            api_base=base,
-            api_key=API_KEY,
-        )
+        result = hs.stream_text(**kwargs, messages=[{"role": "user", "content": text}])
         return result.to_sse_response()
 
     return Starlette(routes=[Route("/api/chat", chat, methods=["POST"])])
 
 
-def pydantic_ai_app(base: str, model: str) -> Starlette:
-    """pydantic-ai's ``VercelAIAdapter`` over the OpenAI SDK."""
-    from pydantic_ai import Agent
+def pydantic_ai_model(family: str, base: str, model: str) -> Any:
+    """pydantic-ai's own model class for ``family``, pointed at the loopback model."""
+    root = base.removesuffix("/v1")
+    if family == "anthropic":
+        from pydantic_ai.models.anthropic import AnthropicModel
+        from pydantic_ai.providers.anthropic import AnthropicProvider
+
+        return AnthropicModel(model, provider=AnthropicProvider(base_url=root, api_key=API_KEY))
+    if family == "gemini":
+        from pydantic_ai.models.google import GoogleModel
+        from pydantic_ai.providers.google import GoogleProvider
+
+        return GoogleModel(model, provider=GoogleProvider(api_key=API_KEY, base_url=root))
+    if family == "bedrock":
+        import boto3
+        from pydantic_ai.models.bedrock import BedrockConverseModel
+        from pydantic_ai.providers.bedrock import BedrockProvider
+
+        client = boto3.client("bedrock-runtime", endpoint_url=root, region_name="us-east-1",
+                              aws_access_key_id="bench", aws_secret_access_key="bench")  # fmt: skip
+        return BedrockConverseModel(model, provider=BedrockProvider(bedrock_client=client))
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
+
+    return OpenAIChatModel(model, provider=OpenAIProvider(base_url=base, api_key=API_KEY))
+
+
+def pydantic_ai_app(base: str, model: str, family: str = "openai") -> Starlette:
+    """pydantic-ai's ``VercelAIAdapter`` over the provider's own SDK."""
+    from pydantic_ai import Agent
     from pydantic_ai.ui.vercel_ai import VercelAIAdapter
 
-    agent = Agent(OpenAIChatModel(model, provider=OpenAIProvider(base_url=base, api_key=API_KEY)))
+    agent = Agent(pydantic_ai_model(family, base, model))
 
     async def chat(request: Request) -> Response:
         return await VercelAIAdapter.dispatch_request(request, agent=agent)
@@ -134,15 +176,17 @@ def pydantic_ai_app(base: str, model: str) -> Starlette:
     return Starlette(routes=[Route("/api/chat", chat, methods=["POST"])])
 
 
-def make_app(kind: str, base: str, model: str, store: str = "") -> Starlette:
+def make_app(
+    kind: str, base: str, model: str, store: str = "", family: str = "openai"
+) -> Starlette:
     if kind == "raw":
-        return raw_app(base, model)
+        return raw_app(base, model, family)
     if kind == "helix":
-        return helix_app(base, model, store)
+        return helix_app(base, model, store, family)
     if kind == "helix-stream-text":
-        return helix_stream_text_app(base, model)
+        return helix_stream_text_app(base, model, family)
     if kind == "pydantic-ai":
-        return pydantic_ai_app(base, model)
+        return pydantic_ai_app(base, model, family)
     raise SystemExit(f"unknown server kind {kind!r}")
 
 

@@ -4,14 +4,18 @@ Run: ``.venv/bin/python bench/bench_serving.py`` (``make bench`` runs it with ``
 ``--help`` lists the knobs). Needs the ``bench`` extra (``pip install -e '.[bench]'``) for
 pydantic-ai; PostgreSQL rows need the ``postgres`` extra and a server (``--postgres DSN``).
 
-One loopback OpenAI-compatible model (``_model_server.py``, its own process) streams every
-answer. Each framework (``_serving_apps.py``) runs in its own uvicorn process:
+One loopback model (``_model_server.py``, its own process; it speaks the OpenAI, Anthropic,
+Gemini and Bedrock Converse wire formats) streams every answer. Each framework
+(``_serving_apps.py``) runs in its own uvicorn process:
 
 * **(a) 200 chats at once**: the model streams 40 words 20 ms apart. Per server: p50/p99 time to
   the first ``text-delta``, p99 time to the end, and a check that every chat got its full text.
 * **(b) CPU per chunk**: one 2,000-word answer through Starlette over ``httpx.ASGITransport``, in
   a fresh process per repeat; the serving process's CPU time (``time.process_time``, all
   threads) divided by the words, median of ``--cpu-runs`` interleaved runs, with ratios.
+  **(e)** the same on the Anthropic Messages wire format (pydantic-ai's ``AnthropicModel`` on
+  the ``anthropic`` SDK), **(f)** on Gemini's (``GoogleModel``, ``google-genai``) and on
+  Bedrock Converse's binary event stream (``BedrockConverseModel``, boto3).
 * **(c) memory**: the helix server's RSS growth per idle stored session (chats run one after
   another) and every server's RSS growth per active stream (peak during (a)).
 * **(d) several processes**: ``helix-stream serve --workers N`` (1 and 2) on one SQLite file
@@ -51,7 +55,7 @@ KINDS = ("raw", "helix", "pydantic-ai")
 LABELS = {
     "raw": "raw Starlette + litellm.acompletion + hand-written UI chunks",
     "helix": "helix create_app (SQLiteStore)",
-    "pydantic-ai": "pydantic-ai VercelAIAdapter (OpenAI SDK)",
+    "pydantic-ai": "pydantic-ai VercelAIAdapter (the provider's SDK)",
     "helix-stream-text": "helix stream_text(...).to_sse_response()",
     "helix-app": "helix create_app (SQLiteStore), whole turn",
 }
@@ -181,7 +185,9 @@ async def idle_sessions(port: int, pid: int, sessions: int, words: int) -> float
 # -- (b): CPU per chunk, in a child process ---------------------------------------------------
 
 
-async def cpu_child(base: str, words: int, runs: int, delay_ms: int) -> dict[str, list[float]]:
+async def cpu_child(
+    base: str, words: int, runs: int, delay_ms: int, family: str = "openai"
+) -> dict[str, list[float]]:
     """µs of this process's CPU per chunk for each server, ``runs`` interleaved runs each."""
     import httpx
     from _serving_apps import make_app
@@ -189,10 +195,10 @@ async def cpu_child(base: str, words: int, runs: int, delay_ms: int) -> dict[str
     model = f"words-{words}-{delay_ms}"
     tmp = tempfile.mkdtemp()
     kinds = {
-        "raw": make_app("raw", base, model),
-        "helix-stream-text": make_app("helix-stream-text", base, model),
-        "pydantic-ai": make_app("pydantic-ai", base, model),
-        "helix-app": make_app("helix", base, model, str(Path(tmp) / "cpu.db")),
+        "raw": make_app("raw", base, model, family=family),
+        "helix-stream-text": make_app("helix-stream-text", base, model, family=family),
+        "pydantic-ai": make_app("pydantic-ai", base, model, family=family),
+        "helix-app": make_app("helix", base, model, str(Path(tmp) / "cpu.db"), family),
     }
     clients = {}
     lifespans = contextlib.AsyncExitStack()
@@ -446,10 +452,11 @@ async def part_c(args: argparse.Namespace, base: str, tmp: Path) -> None:
         print(f"| {label} | {per / 1024:.1f} KiB |")
 
 
-def part_b(args: argparse.Namespace, base: str) -> None:
+def part_b(args: argparse.Namespace, base: str, family: str = "openai", label: str = "b") -> None:
     print(
-        f"\n(b) CPU per chunk: one {args.cpu_words}-word answer ({args.cpu_delay_ms} ms apart) over "
-        f"httpx.ASGITransport; median of {args.cpu_runs} runs, {args.cpu_repeats} process(es)\n"
+        f"\n({label}) CPU per chunk, {family} wire format: one {args.cpu_words}-word answer "
+        f"({args.cpu_delay_ms} ms apart) over httpx.ASGITransport; median of {args.cpu_runs} "
+        f"runs, {args.cpu_repeats} process(es)\n"
     )
     medians: dict[str, list[float]] = {}
     paired: dict[str, list[float]] = {}  # per process: median of per-run ratios to raw
@@ -457,7 +464,7 @@ def part_b(args: argparse.Namespace, base: str) -> None:
     for _ in range(args.cpu_repeats):
         out = subprocess.run(
             [sys.executable, __file__, "--cpu-child", base, str(args.cpu_words),
-             str(args.cpu_runs), str(args.cpu_delay_ms)],
+             str(args.cpu_runs), str(args.cpu_delay_ms), family],
             env=env(), check=True, capture_output=True, text=True,
         )  # fmt: skip
         result = json.loads(out.stdout.strip().splitlines()[-1])
@@ -573,7 +580,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add = parser.add_argument
     add("--quick", action="store_true", help="a short run: fewer chats, words and runs")
-    add("--parts", default="abcd", help="which parts to run (default abcd)")
+    add("--parts", default="abcdef", help="which parts to run (default abcdef)")
     add("--chats", type=int, default=200)
     add("--words", type=int, default=40)
     add("--delay-ms", type=int, default=20)
@@ -589,7 +596,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     add("--race-posts", type=int, default=8)
     add("--postgres", default=os.environ.get("HELIX_BENCH_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test"),
         help="a PostgreSQL server (its database is used to create a scratch one); '' skips")  # fmt: skip
-    add("--cpu-child", nargs=4, help=argparse.SUPPRESS)
+    add("--cpu-child", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
         args.chats, args.cpu_words, args.cpu_runs, args.cpu_repeats = 50, 500, 3, 1
@@ -600,8 +607,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 async def main(argv: list[str]) -> int:
     args = parse_args(argv)
     if args.cpu_child:
-        base, words, runs, delay = args.cpu_child
-        out = await cpu_child(base, int(words), int(runs), int(delay))
+        base, words, runs, delay, family = args.cpu_child
+        out = await cpu_child(base, int(words), int(runs), int(delay), family)
         print(json.dumps(out))
         return 0
     model_port = free_port()
@@ -619,6 +626,11 @@ async def main(argv: list[str]) -> int:
             await part_c(args, base, Path(tmp))
         if "d" in args.parts:
             await part_d(args, base, model_port, Path(tmp))
+        if "e" in args.parts:
+            part_b(args, base, "anthropic", "e")
+        if "f" in args.parts:
+            part_b(args, base, "gemini", "f")
+            part_b(args, base, "bedrock", "f")
     return 0
 
 

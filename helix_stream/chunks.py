@@ -51,13 +51,16 @@ FinishReason = Literal["stop", "length", "content-filter", "tool-calls", "error"
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Usage:
-    """Token counts as the provider reported them (0 when it reported nothing).
+    """Token counts as the provider reported them (litellm's estimate for a stream that reported
+    none; README, "Your litellm setup as it is: Router, retries, usage, structured output").
 
     Attributes:
         input_tokens: Prompt tokens, cached ones included (as litellm reports them: for
             Anthropic, litellm adds the cache reads and writes into the prompt count).
         output_tokens: Completion tokens, reasoning tokens included.
-        total_tokens: As reported.
+        total_tokens: ``input_tokens + output_tokens``, as litellm computes it, not a total
+            the provider sent (README, "Your litellm setup as it is: Router, retries, usage,
+            structured output").
         cached_input_tokens: Input tokens read from the provider's prompt cache (OpenAI's
             ``prompt_tokens_details.cached_tokens``, Anthropic's ``cache_read_input_tokens``).
         cache_creation_input_tokens: Input tokens written to the prompt cache (Anthropic's

@@ -1,22 +1,25 @@
-"""Reads an OpenAI chat-completions stream from its HTTP body, where nothing else can tell.
+"""Reads a provider's stream from its HTTP body, where nothing else can tell.
 
-For the ``openai`` provider (OpenAI, and any OpenAI-compatible server behind ``openai/`` and an
-``api_base``), litellm sends the request through the OpenAI SDK and returns a
-``CustomStreamWrapper`` over the SDK's stream. Per chunk, the SDK builds a pydantic model from
-the JSON and litellm builds a second one from that: most of a serving process's CPU on a long
-answer, and most of the work between a response's head and its first text. Measured in
+litellm returns a ``CustomStreamWrapper`` over each provider's stream. Per chunk, the
+provider's SDK (or litellm's own iterator) builds objects from the JSON, and litellm's wrapper
+builds a second set from those: most of a serving process's CPU on a long answer, and most of
+the work between a response's head and its first text. Measured in
 ``bench/bench_serving.py`` (README, "Performance").
 
-When nothing can read litellm's copy of the chunks — :func:`direct_stream` says when — helix
-reads the server-sent events itself: one ``json.loads`` per event, fields read as attributes,
-as :class:`~helix_stream.models._parse.StepParser` reads litellm's chunks. litellm still builds,
-sends and times the request and maps its errors: a failure while reading goes through the
-wrapper's own error mapping, so the caller sees the exception litellm would have raised.
+When nothing can read litellm's copy of the chunks —
+:func:`~helix_stream.models._lean_stream.direct_stream` says when — helix
+reads the server-sent events itself: one ``json.loads`` per event, made into chunks with the
+fields :class:`~helix_stream.models._parse.StepParser` reads, by attribute, as it reads
+litellm's. litellm still builds, signs, sends and times the request, and maps its errors: a
+failure while reading goes through the wrapper's own error mapping, so the caller sees the
+exception litellm would have raised. Two wire formats are read this way:
 
-Kept as litellm does it: ``reasoning`` read as ``reasoning_content``; reasoning tokens the
-provider did not report counted from the reasoning text; the model name and the
-``custom_llm_provider`` / ``api_base`` / ``model_id`` hidden params on the first chunk; a clean
-end without a finish reason is an error; a read error after the finish reason is not.
+* the ``openai`` provider's chat completions (:mod:`._direct_openai`): OpenAI, and any
+  OpenAI-compatible server behind ``openai/`` and an ``api_base``;
+* the ``anthropic`` provider's Messages stream (:mod:`._direct_anthropic`).
+
+This module owns what both share: the event decoder (:class:`Events`), the chunk objects
+(:class:`Fields`) and the read loop.
 
 Whether anything reads litellm's chunks is decided when the stream opens: a callback
 registered while it streams sees the calls that start after it.
@@ -27,65 +30,31 @@ litellm.
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator
 from types import ModuleType
 from typing import Any
 
-__all__ = ["DirectStream", "direct_stream", "is_openai_stream"]
-
-# Call parameters that change what litellm's wrapper makes of the chunks.
-_WRAPPER_PARAMS = frozenset(
-    {"merge_reasoning_content_in_choices", "n", "logprobs", "mock_response"}
-)
+__all__ = ["DirectStream", "Events", "Fields", "is_openai_stream"]
 
 
-class _Fields:
+class Fields:
     """A JSON object read as attributes: its ``__dict__`` is the parsed object itself."""
 
     def __init__(self, values: dict[str, Any]) -> None:
         self.__dict__ = values
 
     def __repr__(self) -> str:
-        return f"_Fields({self.__dict__!r})"
+        return f"Fields({self.__dict__!r})"
 
 
-def _chunk(data: dict[str, Any]) -> _Fields:
-    """One ``chat.completion.chunk`` object, with the nested objects the parser reads."""
-    choices = data.get("choices")
-    if isinstance(choices, list):
-        data["choices"] = [_choice(c) for c in choices if isinstance(c, dict)]
-    return _Fields(data)
-
-
-def _choice(choice: dict[str, Any]) -> _Fields:
-    delta = choice.get("delta")
-    if isinstance(delta, dict):
-        reasoning = delta.get("reasoning")
-        if isinstance(reasoning, str) and delta.get("reasoning_content") is None:
-            delta["reasoning_content"] = reasoning
-        calls = delta.get("tool_calls")
-        if isinstance(calls, list):
-            delta["tool_calls"] = [_call(c) for c in calls if isinstance(c, dict)]
-        choice["delta"] = _Fields(delta)
-    return _Fields(choice)
-
-
-def _call(call: dict[str, Any]) -> _Fields:
-    for key in ("function", "custom"):
-        if isinstance(call.get(key), dict):
-            call[key] = _Fields(call[key])
-    return _Fields(call)
-
-
-class _Events:
+class Events:
     """Server-sent events from a body's bytes: :meth:`feed` returns each complete event's data.
 
     Lines end with LF or CRLF, a blank line ends an event, and an event's ``data:`` lines are
-    joined with LF; ``event:``, ``id:``, ``retry:`` and comments carry nothing a chat completion
-    needs. State is kept across blocks: a line or an event may be cut anywhere. A ``[DONE]``
-    event ends the stream: it sets :attr:`done`, and nothing after it is returned.
+    joined with LF; ``event:``, ``id:``, ``retry:`` and comments carry nothing either format
+    needs (an Anthropic event names its type in its data too). State is kept across blocks: a
+    line or an event may be cut anywhere. A ``[DONE]`` event ends the stream: it sets
+    :attr:`done`, and nothing after it is returned.
     """
 
     __slots__ = ("_data", "_rest", "done")
@@ -114,24 +83,30 @@ class _Events:
 
 
 class DirectStream:
-    """The chunks of one OpenAI chat-completions stream, read from the HTTP body.
+    """The chunks of one stream, read from the HTTP body; a subclass reads each wire format.
 
-    Iterate it like litellm's stream; :meth:`aclose` closes the response.
+    Iterate it like litellm's stream; :meth:`aclose` closes the response. A subclass
+    implements :meth:`_parse` (one event's data to a chunk, or ``None``; it may raise) and
+    may add chunks after the body's end (:meth:`_end`); it sets :attr:`_finished` once the
+    provider said why the answer ended. A clean end before that is the error litellm's
+    wrapper raises; a read error after it is not an error.
     """
 
     def __init__(self, litellm: ModuleType, wrapper: Any, response: Any) -> None:
         self._litellm = litellm
         self._wrapper = wrapper
         self._response = response
-        self._reasoning: list[str] = []
-        self._hidden = {
-            **(getattr(wrapper, "_hidden_params", None) or {}),
-            "custom_llm_provider": getattr(wrapper, "custom_llm_provider", None),
+        self._finished = False
+        self._first: dict[str, Any] = {
+            # What litellm's first chunk says about the response: the model name litellm
+            # puts on its chunks (the requested one, not the provider's) and the hidden params.
+            "_hidden_params": {
+                **(getattr(wrapper, "_hidden_params", None) or {}),
+                "custom_llm_provider": getattr(wrapper, "custom_llm_provider", None),
+            },
+            "model": getattr(wrapper, "_cached_model_name", None)
+            or getattr(wrapper, "model", None),
         }
-        # The model name litellm puts on its chunks (the requested one, not the provider's).
-        self._model = getattr(wrapper, "_cached_model_name", None) or getattr(
-            wrapper, "model", None
-        )
         self._iterator = self._chunks()
 
     def __aiter__(self) -> AsyncIterator[Any]:
@@ -145,65 +120,44 @@ class DirectStream:
         await self._response.aclose()
 
     async def _chunks(self) -> AsyncGenerator[Any, None]:
-        events, first, finished = _Events(), True, False
+        events, first = Events(), True
         try:
             async for block in self._response.aiter_bytes():
                 for data in events.feed(block):
                     chunk = self._parse(data)
                     if chunk is None:
                         continue
-                    if first:  # what litellm's first chunk says about the response
+                    if first:
                         first = False
-                        chunk.__dict__.update(_hidden_params=self._hidden, model=self._model)
-                    finished = finished or _finishes(chunk)
-                    self._count_reasoning(chunk)
+                        chunk.__dict__.update(self._first)
                     yield chunk
                 if events.done:
                     break
         except Exception as exc:
-            if finished and _is_read_error(exc):
-                return
-            self._fail(exc)
-        if not finished:
-            import httpx  # loaded with litellm
+            if not (self._finished and _is_read_error(exc)):
+                self._fail(exc)
+        if not self._finished:
+            self._fail(self._ended_early())
+        for chunk in self._end():
+            yield chunk
 
-            ended = "Stream ended before a finish_reason was received"  # litellm's words
-            self._fail(httpx.RemoteProtocolError(ended))
+    def _parse(self, data: bytes) -> Fields | None:
+        raise NotImplementedError
 
-    def _parse(self, data: bytes) -> _Fields | None:
-        value = json.loads(data)
-        if not isinstance(value, dict):
-            return None
-        error = value.get("error")
-        if error:
-            import openai  # loaded with litellm
+    def _end(self) -> list[Fields]:
+        """The chunks after the end of a finished stream's body (none by default)."""
+        return []
 
-            message = error.get("message") if isinstance(error, Mapping) else None
-            if not isinstance(message, str) or not message:
-                message = "An error occurred during streaming"
-            raise openai.APIError(message=message, request=self._response.request, body=error)
-        return _chunk(value)
+    def _ended_early(self) -> Exception:
+        """What litellm's wrapper raises at a clean end before a finish reason."""
+        make = getattr(self._wrapper, "_stream_eof_error", None)
+        if callable(make):
+            made = make()
+            if isinstance(made, Exception):
+                return made
+        import httpx  # loaded with litellm
 
-    def _count_reasoning(self, chunk: _Fields) -> None:
-        """Reasoning tokens the provider did not count, counted as litellm counts them."""
-        fields = chunk.__dict__
-        choices = fields.get("choices")
-        delta = choices[0].__dict__.get("delta") if choices else None
-        reasoning = delta.__dict__.get("reasoning_content") if delta is not None else None
-        if isinstance(reasoning, str) and reasoning:
-            self._reasoning.append(reasoning)
-        usage = fields.get("usage")
-        if not self._reasoning or not isinstance(usage, dict):
-            return
-        details = usage.get("completion_tokens_details")
-        if isinstance(details, dict) and details.get("reasoning_tokens") is not None:
-            return
-        counted = self._litellm.token_counter(
-            text="".join(self._reasoning), count_response_tokens=True
-        )
-        completion = usage.get("completion_tokens")
-        capped = min(max(0, counted), completion if isinstance(completion, int) else 0)
-        usage["completion_tokens_details"] = {**(details or {}), "reasoning_tokens": capped}
+        return httpx.RemoteProtocolError("Stream ended before a finish_reason was received")
 
     def _fail(self, exc: Exception) -> None:
         """Raise what litellm's wrapper raises for ``exc`` (its own mapping, when it has one)."""
@@ -211,11 +165,6 @@ class DirectStream:
         if handle is not None:
             handle(exc)
         raise exc
-
-
-def _finishes(chunk: _Fields) -> bool:
-    choices: list[_Fields] = chunk.__dict__.get("choices") or []
-    return bool(choices) and bool(choices[0].__dict__.get("finish_reason"))
 
 
 def _is_read_error(exc: BaseException) -> bool:
@@ -228,29 +177,3 @@ def is_openai_stream(value: object) -> bool:
     """An OpenAI SDK ``AsyncStream`` (known by its class: the SDK is not imported here)."""
     kind = type(value)
     return kind.__name__ == "AsyncStream" and kind.__module__.startswith("openai")
-
-
-def direct_stream(
-    litellm: ModuleType, wrapper: Any, params: Mapping[str, Any]
-) -> DirectStream | None:
-    """A :class:`DirectStream` for litellm's ``wrapper``, or ``None`` where litellm must read it.
-
-    Only for the ``openai`` provider's SDK stream, unread, and only when nothing else reads
-    litellm's chunks: no callback or cache (the caller checks that), no budget, no call
-    parameter that changes the chunks (``n``, ``logprobs``, ``merge_reasoning_content_in_choices``,
-    a mock), and no streaming time limit (``LITELLM_MAX_STREAMING_DURATION_SECONDS``).
-    """
-    sdk_stream = getattr(wrapper, "completion_stream", None)
-    response = getattr(sdk_stream, "response", None)
-    if (
-        getattr(wrapper, "custom_llm_provider", None) != "openai"
-        or not is_openai_stream(sdk_stream)
-        or response is None
-        or not hasattr(response, "aiter_bytes")
-        or getattr(wrapper, "chunks", None)  # already read
-        or getattr(litellm, "max_budget", None)
-        or _WRAPPER_PARAMS & params.keys()
-        or os.environ.get("LITELLM_MAX_STREAMING_DURATION_SECONDS")
-    ):
-        return None
-    return DirectStream(litellm, wrapper, response)

@@ -17,7 +17,8 @@ applies to every stream litellm returns. Two costs of litellm's stream wrapper
   to finalize it. helix hands litellm the SDK stream's own iterator, which yields the same
   items in the same order.
 
-A third saving, reading an OpenAI stream's body directly, is :mod:`._direct_stream`'s.
+A third saving, reading an OpenAI or Anthropic stream's body directly instead of litellm's
+objects (:mod:`._direct_stream`), is decided here too (:func:`direct_stream`).
 
 It receives the litellm module as an argument: only ``_litellm.py`` imports litellm.
 """
@@ -25,14 +26,22 @@ It receives the litellm module as an argument: only ``_litellm.py`` imports lite
 from __future__ import annotations
 
 import functools
+import os
 import weakref
 from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-from ._direct_stream import direct_stream, is_openai_stream
+from ._direct_anthropic import AnthropicStream, anthropic_response
+from ._direct_openai import OpenAIStream
+from ._direct_stream import DirectStream, is_openai_stream
 
-__all__ = ["lighten_stream", "nothing_reads_the_answer"]
+__all__ = ["direct_stream", "lighten_stream", "nothing_reads_the_answer"]
+
+# Call parameters that change what litellm's wrapper makes of the chunks.
+_WRAPPER_PARAMS = frozenset(
+    {"merge_reasoning_content_in_choices", "n", "logprobs", "mock_response"}
+)
 
 # Call parameters through which a caller asks litellm to log or cache this one call.
 _PER_CALL_CONSUMERS = frozenset(
@@ -57,8 +66,12 @@ def nothing_reads_the_answer(litellm: ModuleType, params: Mapping[str, Any]) -> 
     """No litellm callback (global or per call) and no cache can see this call's answer."""
     if getattr(litellm, "cache", None) is not None:
         return False
-    if any(getattr(litellm, name, None) for name in _GLOBAL_CALLBACK_LISTS):
-        return False
+    for name in _GLOBAL_CALLBACK_LISTS:
+        # litellm's "cache" entry acts only when ``litellm.cache`` is set (checked above). Its
+        # Gemini/Vertex context caching builds a Cache at import, which registers the entry
+        # globally: without this, one Gemini call would keep every later stream whole.
+        if any(callback != "cache" for callback in getattr(litellm, name, None) or ()):
+            return False
     return not (_PER_CALL_CONSUMERS & params.keys())
 
 
@@ -79,6 +92,39 @@ class _SharedIterator:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
+
+
+def direct_stream(
+    litellm: ModuleType, wrapper: Any, params: Mapping[str, Any]
+) -> DirectStream | None:
+    """A direct reader for litellm's ``wrapper``, or ``None`` where litellm must read it.
+
+    Only for the ``openai`` provider's SDK stream and the ``anthropic`` provider's Messages
+    stream, unread, and only when nothing else reads litellm's chunks: no callback or cache
+    (the caller checks that), no budget, no call parameter that changes the chunks (``n``,
+    ``logprobs``, ``merge_reasoning_content_in_choices``, a mock), and no streaming time limit
+    (``LITELLM_MAX_STREAMING_DURATION_SECONDS``). An Anthropic stream litellm reshapes (JSON
+    mode, a ``response_format`` tool, renamed tools) stays litellm's too.
+    """
+    if (
+        getattr(wrapper, "chunks", None)  # already read
+        or getattr(litellm, "max_budget", None)
+        or _WRAPPER_PARAMS & params.keys()
+        or os.environ.get("LITELLM_MAX_STREAMING_DURATION_SECONDS")
+    ):
+        return None
+    inner = getattr(wrapper, "completion_stream", None)
+    provider = getattr(wrapper, "custom_llm_provider", None)
+    if provider == "openai" and is_openai_stream(inner):
+        response = getattr(inner, "response", None)
+        kind: type[DirectStream] = OpenAIStream
+    elif provider == "anthropic":
+        response, kind = anthropic_response(inner), AnthropicStream
+    else:
+        return None
+    if not hasattr(response, "aiter_bytes"):
+        return None
+    return kind(litellm, wrapper, response)
 
 
 def _is_openai_stream(value: object) -> bool:

@@ -13,15 +13,25 @@ What a step's stream says about its response — the id, the model and deploymen
 answered (a ``litellm.Router`` picks one per call, and a fallback may answer instead), the
 server — is read once, from the first chunk, into :class:`ResponseInfo`. Token usage, cache
 and reasoning counts included, comes on one chunk near the end and is read only there.
+
+Providers' own shapes, read here so that every path reads them alike: a ``refusal`` delta is
+text (the UI shows why no answer came); Mistral's content **list** of typed blocks gives its
+``text`` blocks as text and its ``thinking`` blocks as reasoning, and skips (and logs, once per
+stream) a block type it does not know; tool-call arguments sent as a JSON object are its JSON
+text; Anthropic citations (litellm's ``provider_specific_fields["citation"]``) are sources.
+Any other shape where text belongs is a :class:`~helix_stream.errors.ModelError`, never a
+bare exception and never a delta that is not a string.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import errors
 from ..chunks import (
     Chunk,
     FinishReason,
@@ -40,6 +50,8 @@ from ..chunks import (
 from ..steps import ToolCall
 
 __all__ = ["ResponseInfo", "StepParser", "map_finish_reason", "parse_arguments", "read_usage"]
+
+logger = logging.getLogger("helix_stream.models")
 
 # litellm's (OpenAI's) finish reasons, and a few providers' own, as the AI SDK names them
 # (docs/ui-message-stream.md, "Chunk types"). Anything else, a missing reason included, is
@@ -94,15 +106,18 @@ def read_field(obj: Any, name: str) -> Any:
     return getattr(obj, name, None) if _declares(cls, name) else None
 
 
-_DECLARED: dict[tuple[type, str], bool] = {}
+_DECLARED: dict[type, dict[str, bool]] = {}
 
 
 def _declares(cls: type, name: str) -> bool:
-    """Whether ``cls`` itself has ``name`` (cached: a class does not change)."""
-    key = (cls, name)
-    found = _DECLARED.get(key)
+    """Whether ``cls`` itself has ``name`` (cached per class: a class does not change; keyed
+    by class, then name, so that a lookup on the hot path allocates nothing)."""
+    known = _DECLARED.get(cls)
+    if known is None:
+        known = _DECLARED[cls] = {}
+    found = known.get(name)
     if found is None:
-        found = _DECLARED[key] = hasattr(cls, name)
+        found = known[name] = hasattr(cls, name)
     return found
 
 
@@ -139,6 +154,10 @@ def read_usage(usage: Any) -> Usage:
     ``cache_read_input_tokens``; cache writes from Anthropic's ``cache_creation_input_tokens``
     (litellm also copies them to ``prompt_tokens_details.cache_write_tokens``); reasoning
     tokens from ``completion_tokens_details.reasoning_tokens``. Absent counters are 0.
+
+    ``total_tokens`` is ``input_tokens + output_tokens``, as litellm's stream wrapper computes
+    it, whatever total the provider sent (xAI's counts reasoning tokens that are not in its
+    ``completion_tokens``): the same figure on every path.
     """
     get = usage.get if isinstance(usage, dict) else (lambda name: read_field(usage, name))
     prompt = get("prompt_tokens_details")
@@ -146,10 +165,11 @@ def read_usage(usage: Any) -> Usage:
     pget = _getter(prompt)
     cached = _int(pget("cached_tokens")) or _int(get("cache_read_input_tokens"))
     created = _int(get("cache_creation_input_tokens")) or _int(pget("cache_write_tokens"))
+    prompt_tokens, completion_tokens = _int(get("prompt_tokens")), _int(get("completion_tokens"))
     return Usage(
-        input_tokens=_int(get("prompt_tokens")),
-        output_tokens=_int(get("completion_tokens")),
-        total_tokens=_int(get("total_tokens")),
+        input_tokens=prompt_tokens,
+        output_tokens=completion_tokens,
+        total_tokens=prompt_tokens + completion_tokens,
         cached_input_tokens=cached,
         cache_creation_input_tokens=created,
         reasoning_tokens=_int(_getter(completion)("reasoning_tokens")),
@@ -200,6 +220,47 @@ def parse_arguments(text: str) -> Any:
         return text
 
 
+def _unexpected(what: str, value: Any) -> errors.ModelError:
+    return errors.ModelError(
+        f"The model stream sent a {what} of type {type(value).__name__} where text was "
+        "expected; helix cannot read it."
+    )
+
+
+def _string(value: Any, what: str) -> Any:
+    """``value`` if it is text or nothing; a typed error otherwise."""
+    if value is None or isinstance(value, str):
+        return value
+    raise _unexpected(what, value)
+
+
+def _arguments(value: Any) -> Any:
+    """A tool call's arguments fragment as text (a JSON object sent as one is its JSON)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False)
+    raise _unexpected("tool call arguments", value)
+
+
+def _thinking_texts(value: Any, what: str) -> list[str]:
+    """The texts of a thinking block's ``thinking``: a string, or a list of text blocks."""
+    if isinstance(value, str):
+        return [value] if value else []
+    if not isinstance(value, list):
+        if value is None:
+            return []
+        raise _unexpected(what, value)
+    texts = []
+    for part in value:
+        text = part.get("text") if isinstance(part, dict) else part
+        if not isinstance(text, str):
+            raise _unexpected(what, part)
+        if text:
+            texts.append(text)
+    return texts
+
+
 class StepParser:
     """Feed it the litellm chunks of one model call; it returns the chunks to emit."""
 
@@ -207,6 +268,7 @@ class StepParser:
         "_calls",
         "_reasoning_id",
         "_reasoning_parts",
+        "_skipped",
         "_sources",
         "_text_id",
         "finish_reason",
@@ -231,6 +293,7 @@ class StepParser:
         self.response: ResponseInfo | None = None
         self._sources: set[str] = set()
         self.sources: list[SourceUrl] = []  # the step's cited sources, as emitted
+        self._skipped = False  # an unknown content block was logged
 
     @property
     def response_model(self) -> str | None:
@@ -245,26 +308,7 @@ class StepParser:
             choice = choices[0]
             delta = read_field(choice, "delta")
             if delta is not None:
-                reasoning = read_field(delta, "reasoning_content")
-                if reasoning:
-                    self._feed_reasoning(reasoning, out)
-                content = read_field(delta, "content")
-                if content:
-                    if self._reasoning_id is not None:
-                        # Reasoning comes before the answer; a later burst is a new part.
-                        out.append(ReasoningEnd(id=self._reasoning_id))
-                        self._reasoning_id = None
-                    if self._text_id is None:
-                        self._text_id = f"text-{self.step_number}"
-                        out.append(TextStart(id=self._text_id))
-                    self.text.append(content)
-                    out.append(TextDelta(id=self._text_id, delta=content))
-                tool_calls = read_field(delta, "tool_calls")
-                if tool_calls:
-                    self._feed_tool_calls(tool_calls, out)
-                annotations = read_field(delta, "annotations")
-                if annotations:
-                    self._feed_annotations(annotations, out)
+                self._feed_delta(delta, out)
             finish_reason = read_field(choice, "finish_reason")
             if finish_reason:
                 self.finish_reason = finish_reason
@@ -277,6 +321,69 @@ class StepParser:
         if self.response is None:
             self.response = _response_info(raw)
         return out
+
+    def _feed_delta(self, delta: Any, out: list[Chunk]) -> None:
+        reasoning = read_field(delta, "reasoning_content")
+        if reasoning:
+            if reasoning.__class__ is str:
+                self._feed_reasoning(reasoning, out)
+            else:
+                for piece in _thinking_texts(reasoning, "reasoning"):
+                    self._feed_reasoning(piece, out)
+        content = read_field(delta, "content")
+        if content:
+            if content.__class__ is str:
+                self._feed_text(content, out)
+            else:
+                self._feed_blocks(content, out)
+        refusal = read_field(delta, "refusal")
+        if refusal:
+            self._feed_text(_string(refusal, "refusal"), out)
+        tool_calls = read_field(delta, "tool_calls")
+        if tool_calls:
+            self._feed_tool_calls(tool_calls, out)
+        annotations = read_field(delta, "annotations")
+        if annotations:
+            self._feed_annotations(annotations, out)
+        fields = read_field(delta, "provider_specific_fields")
+        if fields and isinstance(fields, dict):
+            cited = fields.get("citation")
+            if isinstance(cited, dict):  # Anthropic's citations, as litellm passes them on
+                self._source(cited.get("url"), cited.get("title"), out)
+
+    def _feed_text(self, content: str, out: list[Chunk]) -> None:
+        if self._reasoning_id is not None:
+            # Reasoning comes before the answer; a later burst is a new part.
+            out.append(ReasoningEnd(id=self._reasoning_id))
+            self._reasoning_id = None
+        if self._text_id is None:
+            self._text_id = f"text-{self.step_number}"
+            out.append(TextStart(id=self._text_id))
+        self.text.append(content)
+        out.append(TextDelta(id=self._text_id, delta=content))
+
+    def _feed_blocks(self, content: Any, out: list[Chunk]) -> None:
+        """A content list of typed blocks (Mistral's reasoning models): text and thinking."""
+        if not isinstance(content, list):
+            raise _unexpected("content", content)
+        for block in content:
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind == "text":
+                text = _string(block.get("text"), "text block")
+                if text:
+                    self._feed_text(text, out)
+            elif kind == "thinking":
+                for piece in _thinking_texts(block.get("thinking"), "thinking block"):
+                    self._feed_reasoning(piece, out)
+            elif not self._skipped:
+                self._skipped = True
+                logger.warning(
+                    "Skipped a content block of type %r in a model stream (step %d); "
+                    "only text and thinking blocks are read. Later unknown blocks of this "
+                    "stream are skipped silently.",
+                    kind,
+                    self.step_number,
+                )
 
     def _source(self, url: Any, title: Any, out: list[Chunk]) -> None:
         # Once per URL and step: providers repeat a citation for every passage that uses it.
@@ -324,6 +431,7 @@ class StepParser:
             else:  # a "custom" tool call: name and input instead of a function
                 custom = getattr(fragment, "custom", None)
                 name, arguments = getattr(custom, "name", None), getattr(custom, "input", None)
+            name, arguments = _string(name, "tool name"), _arguments(arguments)
             call = self._calls.get(index)
             if call is None:
                 # Providers that send no id still need a unique one: ids key call sites,

@@ -165,3 +165,14 @@ async def test_without_callbacks_the_usage_and_text_are_the_same(
     # litellm assembles the whole answer from every chunk (twice); the lightened stream, once,
     # from the chunks with the usage and the finish reason.
     assert min(sizes[0]) >= 7 and len(sizes[1]) == 1 and sizes[1][0] <= 3, sizes
+
+
+def test_litellms_cache_entry_without_a_cache_reads_nothing(litellm: Any) -> None:
+    # litellm's Gemini context caching registers "cache" in the callback lists at import
+    # (with litellm.cache still None): no answer is read, so the savings stay on.
+    for name in ("success_callback", "_async_success_callback", "input_callback"):
+        setattr(litellm, name, [*getattr(litellm, name), "cache"])
+    assert litellm.cache is None
+    assert _lean_stream.nothing_reads_the_answer(litellm, {}) is True
+    litellm.cache = object()
+    assert _lean_stream.nothing_reads_the_answer(litellm, {}) is False

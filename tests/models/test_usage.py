@@ -161,4 +161,21 @@ def test_read_usage_takes_a_dict_and_ignores_junk() -> None:
             "completion_tokens_details": {"reasoning_tokens": True},
         }
     )
-    assert usage == hs.Usage(input_tokens=9, cached_input_tokens=4)
+    # The total is input + output, whatever the provider sent (README, "Your litellm setup as it is: Router, retries, usage, structured output").
+    assert usage == hs.Usage(input_tokens=9, total_tokens=9, cached_input_tokens=4)
+
+
+def test_the_total_is_input_plus_output_not_the_providers_own() -> None:
+    # xAI counts reasoning tokens outside completion_tokens into its total; litellm's wrapper
+    # reports prompt + completion, and so does helix on every path.
+    usage = read_usage(
+        {
+            "prompt_tokens": 291,
+            "completion_tokens": 26,
+            "total_tokens": 513,
+            "completion_tokens_details": {"reasoning_tokens": 196},
+        }
+    )
+    assert usage == hs.Usage(
+        input_tokens=291, output_tokens=26, total_tokens=317, reasoning_tokens=196
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -34,10 +35,24 @@ class Recorded:
         return parsed
 
 
+def pieces(body: bytes, cuts: tuple[int, ...]) -> Iterator[bytes]:
+    """``body`` in pieces of the sizes ``cuts`` names, over and over."""
+    start, turn = 0, 0
+    while start < len(body):
+        size = cuts[turn % len(cuts)]
+        yield body[start : start + size]
+        start, turn = start + size, turn + 1
+
+
 class WireServer:
-    """Serves every POST from the script on 127.0.0.1 (a background thread)."""
+    """Serves every POST from the script on 127.0.0.1 (a background thread).
+
+    With :attr:`cuts` set, a response is written chunked, in pieces of those sizes, each
+    flushed on its own (a reader then meets lines and events cut anywhere).
+    """
 
     content_type = "text/event-stream"
+    cuts: tuple[int, ...] | None = None
 
     def __init__(self) -> None:
         self.requests: list[Recorded] = []
@@ -64,9 +79,18 @@ class WireServer:
                 payload = server.render(recorded, reply, number)
                 self.send_response(200)
                 self.send_header("content-type", server.content_type)
-                self.send_header("content-length", str(len(payload)))
+                if server.cuts is None:
+                    self.send_header("content-length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    self.wfile.flush()
+                    return
+                self.send_header("transfer-encoding", "chunked")
                 self.end_headers()
-                self.wfile.write(payload)
+                for piece in pieces(payload, server.cuts):  # each piece flushed on its own
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                    self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
