@@ -85,13 +85,10 @@ def stream_text(
             ``result.partial_output_stream()`` yields the partial object as it streams. Asked
             for through the provider's JSON-schema ``response_format`` where litellm reports
             support, else through a ``__finish__`` tool.
-        prompt_cache: ``"auto"`` (the default) marks the end of the stable prefix with the
-            provider's cache marker where the provider needs one (Anthropic, Bedrock);
-            ``False`` sends none. A ``prepare_step`` override ``{"prompt_cache": ...}`` wins
-            for its step. See the README, "Prompt caching".
-        token_store: Where the tokens of tools with ``auth=`` are kept between calls; by
-            default one in-memory store per process. See the README, "Tools that act for
-            the user: authorization".
+        prompt_cache: ``"auto"`` (the default) adds the provider's cache marker where it needs
+            one (Anthropic, Bedrock); ``False`` sends none; a ``prepare_step`` override wins
+            for its step (README, "Prompt caching").
+        token_store: Where tools with ``auth=`` keep their tokens (default: in memory).
         on_chunk, on_step_finish, on_finish, on_error: Callbacks, sync or async.
         **litellm_params: Passed through to ``litellm.acompletion`` (temperature, api_base,
             api_key, fallbacks, ...).
