@@ -48,7 +48,7 @@ logger = logging.getLogger("helix_stream.server")
 INTERNAL_ERROR = {"error": {"code": "internal_error", "message": "An internal error occurred."}}
 
 # Keys of executor.run() that the chat route sets itself; run_options may not override them.
-_RESERVED_RUN_OPTIONS = frozenset({"agent", "session_id", "input", "message_id", "auth"})
+_RESERVED_RUN_OPTIONS = frozenset({"agent", "session_id", "input", "message_id", "auth", "channel"})
 
 
 class Authenticate(Protocol):
@@ -287,6 +287,7 @@ class _Handlers:
             answers=[*actions.approvals, *actions.tool_answers],
             message_id=message_id,
             auth=auth,
+            channel="http",  # what hooks see as ctx.channel.kind
             **options,
         )
         ui = to_ui_message_stream(
