@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EVENTS",
     "FAILURE_EVENTS",
+    "STEP_EVENTS",
     "AgentInfo",
     "ChannelInfo",
     "Hook",
@@ -66,6 +67,11 @@ EVENTS = frozenset(
     }
 )
 FAILURE_EVENTS = frozenset({"turn.failed", "step.failed", "session.failed"})
+# The events of one step (the others are the turn's or the session's).
+STEP_EVENTS = frozenset(
+    {"step.started", "step.completed", "step.failed", "message.completed", "action.result"}
+    | {"context.committed", "context.skipped"}
+)
 
 Handler = Callable[["LifecycleEvent", "HookContext"], Awaitable[Any] | Any]
 
@@ -137,12 +143,14 @@ class HookContext:
             FrameworkNotSupportedError: the agent has no sandbox (``Agent(sandbox=...)``).
             NoActiveContextError: called after the handler's event was handled.
         """
-        assert self._sandbox is not None  # the engine always gives one
+        if self._sandbox is None:
+            raise FrameworkNotSupportedError("ctx.get_sandbox needs a session run (Executor.run)")
         return await self._sandbox()
 
     def get_skill(self, name: str) -> SkillHandle:
         """A handle on the agent's skill ``name`` (see ``ToolContext.get_skill``)."""
-        assert self._skill is not None
+        if self._skill is None:
+            raise FrameworkNotSupportedError("ctx.get_skill needs a session run (Executor.run)")
         return self._skill(name)
 
 

@@ -146,23 +146,18 @@ class ToolContext:
         return await self._add_context(items, position)
 
     async def get_sandbox(self) -> Sandbox:
-        """The agent's sandbox in this session: made at the session's first call (and laid
-        out with the agent's skills, then ``sandbox_on_session``), attached again in later
-        turns and after a restart. Every tool of the agent shares it; a sub-agent has its own.
-
-        Example::
-
-            sandbox = await ctx.get_sandbox()
-            result = await sandbox.run("python3 -m pytest -q", working_directory="/workspace")
+        """The agent's sandbox in this session (README, "Sandboxes and skills"): made at the
+        session's first call, attached again later (after a restart too), shared by every
+        tool of the agent; a sub-agent has its own.
 
         Raises:
-            FrameworkNotSupportedError: the tool runs outside a session (plain
-                ``stream_text``), or its agent has no sandbox (``Agent(sandbox=...)``).
+            FrameworkNotSupportedError: no session (plain ``stream_text``), or the agent has
+                no sandbox (``Agent(sandbox=...)``).
             NoActiveContextError: called after the tool's call ended.
         """
-        if self._sandbox is None:
-            from .errors import FrameworkNotSupportedError
+        from .errors import FrameworkNotSupportedError
 
+        if self._sandbox is None:
             raise FrameworkNotSupportedError(
                 "ctx.get_sandbox needs a session: run the agent through Executor.run(), not "
                 "stream_text(), and give it Agent(sandbox=...)."
@@ -170,19 +165,16 @@ class ToolContext:
         return await self._sandbox()
 
     def get_skill(self, name: str) -> SkillHandle:
-        """A handle on the agent's skill ``name`` (``handle.name``, ``handle.file(path)``).
-
-        Nothing is read until asked: ``await ctx.get_skill("research").file("SKILL.md").text()``
-        reads from the sandbox when the agent has one (the copy laid out in
-        ``/workspace/skills/<name>/``), else from the skill's own files. An unknown skill or
-        file raises :class:`~helix_stream.errors.SkillNotFoundError` at that read.
+        """A handle on the agent's skill ``name``: ``await handle.file(path).text()`` reads
+        from the sandbox when the agent has one, else from the skill's own files; an unknown
+        skill or file raises :class:`~helix_stream.errors.SkillNotFoundError` at that read.
 
         Raises:
-            FrameworkNotSupportedError: the tool runs outside a session (plain ``stream_text``).
+            FrameworkNotSupportedError: no session (plain ``stream_text``).
         """
-        if self._skill is None:
-            from .errors import FrameworkNotSupportedError
+        from .errors import FrameworkNotSupportedError
 
+        if self._skill is None:
             raise FrameworkNotSupportedError(
                 "ctx.get_skill needs a session: run the agent (Agent(skills=...)) through "
                 "Executor.run(), not stream_text()."

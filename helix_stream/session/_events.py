@@ -27,7 +27,15 @@ from typing import Any
 
 from ..context import APP_SOURCE, validate_items
 from ..errors import HookError
-from ..hooks import AgentInfo, ChannelInfo, Hook, HookContext, LifecycleEvent, dispatch
+from ..hooks import (
+    STEP_EVENTS,
+    AgentInfo,
+    ChannelInfo,
+    Hook,
+    HookContext,
+    LifecycleEvent,
+    dispatch,
+)
 from ..state import SessionScope, bind_scope
 from ..store import Store
 from ._sandbox import TurnSandbox
@@ -35,19 +43,6 @@ from ._sandbox import TurnSandbox
 __all__ = ["TurnEvents"]
 
 logger = logging.getLogger("helix_stream.hooks")
-
-# The events of a step: their call sites are counted from the checkpoint the step started from.
-STEP_EVENTS = frozenset(
-    {
-        "step.started",
-        "step.completed",
-        "step.failed",
-        "message.completed",
-        "action.result",
-        "context.committed",
-        "context.skipped",
-    }
-)
 
 
 class TurnEvents:
