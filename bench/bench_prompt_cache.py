@@ -17,6 +17,8 @@ instruction before turns 5, 10 and 15:
 
 * **helix** — the instruction is a context row, ``prompt_cache="auto"`` (the default);
 * **helix, prompt_cache=False** — the same rows, no cache markers;
+* **helix, skills on** — the same, for an agent with two skills: their index is part of the
+  fixed system prompt, and the model loads one with ``load_skill`` in turns 3 and 11;
 * **system prompt** — the instruction is appended to the system prompt, as dynamic
   instructions do in the AI SDK and pydantic-ai; it gets the same markers as helix's
   default, so the only difference is where the instruction goes.
@@ -53,6 +55,21 @@ SYSTEM = (
     "You are the support assistant of a company that sells bicycles. "
     "Be precise, friendly and short; use the tools to look things up. " * 20
 )
+
+
+SKILLS = [
+    hs.Skill(
+        "returns",
+        "How returns and refunds work. Load it before promising a refund.",
+        "# Returns\n" + "A bike may be returned within 30 days, unridden, with its receipt. " * 12,
+    ),
+    hs.Skill(
+        "repairs",
+        "How to book a repair. Load it before booking one.",
+        "# Repairs\n" + "Repairs are booked at the nearest shop; a quote comes first. " * 12,
+    ),
+]
+SKILL_TURNS = {3: "returns", 11: "repairs"}
 
 
 class Query(BaseModel):
@@ -105,18 +122,22 @@ class Outcome:
         return sum(u.cache_read_input_tokens for u in self.usage) / sum(u.total for u in self.usage)
 
 
-def script(server: AnthropicServer) -> None:
+def script(server: AnthropicServer, *, skills: bool = False) -> None:
     for turn in range(1, TURNS + 1):
+        if skills and turn in SKILL_TURNS:
+            server.script(Say(calls=[("load_skill", {"name": SKILL_TURNS[turn]})]))
         if turn % 2 == 0:
             tool = "search_orders" if turn % 4 == 0 else "search_manual"
             server.script(Say(calls=[(tool, {"query": f"question {turn}"})]))
         server.script(Say(text=f"Here is what I found for question {turn}. " * 4))
 
 
-async def run(name: str, *, prompt_cache: Any = "auto", in_system: bool = False) -> Outcome:
+async def run(
+    name: str, *, prompt_cache: Any = "auto", in_system: bool = False, skills: bool = False
+) -> Outcome:
     server = AnthropicServer().start()
     try:
-        script(server)
+        script(server, skills=skills)
         executor = hs.Executor(store=hs.MemoryStore())
         llm = server.llm()
         settings = {k: v for k, v in llm.items() if k != "model"}
@@ -130,6 +151,7 @@ async def run(name: str, *, prompt_cache: Any = "auto", in_system: bool = False)
                 tools=tools,
                 settings=settings,
                 prompt_cache=prompt_cache,
+                skills=SKILLS if skills else (),
             )
 
         system = SYSTEM
@@ -159,6 +181,7 @@ async def main() -> int:
     outcomes = [
         await run("helix (context rows, prompt_cache='auto')"),
         await run("helix, prompt_cache=False", prompt_cache=False),
+        await run("helix, skills on", skills=True),
         await run("instruction in the system prompt", in_system=True),
     ]
     requests = len(outcomes[0].usage)
@@ -179,6 +202,9 @@ async def main() -> int:
     print(
         f"\nbudget: helix default >= {BUDGET:.0%} of prior context from cache: {'ok' if ok else 'MISSED'}"
     )
+    skills_ok = outcomes[2].prior_share() >= BUDGET
+    print(f"budget: helix with skills on >= {BUDGET:.0%}: {'ok' if skills_ok else 'MISSED'}")
+    ok = ok and skills_ok
     print("\nThe last turn's result.usage beside the server's figures for the same requests:")
     for o in outcomes:
         turn = o.usage[-o.last_turn_requests :]

@@ -10,11 +10,13 @@ from pydantic import BaseModel
 
 from ._options import LoopOptions
 from .context import StepContextLimits
+from .errors import InvalidRequestError
 from .middleware import WrappedModel
 from .models._cache import check_prompt_cache
 from .models._output import check_output_schema
 from .models._params import check_params
 from .models._retry import RetryPolicy
+from .sandbox import LOAD_SKILL_TOOL, SandboxProvider, Skill, SkillSet
 from .tools import FINISH_TOOL_NAME, Tool, finish_tool, tools_by_name
 
 __all__ = ["Agent", "StepContextLimits"]
@@ -54,6 +56,15 @@ class Agent(LoopOptions):
             ``result.output`` is an instance of it.
         client_tool_timeout: Seconds a client tool may take to answer; a later answer is
             delivered as a ``late-answer`` notice instead (``None``: no deadline).
+        sandbox: A sandbox provider (``hs.LocalSandbox(root_dir)``, or your own
+            ``hs.SandboxProvider``): each session of the agent gets one sandbox, made at its
+            first ``ctx.get_sandbox()`` (README, "Sandboxes and skills").
+        skills: Skills the model loads on demand (``hs.skills_from_dir(path)`` or
+            ``hs.Skill`` values): their index goes into the system prompt, in name order,
+            and the agent gets the built-in ``load_skill`` tool; with a sandbox they are also
+            laid out in it under ``/workspace/skills/<name>/``.
+        sandbox_on_session: ``fn(ctx)``, sync or async: called once when a session's sandbox
+            is made, to prepare it (``await ctx.get_sandbox()``), inside the session scope.
         settings: litellm params for every call (temperature, api_base, ...). A keyword that
             is the agent's own (``output_schema``, ``max_steps``...) or that litellm cannot
             send raises :class:`~helix_stream.errors.InvalidRequestError` here.
@@ -70,6 +81,12 @@ class Agent(LoopOptions):
     memory: Callable[..., Any] | None = None
     output_schema: type[BaseModel] | None = None
     client_tool_timeout: float | None = None
+    sandbox: SandboxProvider | None = None
+    skills: Sequence[Skill] = ()
+    sandbox_on_session: Callable[..., Any] | None = None
+    _skill_cache: tuple[tuple[Skill, ...], SkillSet] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -82,6 +99,28 @@ class Agent(LoopOptions):
             check_output_schema(self.output_schema, argument="output_schema")
         check_params(self.settings, where="Agent(settings=...)")
         check_prompt_cache(self.prompt_cache)
+        self._check_sandbox_and_skills()
+
+    def _check_sandbox_and_skills(self) -> None:
+        if self.sandbox is not None and not isinstance(self.sandbox, SandboxProvider):
+            raise InvalidRequestError(
+                f"Agent(sandbox=...) needs a sandbox provider (async create(session, agent) "
+                f"and attach(session, sandbox_id)), such as hs.LocalSandbox(root_dir), not a "
+                f"{type(self.sandbox).__name__}"
+            )
+        if self.sandbox_on_session is not None:
+            if not callable(self.sandbox_on_session):
+                raise InvalidRequestError("Agent(sandbox_on_session=...) must be a function")
+            if self.sandbox is None:
+                raise InvalidRequestError(
+                    "Agent(sandbox_on_session=...) prepares the agent's sandbox: give it "
+                    "Agent(sandbox=...) too"
+                )
+        if self.skill_set.skills and LOAD_SKILL_TOOL in tools_by_name(self.tools):
+            raise InvalidRequestError(
+                f"a tool is named {LOAD_SKILL_TOOL!r}, the built-in tool of an agent with "
+                "skills: rename it"
+            )
 
     def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:
         """This agent as a tool: each call runs it in a child session of the caller's.
@@ -127,9 +166,34 @@ class Agent(LoopOptions):
         )
 
     @property
+    def skill_set(self) -> SkillSet:
+        """The agent's skills, sorted by name (raises SkillFormatError for a bad list)."""
+        skills = tuple(self.skills)
+        if self._skill_cache is None or self._skill_cache[0] != skills:
+            self._skill_cache = (skills, SkillSet(skills))
+        return self._skill_cache[1]
+
+    @property
+    def system_prompt(self) -> str | None:
+        """The system prompt the agent sends: ``system``, then the skill index.
+
+        A pure function of the agent's definition (the skills sorted by name, whether it has
+        a sandbox): every request of every session carries the same bytes, so the
+        provider's prompt cache keeps hitting.
+        """
+        index = self.skill_set.index(sandbox=self.sandbox is not None)
+        if not index:
+            return self.system
+        return f"{self.system}\n\n{index}" if self.system else index
+
+    @property
     def tool_map(self) -> dict[str, Tool]:
-        """The agent's tools by name, with ``__finish__`` when it has an output schema."""
+        """The agent's tools by name, with ``load_skill`` when it has skills and
+        ``__finish__`` when it has an output schema."""
         tools = tools_by_name(self.tools)
+        skill_set = self.skill_set
+        if skill_set.skills:
+            tools[LOAD_SKILL_TOOL] = skill_set.tool
         if self.output_schema is not None:
             tools[FINISH_TOOL_NAME] = finish_tool(self.output_schema)
         return tools

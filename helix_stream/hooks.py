@@ -6,8 +6,13 @@ Events: ``session.started``, ``turn.started``, ``turn.completed``, ``turn.failed
 ``session.failed``, ``session.completed``, and ``*`` for all of them.
 
 Handlers run after the event is durably recorded (the store write it reports has committed),
-awaited one at a time: for each hook (in the agent's order), its typed handlers first, then its
-``*`` handler. Return values are ignored.
+awaited one at a time: first the typed handler of every hook that has one (in the agent's
+order), then the ``*`` handler of every hook that has one (in the agent's order again) — the
+order of the session model's hook registry. Return values are ignored.
+
+**Context.** Unlike the session model's observe-only hooks, a handler may queue context with
+``ctx.add_context`` (README, "Differences from the AI SDK"); a handler re-run for the same
+event of the same turn (a retried or recovered turn) records nothing twice.
 
 **Failure policy.** A handler that raises fails the *turn*: the run stops with a ``turn.failed``
 event and an error chunk, and the session stays usable — the next ``run()`` works (a raising
@@ -21,14 +26,20 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .errors import HookError, InvalidRequestError
+from .errors import FrameworkNotSupportedError, HookError, InvalidRequestError
 from .state import SessionInfo
+
+if TYPE_CHECKING:
+    from .sandbox import Sandbox, SkillHandle
 
 __all__ = [
     "EVENTS",
     "FAILURE_EVENTS",
+    "STEP_EVENTS",
+    "AgentInfo",
+    "ChannelInfo",
     "Hook",
     "HookContext",
     "LifecycleEvent",
@@ -56,6 +67,11 @@ EVENTS = frozenset(
     }
 )
 FAILURE_EVENTS = frozenset({"turn.failed", "step.failed", "session.failed"})
+# The events of one step (the others are the turn's or the session's).
+STEP_EVENTS = frozenset(
+    {"step.started", "step.completed", "step.failed", "message.completed", "action.result"}
+    | {"context.committed", "context.skipped"}
+)
 
 Handler = Callable[["LifecycleEvent", "HookContext"], Awaitable[Any] | Any]
 
@@ -68,25 +84,74 @@ class LifecycleEvent:
     data: Mapping[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentInfo:
+    """The agent a hook runs for: ``name``."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChannelInfo:
+    """Where the turn came in: ``kind`` is ``"http"`` (the chat server), ``"python"``
+    (``Executor.run`` called by your code) or ``"subagent"`` (a sub-agent's turn, run by its
+    parent's tool call)."""
+
+    kind: str
+
+
 @dataclass(slots=True, kw_only=True)
 class HookContext:
-    """What a handler receives besides the event.
+    """What a handler receives besides the event (and what ``Agent(sandbox_on_session=...)``
+    receives).
 
     Attributes:
         session: The session the event belongs to.
+        agent: The agent (``agent.name``).
+        channel: Where the turn came in (``channel.kind``).
     """
 
     session: SessionInfo
+    agent: AgentInfo
+    channel: ChannelInfo
     _add: Callable[[Sequence[Any], int], Awaitable[int]] | None = None
+    _sandbox: Callable[[], Awaitable[Sandbox]] | None = None
+    _skill: Callable[[str], SkillHandle] | None = None
     _position: int = 0
 
     async def add_context(self, items: Sequence[Any]) -> int:
         """Queue context items (source ``app`` unless they name another) for the next model
-        call; re-running the same handler for the same event queues nothing twice."""
+        call; re-running the same handler for the same event queues nothing twice.
+
+        Raises:
+            FrameworkNotSupportedError: here context cannot be queued (``sandbox_on_session``).
+        """
         position = self._position
         self._position += 1
-        assert self._add is not None
+        if self._add is None:
+            raise FrameworkNotSupportedError(
+                "ctx.add_context is for lifecycle hooks and tools; sandbox_on_session only "
+                "prepares the sandbox (queue context from a hook or a tool instead)."
+            )
         return await self._add(items, position)
+
+    async def get_sandbox(self) -> Sandbox:
+        """The agent's sandbox in this session, made at the first call (see
+        ``ToolContext.get_sandbox``).
+
+        Raises:
+            FrameworkNotSupportedError: the agent has no sandbox (``Agent(sandbox=...)``).
+            NoActiveContextError: called after the handler's event was handled.
+        """
+        if self._sandbox is None:
+            raise FrameworkNotSupportedError("ctx.get_sandbox needs a session run (Executor.run)")
+        return await self._sandbox()
+
+    def get_skill(self, name: str) -> SkillHandle:
+        """A handle on the agent's skill ``name`` (see ``ToolContext.get_skill``)."""
+        if self._skill is None:
+            raise FrameworkNotSupportedError("ctx.get_skill needs a session run (Executor.run)")
+        return self._skill(name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,12 +159,6 @@ class Hook:
     """A set of handlers made by :func:`define_hook`."""
 
     handlers: Mapping[str, Handler]
-
-    def for_event(self, event: str) -> list[Handler]:
-        out = [self.handlers[event]] if event in self.handlers else []
-        if "*" in self.handlers:
-            out.append(self.handlers["*"])
-        return out
 
 
 def define_hook(events: Mapping[str, Handler]) -> Hook:
@@ -129,15 +188,16 @@ def define_hook(events: Mapping[str, Handler]) -> Hook:
 async def dispatch(
     hooks: Sequence[Hook], event: LifecycleEvent, make_context: Callable[[int], HookContext]
 ) -> None:
-    """Run the handlers for ``event``, one at a time; raise HookError on the first failure."""
-    index = 0
-    for hook in hooks:
-        for handler in hook.for_event(event.type):
-            ctx = make_context(index)
-            index += 1
-            try:
-                out = handler(event, ctx)
-                if inspect.isawaitable(out):
-                    await out
-            except Exception as exc:
-                raise HookError(event.type, exc) from exc
+    """Run the handlers for ``event``, one at a time: every hook's typed handler, then every
+    hook's ``*`` handler; raise HookError on the first failure. ``make_context(index)`` gets
+    the handler's place in that order (which identifies its call site)."""
+    typed = [hook.handlers[event.type] for hook in hooks if event.type in hook.handlers]
+    wildcard = [hook.handlers["*"] for hook in hooks if "*" in hook.handlers]
+    for index, handler in enumerate([*typed, *wildcard]):
+        ctx = make_context(index)
+        try:
+            out = handler(event, ctx)
+            if inspect.isawaitable(out):
+                await out
+        except Exception as exc:
+            raise HookError(event.type, exc) from exc

@@ -1,8 +1,9 @@
 """Durable per-session state (``define_state``) and the session context (``current_session``).
 
 Both resolve against the *active session scope*, a :mod:`contextvars` binding that the executor
-sets only while it runs your code for a session — tools, hooks, the step_context hook,
-prepare_step and callbacks — and never as a global, so two sessions running concurrently in
+sets only while it runs your code for a session — tools, hooks, the step_context hook, the
+memory recall, tools' description functions, prepare_step, stop conditions, callbacks and
+``sandbox_on_session`` — and never as a global, so two sessions running concurrently in
 one process never see each other's state. Outside a run they raise
 :class:`~helix_stream.errors.NoActiveContextError`.
 
@@ -120,7 +121,8 @@ def current_scope(what: str = "this") -> SessionScope:
     if scope is None:
         raise NoActiveContextError(
             f"No active helix_stream session: {what} can only be used in code the executor runs "
-            "for a session (tools, hooks, step_context, prepare_step, callbacks)."
+            "for a session (tools, hooks, step_context, memory, tool descriptions, "
+            "prepare_step, stop conditions, callbacks, sandbox_on_session)."
         )
     return scope
 

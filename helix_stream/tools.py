@@ -25,6 +25,7 @@ from .errors import ToolContextError, describe_validation
 
 if TYPE_CHECKING:
     from .auth import AuthStrategy, CallAuth, Token
+    from .sandbox import Sandbox, SkillHandle
     from .state import SessionInfo
 
 __all__ = [
@@ -73,6 +74,8 @@ class ToolContext:
     _add_calls: int = 0
     _write: Callable[[Any], None] | None = None
     _auth: CallAuth | None = None
+    _sandbox: Callable[[], Awaitable[Sandbox]] | None = None
+    _skill: Callable[[str], SkillHandle] | None = None
 
     def _call_auth(self, what: str) -> CallAuth:
         if self._auth is None:
@@ -141,6 +144,42 @@ class ToolContext:
                 "not stream_text(), to queue context from a tool."
             )
         return await self._add_context(items, position)
+
+    async def get_sandbox(self) -> Sandbox:
+        """The agent's sandbox in this session (README, "Sandboxes and skills"): made at the
+        session's first call, attached again later (after a restart too), shared by every
+        tool of the agent; a sub-agent has its own.
+
+        Raises:
+            FrameworkNotSupportedError: no session (plain ``stream_text``), or the agent has
+                no sandbox (``Agent(sandbox=...)``).
+            NoActiveContextError: called after the tool's call ended.
+        """
+        from .errors import FrameworkNotSupportedError
+
+        if self._sandbox is None:
+            raise FrameworkNotSupportedError(
+                "ctx.get_sandbox needs a session: run the agent through Executor.run(), not "
+                "stream_text(), and give it Agent(sandbox=...)."
+            )
+        return await self._sandbox()
+
+    def get_skill(self, name: str) -> SkillHandle:
+        """A handle on the agent's skill ``name``: ``await handle.file(path).text()`` reads
+        from the sandbox when the agent has one, else from the skill's own files; an unknown
+        skill or file raises :class:`~helix_stream.errors.SkillNotFoundError` at that read.
+
+        Raises:
+            FrameworkNotSupportedError: no session (plain ``stream_text``).
+        """
+        from .errors import FrameworkNotSupportedError
+
+        if self._skill is None:
+            raise FrameworkNotSupportedError(
+                "ctx.get_skill needs a session: run the agent (Agent(skills=...)) through "
+                "Executor.run(), not stream_text()."
+            )
+        return self._skill(name)
 
     def write_data(
         self, name: str, data: Any, *, id: str | None = None, transient: bool = False

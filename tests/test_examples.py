@@ -40,6 +40,7 @@ def test_every_example_is_tested() -> None:
         "steering",
         "tool_auth",
         "mcp_tools",
+        "sandbox_skills",
     }
     assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
 
@@ -98,6 +99,16 @@ async def test_mcp_tools(capsys: pytest.CaptureFixture[str]) -> None:
         "tools: meteo__alerts, meteo__forecast",
         f"meteo__forecast -> {forecast}",
         f"answer: Done: meteo__forecast returned {forecast}.",
+    ]
+
+
+async def test_sandbox_skills(capsys: pytest.CaptureFixture[str]) -> None:
+    assert (await _once("sandbox_skills", capsys)).splitlines() == [
+        "skill index: - release-check: How to check a release before it ships. "
+        "Load it before checking one.",
+        'answer: Done: run_check returned {"check": 1, "exit_code": 0, "output": "version 1.4.2"}.',
+        'answer: Done: run_check returned {"check": 2, "exit_code": 0, "output": "version 1.4.2"}.',
+        "sandboxes made: 1",
     ]
 
 

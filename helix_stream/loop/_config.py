@@ -7,6 +7,9 @@ the small :class:`SessionLink` protocol, which the loop calls at fixed points:
   outputs), as chunks;
 * ``before_step(n)`` before each model call: commit the context, return the new messages
   (rows, the user's message) for the loop to append to its own list, and their chunks;
+* ``before_retry(n)`` before a retried attempt of that call (the first failed before its
+  first chunk): the same for the context that came meanwhile (the context pass runs before
+  every model call);
 * ``gate(call)`` and ``tool_context(...)`` for each tool call;
 * ``after_step(step, final=...)`` once a step is done: persist it and report it;
 * ``end(how)`` once, when the run is over (:class:`RunEnd`: finished, failed or cut short,
@@ -99,6 +102,10 @@ class SessionLink(Protocol):
         """Commit the context for the model call about to be made."""
         ...
 
+    async def before_retry(self, step_number: int) -> StepCommit:
+        """Commit the context for a retried attempt of step ``step_number``'s model call."""
+        ...
+
     async def gate(self, call: ToolCall) -> GateReason | None:
         """Why ``call`` must not run (its tool is switched off), or ``None``."""
         ...
@@ -129,6 +136,9 @@ class _NoSession:
         yield  # an empty async generator
 
     async def before_step(self, step_number: int) -> StepCommit:
+        return _EMPTY
+
+    async def before_retry(self, step_number: int) -> StepCommit:
         return _EMPTY
 
     async def gate(self, call: ToolCall) -> GateReason | None:

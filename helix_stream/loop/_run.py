@@ -179,6 +179,7 @@ class _Run:
             router=cfg.router,
             retry=cfg.retry,
             where=cfg.where,
+            before_retry=lambda: cfg.session.before_retry(step_number),
         )
         self.unfinished = call
         async with aclosing(call.chunks()) as model_chunks:
@@ -213,6 +214,7 @@ class _Run:
         )
         self.steps.append(step)
         self.usage = self.usage + model.usage
+        self.messages.extend(call.retry_messages)  # rows of a retried attempt, in log order
         # A `messages` override applies to its step only: the conversation goes on from the
         # loop's own messages, in the form a later turn reads them from the log in, so that
         # their bytes never change between calls.
@@ -245,15 +247,16 @@ class _Run:
             session_id=cfg.session_id,
             forced_completion=forced,
         )
+        # prepare_step and the tools' description functions run in the session scope.
         with cfg.session.bind():
             step_in, overrides = await run_step_chain(cfg.prepare_step, step_in)
-        self.runtime_context = step_in.runtime_context
-        if step_in.tools_context is not self.tools_context:
-            self.tools_context = step_in.tools_context
-            self.contexts = resolve_contexts(dict(cfg.tools), self.tools_context)
-        params = request_params(
-            cfg, step_in, overrides, self.contexts, forced=forced, output=self.output_spec
-        )
+            self.runtime_context = step_in.runtime_context
+            if step_in.tools_context is not self.tools_context:
+                self.tools_context = step_in.tools_context
+                self.contexts = resolve_contexts(dict(cfg.tools), self.tools_context)
+            params = request_params(
+                cfg, step_in, overrides, self.contexts, forced=forced, output=self.output_spec
+            )
         middleware = (*cfg.middleware, *model_name(step_in.model)[1])
         prompt_cache = overrides.get("prompt_cache", cfg.prompt_cache)
         check_prompt_cache(prompt_cache)  # a bad override fails before the call
@@ -301,7 +304,9 @@ class _Run:
         if not step.tool_calls:
             # A structured answer asked for through the finish tool must come through it.
             return _FORCE if self._finish_required() else _STOP
-        if await _should_stop(self.cfg.stop_when, self.steps):
+        with self.cfg.session.bind():  # stop conditions are user code too
+            stop = await _should_stop(self.cfg.stop_when, self.steps)
+        if stop:
             return _STOP if finish_tool is None else _FORCE
         return _GO_ON
 

@@ -4,12 +4,13 @@ This module owns :func:`request_params` (the ``litellm.acompletion`` params of a
 the config and the step's overrides) and :class:`ModelCall` (send, stream, parse; the litellm
 stream is closed whatever happens). The stream is opened by
 :func:`~helix_stream.models._retry.open_stream`: the retry policy applies until the first
-chunk, never after it.
+chunk, never after it; before a retried attempt the session commits the context that came
+meanwhile (``before_retry``), and the attempt carries its rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +26,7 @@ from ..steps import ToolCall
 from ..telemetry import Recorder
 from ..telemetry._filters import credential_strings
 from ..tools import Tool
-from ._config import LoopConfig
+from ._config import LoopConfig, StepCommit
 
 __all__ = ["ModelCall", "ModelResult", "model_name", "request_params"]
 
@@ -104,6 +105,9 @@ class ModelCall:
         router: A ``litellm.Router`` to call instead of ``litellm.acompletion``.
         retry: The retry policy (until the first chunk).
         where: Where the litellm params came from (for the message of a refused one).
+        before_retry: The session's commit before a retried attempt; what it commits is
+            sent with that attempt, its chunks come first, and its messages are in
+            :attr:`retry_messages` (for the loop's own list, before the step's response).
     """
 
     def __init__(
@@ -117,8 +121,12 @@ class ModelCall:
         router: Any = None,
         retry: RetryPolicy | None = None,
         where: str = "stream_text",
+        before_retry: Callable[[], Awaitable[StepCommit]] | None = None,
     ) -> None:
         self._params = params
+        self._before_retry = before_retry
+        self.retry_messages: list[dict[str, Any]] = []
+        self._retry_chunks: list[Chunk] = []
         self._prompt_cache = prompt_cache
         self._middleware = middleware
         self._recorder = recorder
@@ -159,7 +167,10 @@ class ModelCall:
             self._retry,
             on_attempt=recorder.attempt_failed,
             where=self._where,
+            before_retry=self._again if self._before_retry is not None else None,
         )
+        for chunk in self._retry_chunks:
+            yield chunk
         try:
             if first is not None:
                 recorder.first_chunk()
@@ -177,6 +188,14 @@ class ModelCall:
         closing, self._calls = parser.finish()
         for chunk in closing:
             yield chunk
+
+    async def _again(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The request of a retried attempt: with the rows the session committed for it."""
+        assert self._before_retry is not None
+        commit = await self._before_retry()
+        self.retry_messages.extend(commit.messages)
+        self._retry_chunks.extend(commit.chunks)
+        return {**request, "messages": [*request["messages"], *commit.messages]}
 
     @property
     def text(self) -> str:

@@ -123,6 +123,7 @@ def is_retryable(error: BaseException) -> bool:
 
 OnAttempt = Callable[[Attempt], None]
 Send = Callable[[dict[str, Any]], Awaitable[Any]]
+BeforeRetry = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 async def open_stream(
@@ -133,6 +134,7 @@ async def open_stream(
     on_attempt: OnAttempt | None = None,
     where: str = "stream_text",
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    before_retry: BeforeRetry | None = None,
 ) -> tuple[Any | None, AsyncIterator[Any]]:
     """Open a step's model stream: call, wait for the first chunk, retry before it.
 
@@ -147,6 +149,9 @@ async def open_stream(
         on_attempt: Called for each failed attempt, before the wait (telemetry).
         where: Where the params came from, for the message of a refused argument.
         sleep: The wait (a test may record the delays instead).
+        before_retry: Called after the wait, before each retried attempt, with the request;
+            returns the request to send (a session commits the context that came meanwhile
+            and appends its rows: the context pass runs before every model call).
 
     Returns:
         ``(first, stream)``: the first chunk (``None`` if the stream ended without any) and
@@ -194,6 +199,8 @@ async def open_stream(
                     raise
                 raise error from exc
             await sleep(delay)
+            if before_retry is not None:
+                request = await before_retry(request)
 
 
 def _log_attempt(attempt: Attempt) -> None:

@@ -53,7 +53,7 @@ DETACHED_TIMEOUT = 600.0
 """Default seconds a turn whose client went away runs on (``on_disconnect="continue"``)."""
 
 # Keys of executor.run() that the chat route sets itself; run_options may not override them.
-_RESERVED_RUN_OPTIONS = frozenset({"agent", "session_id", "input", "message_id", "auth"})
+_RESERVED_RUN_OPTIONS = frozenset({"agent", "session_id", "input", "message_id", "auth", "channel"})
 
 
 class Authenticate(Protocol):
@@ -315,6 +315,7 @@ class _Handlers:
                 answers=[*actions.approvals, *actions.tool_answers],
                 message_id=message_id,
                 auth=auth,
+                channel="http",  # what hooks see as ctx.channel.kind
                 **options,
             )
         except BaseException:

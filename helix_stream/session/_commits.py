@@ -18,11 +18,12 @@ from ..chunks import Chunk, ContextRowChunk
 from ..context import ContextPass, ContextRow, Gathered
 from ..errors import SessionBusyError
 from ..loop._config import StepCommit
+from ..state import SessionScope, bind_scope
 from ..store import LogRecord, SessionStatus, Store, TurnWrite
 from ._meta import TurnMeta
 from ._view import SessionView
 
-__all__ = ["RUNNABLE", "Commits", "Written", "busy", "last_seq", "opening"]
+__all__ = ["RUNNABLE", "Commits", "Written", "busy", "last_seq", "opened_meta", "opening"]
 
 # The statuses a turn may start from (a compare-and-set when it claims the session).
 RUNNABLE: tuple[SessionStatus, ...] = ("idle", "paused", "failed")
@@ -57,6 +58,12 @@ def opening(
     return TurnWrite(messages=messages, rows=list(rows), meta=patch)
 
 
+def opened_meta(view: SessionView, meta: TurnMeta, write: TurnWrite) -> TurnMeta:
+    """``meta`` as the opening ``write`` (made by :func:`opening`) records it: the turn's
+    model calls start after its messages."""
+    return replace(meta, start_seq=last_seq(view) + len(write.messages))
+
+
 @dataclass(frozen=True, slots=True)
 class Written:
     """A commit as written: its records, and what the hook and the memory recall brought."""
@@ -72,12 +79,17 @@ class Commits:
         store: The session's store.
         session_id: The session.
         context_pass: The turn's context pass (it folds and renders what is committed).
+        scope: The turn's session scope, bound while the step_context hook and the memory
+            recall run (``define_state`` and ``current_session()`` work there).
     """
 
-    def __init__(self, store: Store, session_id: str, context_pass: ContextPass) -> None:
+    def __init__(
+        self, store: Store, session_id: str, context_pass: ContextPass, scope: SessionScope
+    ) -> None:
         self.store = store
         self.session_id = session_id
         self.context_pass = context_pass
+        self.scope = scope
 
     async def commit(
         self,
@@ -108,7 +120,8 @@ class Commits:
         """
         gathered = Gathered()
         if gather:
-            gathered = await self.context_pass.gather(step_number, user_text=user_text)
+            with bind_scope(self.scope):
+                gathered = await self.context_pass.gather(step_number, user_text=user_text)
         write = replace(write, deliver_queue=True, rows=[*write.rows, *gathered.rows])
         result = await self.store.write_turn(self.session_id, write)
         if not result.applied:

@@ -30,14 +30,16 @@ from ..state import ParentInfo
 from ..store import Checkpoint, LogRecord, MemoryStore, SessionRecord, Store
 from ..tools import FINISH_TOOL_NAME
 from ._answers import ApprovalAnswer, ToolAnswer, by_call
-from ._meta import TurnMeta, app_meta
+from ._meta import TurnMeta, app_meta, forget_sandboxes
 from ._pending import late_answer_row, waiting_calls
 from ._records import AssistantRecord
+from ._sandbox import close_sandboxes
 from ._turn import TurnRequest, run_turn
 from ._ui import ui_messages
 
 if TYPE_CHECKING:
     from ..agent import Agent
+    from ..sandbox import SandboxProvider
     from ..telemetry import TelemetrySettings
 
 __all__ = ["Executor", "default_identity"]
@@ -98,6 +100,8 @@ class Executor:
         self.store: Store = store if store is not None else MemoryStore()
         self.telemetry = telemetry
         self.identify = identify
+        # The sandbox providers of the agents run here, by agent name (close_sandbox).
+        self._sandboxes: dict[str, SandboxProvider] = {}
 
     # -- running ---------------------------------------------------------------------------
 
@@ -110,6 +114,7 @@ class Executor:
         answers: Answers = (),
         message_id: str | None = None,
         auth: Any = None,
+        channel: str = "python",
         **options: Any,
     ) -> StreamTextResult:
         """Run one turn of ``agent`` in session ``session_id`` (created on first use).
@@ -128,6 +133,8 @@ class Executor:
                 does not wait on are ignored.
             message_id: The id of the assistant UI message this turn produces.
             auth: Who is calling (``current_session().auth.current``); see ``identify``.
+            channel: Where the turn came in, as hooks see it (``ctx.channel.kind``): the
+                chat server passes ``"http"``.
             **options: The run options of ``stream_text`` (``runtime_context``,
                 ``tools_context``, ``telemetry``, ``prepare_step``, ``stop_when``,
                 ``middleware``, ``router``, ``max_retries``, ``prompt_cache``, ``on_chunk``,
@@ -149,6 +156,7 @@ class Executor:
             answers=answers,
             message_id=message_id,
             auth=auth,
+            channel=channel,
             options=options,
         )
 
@@ -162,6 +170,7 @@ class Executor:
         message_id: str | None = None,
         auth: Any = None,
         parent: ParentInfo | None = None,
+        channel: str = "python",
         options: Mapping[str, Any] | None = None,
     ) -> StreamTextResult:
         """A turn of ``agent``, checked before anything runs (``parent``: of a sub-agent)."""
@@ -186,14 +195,17 @@ class Executor:
             message_id=message_id,
             auth=auth,
             parent=parent,
+            channel=channel,
         )
+        if agent.sandbox is not None:
+            self._sandboxes[agent.name] = agent.sandbox
         return StreamTextResult(lambda: run_turn(request))
 
     def _run_child(
         self, agent: Agent, session_id: str, prompt: str, *, auth: Any, parent: ParentInfo
     ) -> StreamTextResult:
         """A sub-agent's turn in its child session (``Agent.as_tool``)."""
-        return self._turn(agent, session_id, prompt, auth=auth, parent=parent)
+        return self._turn(agent, session_id, prompt, auth=auth, parent=parent, channel="subagent")
 
     async def start(
         self, agent: Agent, session_id: str, input: Input = None, **options: Any
@@ -436,10 +448,37 @@ class Executor:
         # The copy's own bookkeeping: its log ends at `upto`; the source's answers and pause
         # are the source's (an answer for a call of the source is not one for the branch).
         meta = TurnMeta.read(branch.meta)
+        # A branch gets fresh sandboxes: the source's are the source's.
+        fresh = forget_sandboxes(branch.meta)
         await self.store.update_session_meta(
-            new_id, {**meta.foreign_answers(), **meta.starting_at(upto)}
+            new_id, {**meta.foreign_answers(), **meta.starting_at(upto), **fresh}
         )
         return new_id
+
+    # -- sandboxes ----------------------------------------------------------------------------
+
+    async def close_sandbox(self, session_id: str, agent: Agent | None = None) -> None:
+        """End the session's sandbox: its commands are stopped, its files gone, and the
+        session forgets it (the next ``get_sandbox()`` makes a new one).
+
+        Args:
+            session_id: The session.
+            agent: Whose sandbox to end; by default every sandbox the session has, of the
+                agents this executor ran (after a restart, pass the agent).
+
+        Raises:
+            SessionNotFoundError: no such session.
+            SessionBusyError: a turn of the session is running.
+            InvalidRequestError: the session has a sandbox of an agent this executor does
+                not know (pass ``agent=``), or ``agent`` has no sandbox (nothing was closed).
+        """
+        if agent is None:
+            await close_sandboxes(self.store, session_id, self._sandboxes)
+            return
+        if agent.sandbox is None:
+            raise InvalidRequestError(f"agent {agent.name!r} has no sandbox (Agent(sandbox=...))")
+        providers = {agent.name: agent.sandbox}
+        await close_sandboxes(self.store, session_id, providers, agent=agent.name)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -514,7 +553,7 @@ def _agent_call(agent: Agent, session_id: str) -> LoopCall:
     return LoopCall(
         operation="invoke_agent",
         model=agent.model,
-        system=agent.system,
+        system=agent.system_prompt,
         tools=agent.tool_map,
         output=agent.output_schema,
         output_mode="tool",

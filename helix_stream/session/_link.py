@@ -1,8 +1,9 @@
 """How an opened turn takes part in the loop: :class:`TurnLink`, its
 :class:`~helix_stream.loop._config.SessionLink`.
 
-Through the link's seven methods, and nothing else, the turn commits the context before each
-model call, gates tool calls, gives tools their context and session, persists each finished
+Through the link's methods, and nothing else, the turn commits the context before each
+model call (a retried attempt's too), gates tool calls, gives tools their context, session,
+sandbox and skills, persists each finished
 step (its messages and a checkpoint; the last one also sets the new status), reports
 lifecycle events to the agent's hooks after each is durably recorded, and ends the turn when
 the run is over without its last step having ended it (:func:`~._finish.finish_turn`).
@@ -10,6 +11,7 @@ the run is over without its last step having ended it (:func:`~._finish.finish_t
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Sequence
@@ -25,7 +27,7 @@ from ..state import bind_scope
 from ..steps import StepResult, ToolCall
 from ..store import Checkpoint, TurnWrite
 from ..tools import FINISH_TOOL_NAME, Tool, ToolContext
-from ._commits import opening
+from ._commits import opened_meta, opening
 from ._finish import finish_turn
 from ._open import Opened
 from ._pending import Settled, Settlement
@@ -51,6 +53,7 @@ class TurnLink:
         self._setup = request.setup
         self._commits = opened.commits
         self._events = opened.events
+        self._meta = opened.meta  # the bookkeeping as the turn's first commit wrote it
         self._settled: Settled | None = None  # what settling the waiting calls produced
         self._in_step = False  # a step is running (a failure is also its step.failed)
         self._ended = False  # the last step's write set the final status
@@ -84,6 +87,18 @@ class TurnLink:
     async def before_step(self, step_number: int) -> StepCommit:
         self._in_step = True
         commit = await self._commit(step_number)
+        await self._committed(commit)
+        await self._events.emit("step.started", {"step": step_number})
+        return commit
+
+    async def before_retry(self, step_number: int) -> StepCommit:
+        # The context pass runs before every model call: a retried attempt's too.
+        commit = await self._commits.commit(step_number)
+        await self._committed(commit)
+        return commit
+
+    async def _committed(self, commit: StepCommit) -> None:
+        """Report a context commit to the hooks."""
         rows = [c.row for c in commit.chunks if isinstance(c, ContextRowChunk)]
         if rows:
             kinds, sources = [r.kind for r in rows], [r.source for r in rows]
@@ -93,8 +108,6 @@ class TurnLink:
             if isinstance(chunk, ContextSkipped):
                 data = {"reason": chunk.reason, "source": chunk.source}
                 await self._events.emit("context.skipped", data)
-        await self._events.emit("step.started", {"step": step_number})
-        return commit
 
     async def _commit(self, step_number: int) -> StepCommit:
         """The context commit of a model call: the first call's was made when the turn opened
@@ -124,7 +137,9 @@ class TurnLink:
             rows=settled.rows if settled else (),
         )
         user_text = message_text(message) if message else None
-        return await self._commits.commit(0, write, user_text=user_text)
+        commit = await self._commits.commit(0, write, user_text=user_text)
+        self._meta = opened_meta(opened.view, opened.meta, write)
+        return commit
 
     async def gate(self, call: ToolCall) -> GateReason | None:
         # Active tools as folded from the log at this step's model call. __finish__ can never
@@ -162,6 +177,7 @@ class TurnLink:
                 on_key_conflict="ignore",
             )
 
+        sandbox = self._opened.sandbox
         return ToolContext(
             context=context,
             tool_call_id=call.id,
@@ -169,6 +185,8 @@ class TurnLink:
             session=self._opened.scope.info,
             _add_context=add,
             _write=write,
+            _sandbox=sandbox.get,
+            _skill=sandbox.skill,
         )
 
     async def after_step(self, step: StepResult, *, final: bool) -> None:
@@ -178,13 +196,18 @@ class TurnLink:
         write = TurnWrite(messages=records, checkpoint=self._checkpoint(step))
         if final:
             if step.pending:
-                write = replace(write, status="paused", meta=self._opened.meta.paused())
+                write = replace(write, status="paused", meta=self._meta.paused())
             else:
-                write = replace(write, status="idle")
-        await self._store.write_turn(self._session_id, write)
+                write = replace(write, status="idle", meta=self._meta.done())
+        written = await self._store.write_turn(self._session_id, write)
         self._ended = final
         self._in_step = False
-        await self._events.emit("message.completed", {"step": step.step_number, "text": step.text})
+        if written.records:  # the checkpoint is at the step's last record
+            self._events.checkpointed(written.records[-1].seq)
+        message = copy.deepcopy(step.response_messages[0]) if step.response_messages else None
+        await self._events.emit(
+            "message.completed", {"step": step.step_number, "text": step.text, "message": message}
+        )
         for result in step.tool_results:
             # A call the gate refused ran nothing of its tool: no after-tool hook either.
             if result.status not in ("pending", "not_executed"):
@@ -194,6 +217,9 @@ class TurnLink:
                         "tool_call_id": result.tool_call_id,
                         "tool_name": result.tool_name,
                         "status": result.status,
+                        "result": result,
+                        "output": result.output,
+                        "error": result.error,
                     },
                 )
         await self._events.emit(

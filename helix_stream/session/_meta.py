@@ -4,13 +4,16 @@ A store keeps one JSON ``meta`` object per session. The app's data lives there u
 keys; the engine's lives under keys that start with ``helix.`` (reserved, like
 ``define_state`` names):
 
-* ``helix.turn``: the turn counter, where the current turn's model calls start in the log
-  (a retry of a turn that failed on its first step rewinds to it), and when the session
-  paused;
+* ``helix.turn``: the turn counter, the current (or last) turn's id and whether it ended,
+  where its model calls start in the log (a retry of a turn that failed on its first step
+  rewinds to it), where its current part began (see :attr:`TurnMeta.part`), and when the
+  session paused;
 * ``helix.initiator``, ``helix.parent``: who started the session, and for a sub-agent's
   session the call that started it;
 * ``helix.answer.<call id>``: an answer to a paused call, one key per call, so that two
-  answers arriving at once never overwrite each other (the meta merge is per key).
+  answers arriving at once never overwrite each other (the meta merge is per key);
+* ``helix.sandbox.<agent name>``: the id of that agent's sandbox in the session, and whether
+  it was prepared (``{"id": ..., "ready": true}``).
 
 :class:`TurnMeta` reads them; its methods return the patches that change them.
 """
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..state import ParentInfo, TurnInfo
@@ -27,9 +30,13 @@ from ..state import ParentInfo, TurnInfo
 __all__ = [
     "RESERVED_PREFIX",
     "Answer",
+    "StoredSandbox",
     "TurnMeta",
     "app_meta",
+    "forget_sandboxes",
     "parent_meta",
+    "sandbox_patch",
+    "stored_sandboxes",
 ]
 
 RESERVED_PREFIX = "helix."
@@ -37,6 +44,7 @@ _TURN = "helix.turn"
 _INITIATOR = "helix.initiator"
 _PARENT = "helix.parent"
 _ANSWER = "helix.answer."
+_SANDBOX = "helix.sandbox."
 
 
 def app_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
@@ -70,6 +78,37 @@ class Answer:
         return cls(output=data.get("output"), at=float(data.get("at") or 0.0))
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredSandbox:
+    """An agent's sandbox as its session records it: the provider's ``id``, and ``ready``
+    once it was laid out and ``sandbox_on_session`` succeeded."""
+
+    id: str
+    ready: bool = False
+
+
+def stored_sandboxes(meta: Mapping[str, Any]) -> dict[str, StoredSandbox]:
+    """The sandboxes a session records, by agent name."""
+    out: dict[str, StoredSandbox] = {}
+    for key, value in meta.items():
+        if key.startswith(_SANDBOX) and isinstance(value, Mapping) and value.get("id"):
+            out[key.removeprefix(_SANDBOX)] = StoredSandbox(
+                id=str(value["id"]), ready=bool(value.get("ready"))
+            )
+    return out
+
+
+def sandbox_patch(agent: str, sandbox: StoredSandbox | None) -> dict[str, Any]:
+    """The patch that records ``agent``'s sandbox (``None``: forgets it)."""
+    value = None if sandbox is None else {"id": sandbox.id, "ready": sandbox.ready}
+    return {f"{_SANDBOX}{agent}": value}
+
+
+def forget_sandboxes(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The patch that forgets every sandbox a session's ``meta`` records (a branch's copy)."""
+    return {key: None for key in meta if key.startswith(_SANDBOX)}
+
+
 def parent_meta(parent: ParentInfo) -> dict[str, Any]:
     """A sub-agent session's parent, as stored."""
     return {
@@ -84,10 +123,21 @@ def parent_meta(parent: ParentInfo) -> dict[str, Any]:
 class TurnMeta:
     """The engine's bookkeeping of one session (see the module docstring).
 
+    A turn keeps one id and one sequence for its whole life: a run that continues it — it
+    paused for answers, failed, was cut short or lost its process — is the same turn, not a
+    new one (``turns`` counts turns, not runs).
+
     Attributes:
-        turns: Turns started so far.
+        turns: Turns started so far (the current turn's sequence).
+        turn_id: The current (or last) turn's id, its assistant UI message id.
+        ended: That turn ended (its last step was written); a run without a new message then
+            starts a new turn instead of carrying it on.
         start_seq: The log position after which the current (or last) turn's model calls
             start.
+        part: Where the turn's current *part* began: the log position of the last checkpoint
+            when it was opened, or when it resumed after a pause (a run that re-runs a part —
+            after a failure, a crash — keeps it). The call sites of lifecycle hooks are
+            counted from it, so that a re-run queues nothing twice.
         paused_at: When the session paused for answers (``None`` unless paused).
         initiator: What the first caller's ``auth`` was stored as (JSON), or ``None``.
         parent: A sub-agent session's parent call (as stored), or ``None``.
@@ -95,7 +145,10 @@ class TurnMeta:
     """
 
     turns: int = 0
+    turn_id: str | None = None
+    ended: bool = False
     start_seq: int = 0
+    part: int = 0
     paused_at: float | None = None
     initiator: Any = None
     parent: Mapping[str, Any] | None = None
@@ -106,7 +159,10 @@ class TurnMeta:
         turn = meta.get(_TURN) or {}
         return cls(
             turns=int(turn.get("turns", 0)),
+            turn_id=turn.get("id"),
+            ended=bool(turn.get("ended", False)),
             start_seq=int(turn.get("start_seq", 0)),
+            part=int(turn.get("part", 0)),
             paused_at=turn.get("paused_at"),
             initiator=meta.get(_INITIATOR),
             parent=meta.get(_PARENT),
@@ -127,13 +183,43 @@ class TurnMeta:
             meta[_PARENT] = parent_meta(parent)
         return meta
 
-    def turn_info(self, message_id: str) -> TurnInfo:
-        return TurnInfo(id=message_id, sequence=self.turns)
+    def turn_info(self) -> TurnInfo:
+        return TurnInfo(id=self.turn_id or "", sequence=self.turns)
+
+    def carried_on(self, *, resumes: bool, site: int, message_id: str | None) -> TurnMeta | None:
+        """This session's current turn as a run without a new message carries it on, or
+        ``None`` when that run starts a new turn (the last one ended, or none is recorded).
+
+        Args:
+            resumes: The run settles the calls the turn paused for (a new part begins).
+            site: The log position of the session's last checkpoint.
+            message_id: The id the caller chose for the turn's message, if any.
+        """
+        if self.turn_id is None or (self.ended and not resumes):
+            return None
+        # A rewind to before the part began makes this run a new part too.
+        part = site if resumes or self.part > site else self.part
+        return replace(self, turn_id=message_id or self.turn_id, part=part, ended=False)
+
+    def new_turn(self, *, site: int, message_id: str) -> TurnMeta:
+        """The bookkeeping of a new turn with id ``message_id``, opened at checkpoint ``site``."""
+        return replace(self, turns=self.turns + 1, turn_id=message_id, part=site, ended=False)
+
+    def _turn(self, **changes: Any) -> dict[str, Any]:
+        value = {
+            "turns": self.turns,
+            "id": self.turn_id,
+            "ended": self.ended,
+            "start_seq": self.start_seq,
+            "part": self.part,
+            **changes,
+        }
+        return {_TURN: value}
 
     def starting_at(self, start_seq: int) -> dict[str, Any]:
-        """The patch that records this turn (``turns`` as counted here) and makes
-        ``start_seq`` where its model calls start (a new turn, a branch, a rewind)."""
-        return {_TURN: {"turns": self.turns, "start_seq": start_seq}}
+        """The patch that records this turn (as counted here) and makes ``start_seq`` where
+        its model calls start (a new turn, a branch, a rewind)."""
+        return self._turn(start_seq=start_seq)
 
     def settled(self, call_ids: list[str]) -> dict[str, Any]:
         """The patch that clears the answers of settled calls."""
@@ -141,7 +227,11 @@ class TurnMeta:
 
     def paused(self) -> dict[str, Any]:
         """The patch of a turn that pauses for answers."""
-        return {_TURN: {"turns": self.turns, "start_seq": self.start_seq, "paused_at": time.time()}}
+        return self._turn(paused_at=time.time())
+
+    def done(self) -> dict[str, Any]:
+        """The patch of a turn whose last step was written without pausing: it ended."""
+        return self._turn(ended=True)
 
     @staticmethod
     def answer(call_id: str, answer: Answer) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from .._messages import message_text
 from ..context import ContextPass
 from ..errors import HelixError, SessionNotFoundError
+from ..hooks import AgentInfo, ChannelInfo
 from ..loop._config import StepCommit
 from ..loop._setup import RunSetup
 from ..loop._step import model_name
@@ -25,12 +26,13 @@ from ..models._family import params_family
 from ..state import AuthInfo, ParentInfo, RunChild, SessionInfo, SessionScope, TurnInfo
 from ..store import NewSession, Snapshot, Store, TurnWrite
 from ._answers import ApprovalAnswer, ToolAnswer
-from ._commits import RUNNABLE, Commits, Written, busy, last_seq, opening
+from ._commits import RUNNABLE, Commits, Written, busy, last_seq, opened_meta, opening
 from ._events import TurnEvents
 from ._finish import finish_turn, log_failure
-from ._meta import TurnMeta
+from ._meta import TurnMeta, stored_sandboxes
 from ._pending import check_answerable
 from ._records import new_message_id
+from ._sandbox import TurnSandbox
 from ._view import SessionView
 
 if TYPE_CHECKING:
@@ -55,6 +57,7 @@ class TurnRequest:
         message_id: The id of the assistant UI message, when the caller chose it.
         auth: Who is calling.
         parent: For a sub-agent's session, the call that started it.
+        channel: Where the turn came in (``"python"``, ``"http"``, ``"subagent"``).
     """
 
     store: Store
@@ -68,6 +71,7 @@ class TurnRequest:
     message_id: str | None = None
     auth: Any = None
     parent: ParentInfo | None = None
+    channel: str = "python"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,10 +81,11 @@ class Opened:
     Attributes:
         request: The turn's request.
         view: What the snapshot says (waiting calls, answers, the engine's bookkeeping).
-        meta: The engine's bookkeeping as this turn counts it.
+        meta: The engine's bookkeeping as this turn counts it (once claimed, as written).
         created: The turn created the session.
         message_id: The turn's assistant UI message id.
         scope: The session scope bound while the turn runs user code.
+        sandbox: The agent's sandbox and skills in the session.
         events: The turn's lifecycle event dispatcher.
         commits: The turn's context commits.
         messages: The log as the model sees it, before this turn's first commit.
@@ -94,6 +99,7 @@ class Opened:
     created: bool
     message_id: str
     scope: SessionScope
+    sandbox: TurnSandbox
     events: TurnEvents
     commits: Commits
     messages: list[dict[str, Any]]
@@ -119,7 +125,8 @@ async def open_turn(request: TurnRequest) -> Opened:
     if written is None:
         return opened
     try:
-        return replace(opened, first=opened.commits.taken(written))
+        committed, meta = written
+        return replace(opened, first=opened.commits.taken(committed), meta=meta)
     except Exception as exc:  # the session is ours: end the turn before giving up
         await finish_turn(
             request.store,
@@ -148,14 +155,52 @@ async def _prepare(request: TurnRequest) -> Opened:
         # Rows take the form of the provider family the turn's model is sent as.
         family=await params_family(model_name(setup.call.model)[0], setup.options.settings),
     )
-    resumed = view.waiting[0].message_id if view.waiting and request.message is None else None
-    message_id = request.message_id or resumed or new_message_id()
-    meta = replace(view.meta, turns=view.meta.turns + 1)
+    site = snapshot.checkpoint.log_seq if snapshot.checkpoint is not None else 0
+    meta = _turn_meta(request, view, site)
     created = snapshot.session is None
+    scope = _scope(request, view, meta, created=created)
+    channel = ChannelInfo(kind=request.channel)
+    stored = stored_sandboxes(snapshot.session.meta) if snapshot.session is not None else {}
+    sandbox = TurnSandbox(
+        store=request.store,
+        scope=scope,
+        agent=agent,
+        channel=channel,
+        stored=stored.get(agent.name),
+    )
+    events = TurnEvents(
+        agent.hooks,
+        request.store,
+        scope,
+        sandbox=sandbox,
+        agent=AgentInfo(name=agent.name),
+        channel=channel,
+        part=meta.part,
+        checkpoint=site,
+    )
+    return Opened(
+        request=request,
+        view=view,
+        meta=meta,
+        created=created,
+        message_id=scope.info.turn.id,
+        scope=scope,
+        sandbox=sandbox,
+        events=events,
+        commits=Commits(request.store, session_id, context_pass, scope),
+        messages=list(context_pass.messages),
+    )
+
+
+def _scope(
+    request: TurnRequest, view: SessionView, meta: TurnMeta, *, created: bool
+) -> SessionScope:
+    """The turn's session scope: its session info, and define_state as the last checkpoint
+    left it."""
     scope = SessionScope(
         info=SessionInfo(
-            id=session_id,
-            turn=meta.turn_info(message_id),
+            id=request.session_id,
+            turn=meta.turn_info(),
             auth=AuthInfo(
                 current=request.auth,
                 initiator=request.identify(request.auth) if created else view.meta.initiator,
@@ -164,19 +209,25 @@ async def _prepare(request: TurnRequest) -> Opened:
         ),
         run_child=request.run_child,
     )
-    if snapshot.checkpoint is not None:
-        scope.state.update(snapshot.checkpoint.state.get("slots", {}))
-    return Opened(
-        request=request,
-        view=view,
-        meta=meta,
-        created=created,
-        message_id=message_id,
-        scope=scope,
-        events=TurnEvents(agent.hooks, request.store, scope),
-        commits=Commits(request.store, session_id, context_pass),
-        messages=list(context_pass.messages),
-    )
+    checkpoint = view.snapshot.checkpoint
+    if checkpoint is not None:
+        scope.state.update(checkpoint.state.get("slots", {}))
+    return scope
+
+
+def _turn_meta(request: TurnRequest, view: SessionView, site: int) -> TurnMeta:
+    """The turn this run is: the session's current one carried on (it paused, failed, was cut
+    short or lost its process, and no new message came), or a new one. ``site``: the log
+    position of the session's last checkpoint."""
+    if request.message is None:
+        carried = view.meta.carried_on(
+            resumes=bool(view.waiting), site=site, message_id=request.message_id
+        )
+        if carried is not None:
+            return carried
+    resumed = view.waiting[0].message_id if view.waiting and request.message is None else None
+    message_id = request.message_id or resumed or new_message_id()
+    return view.meta.new_turn(site=site, message_id=message_id)
 
 
 def _refuse(request: TurnRequest, snapshot: Snapshot, view: SessionView) -> None:
@@ -196,8 +247,9 @@ def _refuse(request: TurnRequest, snapshot: Snapshot, view: SessionView) -> None
     )
 
 
-async def _claim(opened: Opened) -> Written | None:
-    """Claim the session: with the first commit, or alone when calls wait to be settled."""
+async def _claim(opened: Opened) -> tuple[Written, TurnMeta] | None:
+    """Claim the session: with the first commit (returned, with the bookkeeping as it wrote
+    it), or alone when calls wait to be settled."""
     request, view, meta = opened.request, opened.view, opened.meta
     if view.waiting:
         write = TurnWrite(expect=RUNNABLE, status="running", meta=meta.starting_at(last_seq(view)))
@@ -214,8 +266,9 @@ async def _claim(opened: Opened) -> Written | None:
         )
     message = request.message
     first = opening(view, meta, message=message)
-    return await opened.commits.write(
+    written = await opened.commits.write(
         0,
         replace(first, create=create, expect=RUNNABLE, status="running"),
         user_text=message_text(message) if message else None,
     )
+    return written, opened_meta(view, meta, first)

@@ -219,7 +219,7 @@ def test_an_unknown_event_is_refused_at_definition() -> None:
         hs.define_hook(events={"turn.begun": lambda e, c: None})
 
 
-async def test_hook_order_typed_first_then_star_in_registration_order(
+async def test_hook_order_every_typed_handler_then_every_star_handler(
     executor: hs.Executor, loopback: LoopbackServer
 ) -> None:
     log: list[str] = []
@@ -250,12 +250,28 @@ async def test_hook_order_typed_first_then_star_in_registration_order(
         "step.completed",
         "turn.completed",
     ]
+    # The session model's registry: every hook's typed handler, then every hook's `*`.
     assert log[2:6] == [
         "first:turn.started",
-        "first*:turn.started",
         "second:turn.started",
+        "first*:turn.started",
         "second*:turn.started",
     ]
+
+
+async def test_a_star_only_hook_runs_after_a_later_hooks_typed_handler(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
+    log: list[str] = []
+
+    def rec(tag: str) -> Any:
+        return lambda event, ctx: log.append(tag) if event.type == "turn.started" else None
+
+    h1 = hs.define_hook(events={"*": rec("h1:*")})
+    h2 = hs.define_hook(events={"turn.started": rec("h2:typed"), "*": rec("h2:*")})
+    loopback.script(text("ok"))
+    await executor.run(agent(loopback, hooks=[h1, h2]), "s", "go").consume()
+    assert log == ["h2:typed", "h1:*", "h2:*"]
 
 
 async def test_hooks_run_after_the_event_is_recorded(
@@ -343,9 +359,11 @@ async def test_a_resumed_turns_hooks_can_add_context_again(
     executor: hs.Executor, loopback: LoopbackServer
 ) -> None:
     recorded: list[int] = []
+    runs: list[int] = []
 
     async def steer(event: hs.LifecycleEvent, ctx: hs.HookContext) -> None:
-        recorded.append(await ctx.add_context([hs.notice(f"turn {ctx.session.turn.sequence}")]))
+        runs.append(ctx.session.turn.sequence)
+        recorded.append(await ctx.add_context([hs.notice(f"run {len(runs)}")]))
 
     hook = hs.define_hook(events={"turn.started": steer})
     a = agent(loopback, [hs.tool(name="ask", input_schema=Q)], hooks=[hook])
@@ -354,5 +372,7 @@ async def test_a_resumed_turns_hooks_can_add_context_again(
     await executor.submit_tool_result("s", "call_0_ask", "yes")
     loopback.script(text("ok"))
     await executor.run(a, "s", None).consume()  # continues the paused turn's message id
-    assert recorded == [1, 1]
-    assert [r.content for r in await executor.context_rows("s")] == ["turn 1", "turn 2"]
+    # The resumed run is the same turn (sequence 1), but a new part of it: its handler is a
+    # new call site and queues again.
+    assert recorded == [1, 1] and runs == [1, 1]
+    assert [r.content for r in await executor.context_rows("s")] == ["run 1", "run 2"]
