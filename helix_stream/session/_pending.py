@@ -199,12 +199,7 @@ class Settlement:
         return Settled(messages=[self._messages[i] for i in order], rows=list(self._rows))
 
     async def chunks(self) -> AsyncGenerator[Chunk, None]:
-        if not self._moved_on:
-            async with aclosing(self._settle()) as chunks:
-                async for chunk in chunks:
-                    yield chunk
-            return
-        earlier = {w.call.id: w for w in self._waiting}
+        earlier = {w.call.id: w for w in self._waiting} if self._moved_on else {}
         async with aclosing(self._settle()) as chunks:
             async for chunk in chunks:
                 waiting = earlier.get(getattr(chunk, "tool_call_id", ""))

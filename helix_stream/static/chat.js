@@ -153,7 +153,10 @@ async function answerApproval(message, part, approved) {
   render();
   if (message.parts.some((p) => p.state === "approval-requested")) return;
   const refusal = await post({ trigger: "submit-message" });
-  if (refusal) showNotice(`Not sent — ${refusal.text}.`);
+  if (!refusal) return;
+  for (const p of message.parts) if (p.state === "approval-responded") p.state = "approval-requested";
+  render();
+  showNotice(`Not sent — ${refusal.text}. Answer again.`);
 }
 
 // POST /api/chat and read its stream; returns the refusal ({code, text}) of a non-2xx answer.

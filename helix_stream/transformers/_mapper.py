@@ -50,7 +50,7 @@ from helix_stream.chunks import (
 from helix_stream.errors import ERROR_MASK, ToolFailedError
 from helix_stream.transformers._fold import UIMessageFold
 
-__all__ = ["ERROR_MASK", "SETTLED_PART", "UIChunk", "UIChunkMapper"]
+__all__ = ["ERROR_MASK", "UIChunk", "UIChunkMapper"]
 
 logger = logging.getLogger("helix_stream.transformers")
 
@@ -74,9 +74,9 @@ _V7 = _V6 | {"tool-approval-response", "custom", "reasoning-file", "reset-step"}
 # The UI chunk types (besides ``data-*``) that an ``ai`` client of each major accepts.
 _ALLOWED = {5: _V5, 6: _V6, 7: _V7}
 
-# The data part (``data-tool-settled``) that settles a tool part of an earlier message, and the
-# state each result chunk type leaves a tool part in.
-SETTLED_PART = "tool-settled"
+# The data part that settles a tool part of an earlier message, and the state each result
+# chunk type leaves a tool part in.
+_SETTLED = "data-tool-settled"
 _RESULT_STATES = {
     "tool-output-available": "output-available",
     "tool-output-error": "output-error",
@@ -444,7 +444,7 @@ class UIChunkMapper:
             "state": _RESULT_STATES[result["type"]],
         }
         data.update((k, result[k]) for k in ("output", "errorText") if k in result)
-        self._emit({"type": f"data-{SETTLED_PART}", "data": data, "transient": True})
+        self._emit({"type": _SETTLED, "data": data, "transient": True})
 
     def _approval(self, chunk: ToolApprovalRequest) -> None:
         if self._announced(chunk.tool_call_id, "tool-approval-request"):
