@@ -65,6 +65,7 @@ if TYPE_CHECKING:  # "X as X": explicit re-exports, so type checkers see the laz
         Usage as Usage,
     )
     from .context import (
+        ContextAdded as ContextAdded,
         ContextItem as ContextItem,
         ContextRow as ContextRow,
         StepContextLimits as StepContextLimits,
@@ -163,6 +164,7 @@ _LAZY: dict[str, str] = {
     "Usage": "chunks",
     **dict.fromkeys(
         [
+            "ContextAdded",
             "ContextItem",
             "ContextRow",
             "StepContextLimits",

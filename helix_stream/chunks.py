@@ -34,6 +34,7 @@ __all__ = [
     "TextEnd",
     "TextStart",
     "ToolApprovalRequest",
+    "ToolCancelled",
     "ToolInputAvailable",
     "ToolInputDelta",
     "ToolInputStart",
@@ -41,7 +42,10 @@ __all__ = [
     "ToolOutputAvailable",
     "ToolOutputDenied",
     "ToolOutputError",
+    "ToolResultChunk",
+    "ToolSettled",
     "Usage",
+    "cancelled_text",
     "not_executed_output",
 ]
 
@@ -216,6 +220,54 @@ class ToolOutputDenied:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCancelled:
+    """The call waited for an approval or a client's answer, and none came before a new user
+    message moved the conversation on: nothing of the tool ran, and the model was told so."""
+
+    type: ClassVar[Literal["tool-cancelled"]] = "tool-cancelled"
+    tool_call_id: str
+    reason: Literal["new_message"] = "new_message"
+
+
+_CANCELLED_TEXT = {"new_message": "a new message was sent"}
+
+
+def cancelled_text(reason: str) -> str:
+    """The text a chat UI shows for a cancelled call (live and reloaded): the engine's own
+    words, so it is never masked."""
+    return f"cancelled: {_CANCELLED_TEXT.get(reason, reason)}"
+
+
+# How a tool call ends, as a chunk.
+ToolResultChunk = (
+    ToolOutputAvailable | ToolOutputError | ToolOutputDenied | ToolNotExecuted | ToolCancelled
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolSettled:
+    """A call of an *earlier* assistant message got its result as this turn began (a new user
+    message came while the call waited): ``result`` belongs to that message, not to this
+    turn's answer. A chat UI applies it to the earlier message's tool part (the UI stream sends
+    it as a transient ``data-tool-settled`` part), which is where a reload shows it.
+
+    Attributes:
+        message_id: The UI message id of the earlier assistant message.
+        tool_name: The call's tool.
+        result: How the call ended.
+    """
+
+    type: ClassVar[Literal["tool-settled"]] = "tool-settled"
+    message_id: str
+    tool_name: str
+    result: ToolResultChunk
+
+    @property
+    def tool_call_id(self) -> str:
+        return self.result.tool_call_id
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ContextRowChunk:
     """A context row was committed (for servers, audit and telemetry; never for users)."""
 
@@ -315,6 +367,8 @@ Chunk = (
     | ToolNotExecuted
     | ToolApprovalRequest
     | ToolOutputDenied
+    | ToolCancelled
+    | ToolSettled
     | SourceUrl
     | ContextRowChunk
     | ContextSkipped

@@ -11,6 +11,7 @@ from ._items import (
     MEMORY_SOURCE,
     STEP_CONTEXT_SOURCE,
     TOOL_SOURCE,
+    ContextAdded,
     ContextItem,
     ContextItemLike,
     Source,
@@ -20,6 +21,7 @@ from ._items import (
     item_size,
     memory,
     notice,
+    unknown_tools,
     validate_items,
 )
 from ._log_fold import LogFold, apply_tools_item
@@ -43,6 +45,7 @@ __all__ = [
     "STEP_CONTEXT_SOURCE",
     "SYSTEM_FORM_SOURCES",
     "TOOL_SOURCE",
+    "ContextAdded",
     "ContextItem",
     "ContextItemLike",
     "ContextPass",
@@ -66,5 +69,6 @@ __all__ = [
     "render_row",
     "render_row_payload",
     "row_role",
+    "unknown_tools",
     "validate_items",
 ]

@@ -6,12 +6,18 @@ switches ``__finish__`` off, an item over 32 KiB (the UTF-8 bytes of its JSON), 
 lone surrogate in its text, or more than ``MAX_ITEMS_PER_CALL`` (100) items in one call is
 refused with :class:`~helix_stream.errors.ContextValidationError` — all items of the call or
 none.
+
+An item that is valid but names a tool the agent does not have is not refused — a row switching
+off (or on) a name the agent lacks changes nothing, and an MCP server's tools or a later version
+of the agent may bring the name — but :func:`unknown_tools` words a warning for it, decided
+before anything is written (:class:`ContextAdded`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, model_validator
@@ -28,6 +34,7 @@ __all__ = [
     "MEMORY_SOURCE",
     "STEP_CONTEXT_SOURCE",
     "TOOL_SOURCE",
+    "ContextAdded",
     "ContextItem",
     "ContextItemLike",
     "Source",
@@ -37,6 +44,7 @@ __all__ = [
     "item_size",
     "memory",
     "notice",
+    "unknown_tools",
     "validate_items",
 ]
 
@@ -218,3 +226,29 @@ def validate_items(
             )
         out.append(clean)
     return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextAdded:
+    """What adding context items did (``Executor.add_context_for``; ``POST /context``).
+
+    Attributes:
+        recorded: How many items were recorded (0 for a retry under the same key).
+        warnings: What the items say that the agent cannot act on, e.g. ``"unknown tool
+            'x'"``. The items were recorded all the same.
+    """
+
+    recorded: int
+    warnings: tuple[str, ...] = ()
+
+
+def unknown_tools(items: Sequence[Mapping[str, Any]], tools: Collection[str]) -> tuple[str, ...]:
+    """A warning for each tool that validated ``items`` switch off or on and ``tools`` lacks
+    (once a name, in order): ``"unknown tool 'x'"``."""
+    names = (n for item in items if item["kind"] == "tools" for n in _switched(item))
+    unknown = dict.fromkeys(n for n in names if n not in tools)
+    return tuple(f"unknown tool {name!r}" for name in unknown)
+
+
+def _switched(item: Mapping[str, Any]) -> list[str]:
+    return [*item.get("disable", ()), *item.get("enable", ())]

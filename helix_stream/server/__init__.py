@@ -16,7 +16,8 @@ The routes (paths are options of :func:`routes`):
   back inside the last assistant message and are handed to the executor. The answer is the AI
   SDK UI message stream of the turn (context rows never appear in it).
 * ``POST /context`` — ``{sessionId, items, key?}`` → ``{"recorded": n}``: steer a session,
-  even while it runs.
+  even while it runs. A tools item naming a tool the agent does not have is recorded, and the
+  answer says so: ``{"recorded": n, "warnings": ["unknown tool 'x'"]}``.
 * ``GET /api/chat/{id}/messages`` — the session's UI messages (a JSON list, no context rows;
   ``[]`` for a session id with nothing stored yet).
 * ``GET /api/chat/{id}/stream`` — resume: the active stream of the session so far, then live;

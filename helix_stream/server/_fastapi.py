@@ -66,7 +66,10 @@ def _operation(name: str) -> tuple[str, dict[str, Any], dict[int | str, Any]]:
         "helix_context": (
             "Add context items to a session",
             {"requestBody": _body(ContextRequest)},
-            {200: {"description": '`{"recorded": n}`'}, **errors},
+            {
+                200: {"description": '`{"recorded": n, "warnings"?: ["unknown tool \'x\'"]}`'},
+                **errors,
+            },
         ),
         "helix_messages": (
             "The session's UI messages ([] when it has none yet)",

@@ -353,8 +353,13 @@ class _Handlers:
         auth = await self._caller(request)
         body = parse_body(await read_body(request, self.max_body_bytes), ContextRequest)
         await self._authorized(auth, body.sessionId)
-        recorded = await self.executor.add_context(body.sessionId, body.items, key=body.key)
-        return JSONResponse({"recorded": recorded})
+        added = await self.executor.add_context_for(
+            self.agent, body.sessionId, body.items, key=body.key
+        )
+        answer: dict[str, Any] = {"recorded": added.recorded}
+        if added.warnings:  # recorded all the same (README, "Sessions and context rows")
+            answer["warnings"] = list(added.warnings)
+        return JSONResponse(answer)
 
     async def messages(self, request: Request) -> Response:
         session_id = check_session_id(request.path_params["id"])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -19,8 +19,10 @@ from ..chunks import Chunk, ErrorChunk
 from ..context import (
     APP_SOURCE,
     LATE_ANSWER_SOURCE,
+    ContextAdded,
     ContextItemLike,
     ContextRow,
+    unknown_tools,
     validate_items,
 )
 from ..errors import InvalidRequestError, SessionBusyError, SessionNotFoundError, StateError
@@ -295,16 +297,47 @@ class Executor:
         retry with the same items records nothing (0); the same key with other items is
         refused whole. Without a key every call records. Items get ``source="app"`` unless
         they name their own; ``"hook"`` is reserved for the step_context hook.
+        :meth:`add_context_for` does the same and also checks the items against an agent.
 
         Raises:
             ContextValidationError: an item is invalid (nothing was queued).
             SessionNotFoundError: no such session.
             ContextKeyConflictError: ``key`` was used before with other items (nothing written).
         """
+        return (await self._add_context(session_id, items, key, tools=None)).recorded
+
+    async def add_context_for(
+        self,
+        agent: Agent,
+        session_id: str,
+        items: Sequence[ContextItemLike],
+        key: str | None = None,
+    ) -> ContextAdded:
+        """:meth:`add_context` for a session of ``agent``, with warnings about what the agent
+        cannot act on: a tools item naming a tool the agent does not have is recorded all the
+        same (it switches nothing now; an MCP server's tools or a later version of the agent
+        may bring the name), with ``"unknown tool 'x'"`` in ``warnings``. The warnings are
+        decided before anything is written.
+
+        Raises:
+            ContextValidationError, SessionNotFoundError, ContextKeyConflictError: as
+                :meth:`add_context` (nothing written).
+        """
+        return await self._add_context(session_id, items, key, tools=agent.tool_map)
+
+    async def _add_context(
+        self,
+        session_id: str,
+        items: Sequence[ContextItemLike],
+        key: str | None,
+        *,
+        tools: Collection[str] | None,
+    ) -> ContextAdded:
         check_session_id(session_id)
         check_key(key)
         clean = validate_items(items, default_source=APP_SOURCE)
-        return await self.store.enqueue_context(
+        warnings = unknown_tools(clean, tools) if tools is not None else ()
+        recorded = await self.store.enqueue_context(
             session_id,
             clean,
             source=APP_SOURCE,
@@ -312,6 +345,7 @@ class Executor:
             key=key,
             on_key_conflict="raise",
         )
+        return ContextAdded(recorded=recorded, warnings=warnings)
 
     # -- rewinds and branches ---------------------------------------------------------------
 

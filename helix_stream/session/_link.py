@@ -78,6 +78,7 @@ class TurnLink:
             contexts=self._setup.contexts,
             recorder=self._setup.recorder,
             session=self,
+            moved_on=opened.request.message is not None,
         )
         async with aclosing(settlement.chunks()) as chunks:
             async for chunk in chunks:

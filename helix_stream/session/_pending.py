@@ -11,6 +11,10 @@ the chat server does); the next run first settles every waiting call, then calls
 * a client answer → its output; one that came after ``client_tool_timeout`` → the call gets a
   timeout result and the answer is delivered as a ``notice`` row with source ``late-answer``;
 * no answer but a new user message → a cancelled result (the conversation must stay valid).
+
+With a new user message, the waiting calls belong to an *earlier* UI message than the turn's
+answer: their results are sent as :class:`~helix_stream.chunks.ToolSettled` chunks naming that
+message (and not announced again), so a chat UI shows each where a reload shows it.
 """
 
 from __future__ import annotations
@@ -24,33 +28,42 @@ from typing import Any, Literal
 
 from ..chunks import (
     Chunk,
+    ToolCancelled,
     ToolInputAvailable,
     ToolNotExecuted,
     ToolOutputAvailable,
     ToolOutputDenied,
     ToolOutputError,
+    ToolSettled,
 )
 from ..context import LATE_ANSWER_SOURCE, validate_items
 from ..errors import StateError
 from ..loop._config import SessionLink
 from ..loop._tools import ToolCalls, not_executed_message, tool_message
 from ..models._parse import parse_arguments
-from ..steps import ToolCall, ToolStatus
+from ..steps import ToolCall
 from ..store import LogRecord
 from ..telemetry import Recorder
 from ..tools import Tool, dump_output
 from ._meta import Answer
-from ._records import AssistantRecord, ToolRecord
+from ._records import AssistantRecord, StoredStatus, ToolRecord, ui_message_id
 
 __all__ = ["Settled", "Settlement", "WaitingCall", "check_answerable", "late_answer_row"]
 
 
 @dataclass(frozen=True, slots=True)
 class WaitingCall:
-    """A call of the last assistant message that has no tool message yet."""
+    """A call of the last assistant message that has no tool message yet.
+
+    Attributes:
+        call: The call.
+        message_id: The stored UI message id of its assistant message.
+        ui_message_id: The id that message has in ``ui_messages`` (the same, when stored).
+    """
 
     call: ToolCall
     message_id: str | None
+    ui_message_id: str
 
 
 def waiting_calls(log: Sequence[LogRecord]) -> list[WaitingCall]:
@@ -59,6 +72,8 @@ def waiting_calls(log: Sequence[LogRecord]) -> list[WaitingCall]:
     for record in reversed(log):
         if record.role == "assistant" and record.payload.get("tool_calls"):
             out = []
+            message_id = AssistantRecord.decode(record.payload).message_id
+            ui_id = ui_message_id(message_id, record.seq)
             for raw in record.payload["tool_calls"]:
                 if raw["id"] in answered:
                     continue
@@ -69,7 +84,7 @@ def waiting_calls(log: Sequence[LogRecord]) -> list[WaitingCall]:
                     input=parse_arguments(arguments),
                     arguments=arguments,
                 )
-                out.append(WaitingCall(call, AssistantRecord.decode(record.payload).message_id))
+                out.append(WaitingCall(call, message_id, ui_id))
             return out
         if record.role == "user":
             return []
@@ -124,7 +139,7 @@ def late_answer_row(tool_name: str, call_id: str, output: Any) -> dict[str, Any]
     return {**row, "origin": {"type": LATE_ANSWER_SOURCE, "tool_call_id": call_id}}
 
 
-def _message(call: ToolCall, status: ToolStatus, content: str) -> dict[str, Any]:
+def _message(call: ToolCall, status: StoredStatus, content: str) -> dict[str, Any]:
     return ToolRecord(message=tool_message(call.id, content), status=status).encode()
 
 
@@ -132,9 +147,10 @@ def _cancelled(call: ToolCall, what: str) -> tuple[dict[str, Any], Chunk]:
     content = json.dumps(
         {"status": "cancelled", "message": f"No {what} came before the next message."}
     )
-    return _message(call, "error", content), ToolOutputError(
-        tool_call_id=call.id, error_text=content
-    )
+    return _message(call, "cancelled", content), ToolCancelled(tool_call_id=call.id)
+
+
+_RESULTS = (ToolOutputAvailable, ToolOutputError, ToolOutputDenied, ToolNotExecuted, ToolCancelled)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +164,10 @@ class Settled:
 class Settlement:
     """Settles a paused turn's waiting calls. Iterate :meth:`chunks`, then read
     :meth:`outcome`. Callers have run :func:`check_answerable` first: a call without an
-    answer here is settled as cancelled (a new user message moved the conversation on)."""
+    answer here is settled as cancelled (a new user message moved the conversation on).
+
+    ``moved_on``: the turn has a new user message, so its answer is a new UI message and the
+    calls' results go to their own (earlier) message as ``ToolSettled`` chunks."""
 
     def __init__(
         self,
@@ -161,8 +180,10 @@ class Settlement:
         contexts: Mapping[str, Any],
         recorder: Recorder,
         session: SessionLink,
+        moved_on: bool = False,
     ) -> None:
         self._waiting = list(waiting)
+        self._moved_on = moved_on
         self._answers = answers
         self._tools = tools
         self._inactive = inactive
@@ -178,6 +199,18 @@ class Settlement:
         return Settled(messages=[self._messages[i] for i in order], rows=list(self._rows))
 
     async def chunks(self) -> AsyncGenerator[Chunk, None]:
+        earlier = {w.call.id: w for w in self._waiting} if self._moved_on else {}
+        async with aclosing(self._settle()) as chunks:
+            async for chunk in chunks:
+                waiting = earlier.get(getattr(chunk, "tool_call_id", ""))
+                if waiting is None:
+                    yield chunk  # not about a waiting call (a tool's data part): as it is
+                elif isinstance(chunk, _RESULTS):
+                    name, message_id = waiting.call.name, waiting.ui_message_id
+                    yield ToolSettled(message_id=message_id, tool_name=name, result=chunk)
+                # else: the call's announcement; the earlier message shows the call already
+
+    async def _settle(self) -> AsyncGenerator[Chunk, None]:
         to_run: list[ToolCall] = []
         for waiting_call in self._waiting:
             call = waiting_call.call

@@ -11,11 +11,13 @@ stores on disk hold, so they never change:
 * assistant messages: ``_message_id`` (the turn's UI message id), ``_awaiting_approval`` (the
   calls waiting for an approval), ``_data`` (the ``data-*`` parts the step's tools wrote),
   ``_sources`` (the sources the model cited), ``_interrupted`` (the text of a step cut short);
-* tool messages: ``_status`` (``output``, ``error``, ``not_executed`` or ``denied``).
+* tool messages: ``_status`` (``output``, ``error``, ``not_executed``, ``denied``, or
+  ``cancelled``: the call waited for an answer, and a new user message came first).
 
 This module owns those keys: :class:`UserRecord`, :class:`AssistantRecord` and
 :class:`ToolRecord` (``encode()`` to a payload, ``decode(payload)`` back), what a finished step
-stores (:func:`step_records`), and the ids of new assistant messages (:func:`new_message_id`).
+stores (:func:`step_records`), the ids of new assistant messages (:func:`new_message_id`) and
+the UI message id of a stored one (:func:`ui_message_id`).
 Every writer and reader of the keys goes through it.
 """
 
@@ -24,7 +26,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, get_args
+from typing import Any, Literal, get_args
 
 from ..chunks import DataChunk, SourceUrl
 from ..steps import StepResult, ToolStatus
@@ -37,6 +39,7 @@ __all__ = [
     "interrupted_record",
     "new_message_id",
     "step_records",
+    "ui_message_id",
 ]
 
 _MESSAGE_ID = "_message_id"
@@ -48,12 +51,19 @@ _INTERRUPTED = "_interrupted"
 _STATUS = "_status"
 
 KEYS = (_MESSAGE_ID, _PARTS, _AWAITING_APPROVAL, _DATA, _SOURCES, _INTERRUPTED, _STATUS)
-_STATUSES: frozenset[str] = frozenset(get_args(ToolStatus))
+# How a stored call ended: a step's statuses, and "cancelled" (settled when a turn opens).
+StoredStatus = ToolStatus | Literal["cancelled"]
+_STATUSES: frozenset[str] = frozenset(get_args(ToolStatus)) | {"cancelled"}
 
 
 def new_message_id() -> str:
     """The id of a new assistant UI message (when neither the caller nor the session has one)."""
     return f"msg-{uuid.uuid4().hex}"
+
+
+def ui_message_id(message_id: str | None, seq: int) -> str:
+    """The UI message id of a stored message: its own, or (one stored without) its log place."""
+    return message_id or f"log-{seq}"
 
 
 def _message(payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -155,7 +165,7 @@ class ToolRecord:
     """
 
     message: Mapping[str, Any]
-    status: ToolStatus = "output"
+    status: StoredStatus = "output"
 
     @property
     def call_id(self) -> str:

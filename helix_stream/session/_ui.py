@@ -24,15 +24,17 @@ from ..chunks import (
     TextEnd,
     TextStart,
     ToolApprovalRequest,
+    ToolCancelled,
     ToolInputAvailable,
     ToolNotExecuted,
     ToolOutputAvailable,
     ToolOutputDenied,
     ToolOutputError,
+    ToolResultChunk,
 )
 from ..store import LogRecord
 from ..tools import approval_id
-from ._records import AssistantRecord, ToolRecord, UserRecord
+from ._records import AssistantRecord, ToolRecord, UserRecord, ui_message_id
 
 __all__ = ["ui_messages"]
 
@@ -96,14 +98,14 @@ def ui_messages(
 def _id(seq: int, record: AssistantRecord | ToolRecord) -> str:
     """The UI message id of a turn's first record (that of the turn)."""
     message_id = record.message_id if isinstance(record, AssistantRecord) else None
-    return str(message_id or f"log-{seq}")
+    return ui_message_id(message_id, seq)
 
 
 def _user(seq: int, role: str, record: UserRecord) -> dict[str, Any]:
     # A message with files keeps the parts as the user sent them (the model's content parts
     # do not say a file's media type or name).
     parts = record.parts or [{"type": "text", "text": message_text(record.message)}]
-    return {"id": record.message_id or f"log-{seq}", "role": role, "parts": parts}
+    return {"id": ui_message_id(record.message_id, seq), "role": role, "parts": parts}
 
 
 def _assistant(
@@ -179,8 +181,10 @@ def _replay(
         yield FinishStep(step_number=0, finish_reason="stop")
 
 
-def _tool_result(name: str, record: ToolRecord) -> Chunk:
+def _tool_result(name: str, record: ToolRecord) -> ToolResultChunk:
     call_id, content = record.call_id, message_text(record.message)
+    if record.status == "cancelled":
+        return ToolCancelled(tool_call_id=call_id)
     if record.status == "error":
         return ToolOutputError(tool_call_id=call_id, error_text=content)
     if record.status == "denied":

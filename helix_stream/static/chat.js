@@ -6,6 +6,8 @@
 // chat (GET /api/chat/{id}/messages) and follows a running answer (GET /api/chat/{id}/stream,
 // useChat's `resume: true`): a reload, or a second tab, shows the answer to its end. Stop posts
 // to /api/chat/{id}/stop, which ends the turn on the server; the stream then ends with `abort`.
+// A call waiting for approval gets Approve and Deny (the answer continues that message); one
+// left waiting when a new message is sent is settled on its own message (`data-tool-settled`).
 // The Context panel posts {sessionId, items, key?} to /context and shows the answer.
 "use strict";
 
@@ -141,6 +143,22 @@ async function regenerate(messageId) {
   }
 }
 
+// Approve or Deny: the part holds the answer (as useChat's addToolApprovalResponse leaves it);
+// once no call of the message still waits, the answers go back and the turn continues it.
+async function answerApproval(message, part, approved) {
+  if (state.controller || part.state !== "approval-requested") return;
+  showNotice("");
+  const reason = approved ? {} : { reason: "Denied on the demo page." };
+  Object.assign(part, { state: "approval-responded", approval: { ...part.approval, approved, ...reason } });
+  render();
+  if (message.parts.some((p) => p.state === "approval-requested")) return;
+  const refusal = await post({ trigger: "submit-message" });
+  if (!refusal) return;
+  for (const p of message.parts) if (p.state === "approval-responded") p.state = "approval-requested";
+  render();
+  showNotice(`Not sent — ${refusal.text}. Answer again.`);
+}
+
 // POST /api/chat and read its stream; returns the refusal ({code, text}) of a non-2xx answer.
 async function post(extra) {
   const body = { id: state.sessionId, messages: wireMessages(), ...extra };
@@ -259,6 +277,14 @@ function toolPart(message, chunk) {
   return part;
 }
 
+// A call of an earlier message that this turn settled (the user sent a new message while it
+// waited): the part says what that message's tool part becomes, as a reload shows it.
+function settleEarlier({ messageId, toolCallId, ...update }) {
+  const earlier = state.messages.find((m) => m.id === messageId);
+  const part = earlier?.parts.find((p) => p.toolCallId === toolCallId);
+  if (part) Object.assign(part, update);
+}
+
 function applyChunk(message, chunk) {
   const t = chunk.type;
   const byId = (type, id) => message.parts.find((p) => p.type === type && p._id === id);
@@ -291,6 +317,8 @@ function applyChunk(message, chunk) {
     toolPart(message, chunk).state = "output-denied";
   } else if (t === "tool-approval-request") {
     Object.assign(toolPart(message, chunk), { state: "approval-requested", approval: { id: chunk.approvalId } });
+  } else if (t === "data-tool-settled") {
+    settleEarlier(chunk.data);
   } else if (t === "message-metadata") {
     message.metadata = { ...(message.metadata || {}), ...chunk.messageMetadata };
   } else if (t === "error") {
@@ -328,6 +356,7 @@ const notExecuted = (part) => part.state === "output-available" && part.output
 
 function toolStatus(part) {
   if (notExecuted(part)) return ["not executed", "skipped"];
+  if (part.state === "output-error" && part.errorText?.startsWith("cancelled: ")) return ["cancelled", "skipped"];
   return {
     "input-streaming": ["preparing", ""], "input-available": ["running", ""],
     "approval-requested": ["needs approval", "skipped"], "approval-responded": ["answered", ""],
@@ -336,7 +365,19 @@ function toolStatus(part) {
   }[part.state] || [part.state, ""];
 }
 
-function renderTool(part) {
+function approvalButtons(message, part) {
+  const actions = el("div", "tool-actions");
+  for (const [label, approved] of [["Approve", true], ["Deny", false]]) {
+    const button = el("button", approved ? "approve" : "ghost deny", label);
+    button.type = "button";
+    button.disabled = Boolean(state.controller);
+    button.addEventListener("click", () => answerApproval(message, part, approved));
+    actions.append(button);
+  }
+  return actions;
+}
+
+function renderTool(message, part) {
   const box = el("div", "tool");
   box.dataset.toolCallId = part.toolCallId;
   box.dataset.state = part.state;
@@ -355,6 +396,7 @@ function renderTool(part) {
     body.append(el("span", "label", "error"), el("pre", "tool-output", part.errorText || ""));
   }
   if (body.childElementCount) box.append(body);
+  if (part.state === "approval-requested") box.append(approvalButtons(message, part));
   return box;
 }
 
@@ -368,7 +410,7 @@ function renderMessage(message, isLast) {
     } else if (part.type === "reasoning") {
       bubble.append(el("div", "reasoning", part.text));
     } else if (part.type === "dynamic-tool" || part.type.startsWith("tool-")) {
-      bubble.append(renderTool(part));
+      bubble.append(renderTool(message, part));
     }
   }
   if (message._error) bubble.append(el("div", "error", message._error));
@@ -426,6 +468,8 @@ async function addContext(event) {
     });
     const answer = await res.json();
     entry.append(el("div", `answer ${res.ok ? "ok" : "bad"}`, `${res.status} ${JSON.stringify(answer)}`));
+    // Recorded, but the agent has no such tool (a typo?): say it where it is seen.
+    for (const warning of answer.warnings || []) entry.append(el("div", "warning", `Warning: ${warning}`));
     if (res.ok) els.ctxText.value = "";
   } catch (error) {
     entry.append(el("div", "answer bad", String(error)));

@@ -34,6 +34,7 @@ from helix_stream.chunks import (
     TextEnd,
     TextStart,
     ToolApprovalRequest,
+    ToolCancelled,
     ToolInputAvailable,
     ToolInputDelta,
     ToolInputStart,
@@ -41,6 +42,9 @@ from helix_stream.chunks import (
     ToolOutputAvailable,
     ToolOutputDenied,
     ToolOutputError,
+    ToolResultChunk,
+    ToolSettled,
+    cancelled_text,
     not_executed_output,
 )
 from helix_stream.errors import ERROR_MASK, ToolFailedError
@@ -69,6 +73,15 @@ _V6 = _V5 | {"tool-approval-request", "tool-output-denied"}
 _V7 = _V6 | {"tool-approval-response", "custom", "reasoning-file", "reset-step"}
 # The UI chunk types (besides ``data-*``) that an ``ai`` client of each major accepts.
 _ALLOWED = {5: _V5, 6: _V6, 7: _V7}
+
+# The data part that settles a tool part of an earlier message, and the state each result
+# chunk type leaves a tool part in.
+_SETTLED = "data-tool-settled"
+_RESULT_STATES = {
+    "tool-output-available": "output-available",
+    "tool-output-error": "output-error",
+    "tool-output-denied": "output-denied",
+}
 
 
 class UIChunkMapper:
@@ -127,11 +140,13 @@ class UIChunkMapper:
             ToolInputStart: self._tool_input_start,
             ToolInputDelta: self._tool_input_delta,
             ToolInputAvailable: self._tool_input_available,
-            ToolOutputAvailable: self._tool_output_available,
-            ToolOutputError: self._tool_output_error,
+            ToolOutputAvailable: self._tool_result,
+            ToolOutputError: self._tool_result,
+            ToolCancelled: self._tool_result,
             ToolNotExecuted: self._tool_not_executed,
             ToolApprovalRequest: self._approval if client_version >= 6 else drop,
-            ToolOutputDenied: self._denied,
+            ToolOutputDenied: self._tool_result,
+            ToolSettled: self._settled,
             DataChunk: self._data,
             SourceUrl: self._source if send_sources else drop,
             StartStep: self._start_step,
@@ -380,27 +395,30 @@ class UIChunkMapper:
         logger.warning("dropping %s for unannounced tool call %r", what, tool_call_id)
         return False
 
-    def _tool_output_available(self, chunk: ToolOutputAvailable) -> None:
-        if self._announced(chunk.tool_call_id, "tool-output-available"):
-            self._emit(
-                {
-                    "type": "tool-output-available",
-                    "toolCallId": chunk.tool_call_id,
-                    "output": chunk.output,
-                }
-            )
+    def _result(self, chunk: ToolResultChunk) -> UIChunk:
+        """The UI chunk of how an announced call ended."""
+        call_id = chunk.tool_call_id
+        if isinstance(chunk, ToolOutputAvailable):
+            return {"type": "tool-output-available", "toolCallId": call_id, "output": chunk.output}
+        if isinstance(chunk, ToolNotExecuted):
+            output = not_executed_output(chunk.tool_name, chunk.reason)
+            return {"type": "tool-output-available", "toolCallId": call_id, "output": output}
+        if isinstance(chunk, ToolOutputError):
+            # Masked like any error (as the AI SDK passes tool errors through onError): a
+            # tool's exception text may hold what a user must not see.
+            text = self._error_text(ToolFailedError(chunk.error_text))
+        elif isinstance(chunk, ToolCancelled):
+            text = cancelled_text(chunk.reason)  # the engine's own words: shown as they are
+        elif self._version >= 6:
+            return {"type": "tool-output-denied", "toolCallId": call_id}
+        else:  # ai@5 has no denied state: the closest thing it shows is a tool error.
+            reason = f" Reason: {chunk.reason}" if chunk.reason else ""
+            text = f"The tool call was denied.{reason}"
+        return {"type": "tool-output-error", "toolCallId": call_id, "errorText": text}
 
-    def _tool_output_error(self, chunk: ToolOutputError) -> None:
-        if self._announced(chunk.tool_call_id, "tool-output-error"):
-            self._emit(
-                {
-                    "type": "tool-output-error",
-                    "toolCallId": chunk.tool_call_id,
-                    # Masked like any error (as the AI SDK passes tool errors through onError):
-                    # a tool's exception text may hold what a user must not see.
-                    "errorText": self._error_text(ToolFailedError(chunk.error_text)),
-                }
-            )
+    def _tool_result(self, chunk: ToolResultChunk) -> None:
+        if self._announced(chunk.tool_call_id, chunk.type):
+            self._emit(self._result(chunk))
 
     def _tool_not_executed(self, chunk: ToolNotExecuted) -> None:
         if chunk.tool_call_id not in self._tools:
@@ -411,10 +429,22 @@ class UIChunkMapper:
                     tool_call_id=chunk.tool_call_id, tool_name=chunk.tool_name, input={}
                 )
             )
-        output = not_executed_output(chunk.tool_name, chunk.reason)
-        self._emit(
-            {"type": "tool-output-available", "toolCallId": chunk.tool_call_id, "output": output}
-        )
+        self._emit(self._result(chunk))
+
+    def _settled(self, chunk: ToolSettled) -> None:
+        # The call is a part of an earlier message, which this stream cannot reach (a stream
+        # folds into one message): a transient data part says what that part becomes — the
+        # state and values the client's own fold of this result would give it, as a reload
+        # shows it. A page applies it to that message (README, "A call left waiting, then a
+        # new message").
+        result = self._result(chunk.result)
+        data: dict[str, Any] = {
+            "messageId": chunk.message_id,
+            "toolCallId": chunk.tool_call_id,
+            "state": _RESULT_STATES[result["type"]],
+        }
+        data.update((k, result[k]) for k in ("output", "errorText") if k in result)
+        self._emit({"type": _SETTLED, "data": data, "transient": True})
 
     def _approval(self, chunk: ToolApprovalRequest) -> None:
         if self._announced(chunk.tool_call_id, "tool-approval-request"):
@@ -425,18 +455,6 @@ class UIChunkMapper:
                     "toolCallId": chunk.tool_call_id,
                 }
             )
-
-    def _denied(self, chunk: ToolOutputDenied) -> None:
-        if not self._announced(chunk.tool_call_id, "tool-output-denied"):
-            return
-        if self._version >= 6:
-            self._emit({"type": "tool-output-denied", "toolCallId": chunk.tool_call_id})
-            return
-        # ai@5 has no denied state: the closest thing it shows is a tool error.
-        text = "The tool call was denied." + (f" Reason: {chunk.reason}" if chunk.reason else "")
-        self._emit(
-            {"type": "tool-output-error", "toolCallId": chunk.tool_call_id, "errorText": text}
-        )
 
     # -- sources and data --------------------------------------------------------------------
 

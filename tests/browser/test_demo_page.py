@@ -81,6 +81,12 @@ def test_chat_with_tools_and_steer_it_from_the_context_panel(page: Page, tmp_pat
     page.locator("#ctx-text").fill("get_weather")
     page.locator("#ctx-add").click()
     expect(page.locator(".ctx-log li").first.locator(".answer")).to_have_text('200 {"recorded":1}')
+    expect(page.locator(".ctx-log li").first.locator(".warning")).to_have_count(0)
+    page.locator("#ctx-text").fill("get_wether")  # a typo: recorded (harmless), with a warning
+    page.locator("#ctx-add").click()
+    latest = page.locator(".ctx-log li").first
+    expect(latest.locator(".answer")).to_contain_text('"recorded":1')
+    expect(latest.locator(".warning")).to_have_text("Warning: unknown tool 'get_wether'")
     _send(page, "And the weather in Oslo?")
     skipped = page.locator(".msg.assistant").nth(2).locator(".tool")
     expect(skipped.locator(".badge")).to_have_text("not executed")

@@ -12,11 +12,13 @@ import fcntl
 import shutil
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from pydantic import BaseModel
 from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
@@ -67,8 +69,8 @@ def _build() -> Path:
     return BUILD / "dist"
 
 
-@pytest.fixture
-def site(tmp_path: Path) -> Iterator[tuple[str, Any]]:
+@contextmanager
+def _site(tmp_path: Path, agent: hs.Agent) -> Iterator[tuple[str, Any]]:
     with browser() as (launched, watch):
         reason = missing_node_reason()
         if reason is not None:
@@ -78,7 +80,7 @@ def site(tmp_path: Path) -> Iterator[tuple[str, Any]]:
         executor = hs.Executor(store=hs.SQLiteStore(str(tmp_path / "react.db")))
         app = Starlette(
             routes=[
-                *routes(executor, demo_agent("helix/demo-slow")),
+                *routes(executor, agent),
                 Mount("/", StaticFiles(directory=dist, html=True)),
             ],
             lifespan=lifespan,
@@ -90,6 +92,28 @@ def site(tmp_path: Path) -> Iterator[tuple[str, Any]]:
             yield base_url, page
         assert watch.scripts_clean() == []
         assert watch.failed == []
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[tuple[str, Any]]:
+    with _site(tmp_path, demo_agent("helix/demo-slow")) as opened:
+        yield opened
+
+
+class Target(BaseModel):
+    target: str
+
+
+@pytest.fixture
+def approvals(tmp_path: Path) -> Iterator[tuple[str, Any]]:
+    deploy = hs.tool(
+        name="deploy",
+        input_schema=Target,
+        execute=lambda t: f"deployed {t.target}",
+        needs_approval=True,
+    )
+    with _site(tmp_path, hs.Agent(name="ops", model="helix/demo", tools=[deploy])) as opened:
+        yield opened
 
 
 def _send(page: Page, text: str) -> None:
@@ -128,3 +152,33 @@ def test_use_chat_resumes_after_a_reload_and_stops_on_the_server(site: tuple[str
     expect(page.locator(".msg")).to_have_count(4)
     expect(page.locator(".msg.assistant").last.locator(".interrupted")).to_have_count(1)
     assert page.locator(".msg.assistant").last.locator(".text").text_content() == shown
+
+
+def test_use_chat_approves_and_a_call_left_waiting_ends_on_its_own_message(
+    approvals: tuple[str, Any],
+) -> None:
+    base_url, page = approvals
+    _send(page, "Please deploy to Production")
+    asked = page.locator(".msg.assistant").nth(0).locator(".tool")
+    expect(asked).to_have_attribute("data-state", "approval-requested")
+    asked.get_by_role("button", name="Approve").click()  # sent back by sendAutomaticallyWhen
+    expect(asked).to_have_attribute("data-state", "output-available")
+    expect(page.locator(".msg.assistant")).to_have_count(1)
+
+    _send(page, "Please deploy to Staging")
+    waiting = page.locator(".msg.assistant").nth(1).locator(".tool")
+    expect(waiting).to_have_attribute("data-state", "approval-requested")
+    _send(page, "Thanks, never mind")  # instead of an answer
+    expect(page.locator(".msg.assistant")).to_have_count(3)
+    expect(page.locator("#status")).to_have_text("ready")
+    expect(waiting).to_have_attribute("data-state", "output-error")
+    expect(waiting).to_contain_text("cancelled: a new message was sent")
+    expect(waiting.get_by_role("button")).to_have_count(0)
+    expect(page.locator(".msg.assistant").nth(2).locator(".tool")).to_have_count(0)
+    before = page.locator(".msg").all_inner_texts()
+    stored = _stored(base_url)
+    assert stored[3]["parts"][1]["errorText"] == "cancelled: a new message was sent"
+
+    page.reload()  # the same screen after a reload
+    expect(page.locator(".msg")).to_have_count(6)
+    assert page.locator(".msg").all_inner_texts() == before

@@ -41,7 +41,20 @@ class Chat extends AbstractChat {
   }
 }
 
-const chat = new Chat({ id: scenario.id, transport: new DefaultChatTransport({ api: url }) });
+// The README's recipe ("A call left waiting, then a new message"): a call of an earlier
+// message settled by this turn comes as a transient part; the page applies it to that message
+// (useChat: setMessages). Every chat here applies it.
+function onData(part) {
+  if (part.type !== "data-tool-settled") return;
+  const { messageId, toolCallId, ...update } = part.data;
+  chat.messages = chat.messages.map((m) => (m.id !== messageId ? m : {
+    ...m, parts: m.parts.map((p) => (p.toolCallId === toolCallId ? { ...p, ...update } : p)),
+  }));
+}
+
+const chat = new Chat({
+  id: scenario.id, transport: new DefaultChatTransport({ api: url }), onData,
+});
 const steps = [];
 for (const action of scenario.actions) {
   try {

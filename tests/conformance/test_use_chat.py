@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+from pydantic import BaseModel
 
 import helix_stream as hs
 from helix_stream.server import create_app
@@ -36,6 +37,20 @@ async def index_files(count: int, ctx: hs.ToolContext) -> str:
     return f"indexed {count}"
 
 
+class Target(BaseModel):
+    target: str
+
+
+# Waits for an approval (ai@6 and later); ai@5 cannot answer approvals, so for it a client tool.
+deploy = hs.tool(
+    name="deploy",
+    input_schema=Target,
+    execute=lambda t: f"deployed {t.target}",
+    needs_approval=True,
+)
+ask_user = hs.tool(name="ask_user", input_schema=Target)  # no execute: the client answers
+
+
 @pytest.fixture(scope="module", params=AI_VERSIONS, ids=[f"ai@{v}" for v in AI_VERSIONS])
 def server(
     request: pytest.FixtureRequest, _loopback_server: LoopbackServer
@@ -48,7 +63,7 @@ def server(
     agent = hs.Agent(
         name="use-chat",
         model="openai/loopback",
-        tools=[index_files],
+        tools=[index_files, ask_user] + ([deploy] if version >= 6 else []),
         settings={"api_base": _loopback_server.api_base, "api_key": "sk-loopback"},
     )
     with serve_app(create_app(hs.Executor(), agent, client_version=version)) as base_url:
@@ -168,3 +183,33 @@ def test_a_tools_data_parts_stream_replace_by_id_and_transient_ones_are_not_kept
     data = [p for p in answer["parts"] if p["type"].startswith("data-")]
     assert data == [{"type": "data-progress", "id": "index", "data": {"done": 3, "of": 3}}]
     assert _stored(server, sid)[-1] == answer
+
+
+def test_a_call_left_waiting_then_a_new_message_shows_the_same_after_a_reload(
+    server: tuple[int, str], loopback: LoopbackServer
+) -> None:
+    version = server[0]
+    sid = f"left-{version}"
+    waiting = "deploy" if version >= 6 else "ask_user"
+    loopback.script(tool_calls((waiting, {"target": "prod"})), text("Something else, then."))
+    steps = _chat(
+        server, sid, {"send": {"text": "Deploy to prod"}}, {"send": {"text": "Never mind"}}
+    )
+    assert [step.get("error") for step in steps] == [None, None]
+    asked = steps[0]["messages"][1]["parts"][1]
+    assert asked["state"] == ("approval-requested" if version >= 6 else "input-available")
+    shown = steps[1]["messages"]
+    # The call ended on its own message, readable and without a pending state (no buttons);
+    # the new answer holds only its text.
+    assert _texts(shown) == [
+        ("user", "Deploy to prod"), ("assistant", ""), ("user", "Never mind"),
+        ("assistant", "Something else, then."),
+    ]  # fmt: skip
+    part = shown[1]["parts"][1]
+    assert (part["state"], part["errorText"]) == (
+        "output-error",
+        "cancelled: a new message was sent",
+    )
+    assert [p["type"] for p in shown[3]["parts"]] == ["step-start", "text"]
+    # A reload shows the same messages, the same parts.
+    assert _stored(server, sid) == shown

@@ -74,6 +74,52 @@ async def test_unknown_session_is_refused_and_nothing_is_written(executor: hs.Ex
     assert await executor.store.get_session("nope") is None
 
 
+# -- names the agent does not have --------------------------------------------------------
+
+
+async def test_a_tool_the_agent_lacks_is_recorded_with_a_warning(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
+    weather = hs.tool(name="get_weather", input_schema=CityInput, execute=lambda i: "sunny")
+    agent = agent_for(loopback, [weather])
+    await start_session(executor, loopback)
+    items = [
+        hs.disable_tools(["get_weather", "web_serch", "github__delete_repo"]),
+        hs.enable_tools(["web_serch"]),
+        hs.instruction("Be brief."),
+    ]
+    added = await executor.add_context_for(agent, SID, items, key="k1")
+    assert added == hs.ContextAdded(
+        recorded=3, warnings=("unknown tool 'web_serch'", "unknown tool 'github__delete_repo'")
+    )
+    # Recorded as given, the unknown names too (an MCP server may bring them later).
+    queued = [e.items for e in await pending_context(executor.store, SID)]
+    assert [i.get("disable") for i in queued[0]] == [
+        ["get_weather", "web_serch", "github__delete_repo"], None, None,
+    ]  # fmt: skip
+    # A retry under the same key records nothing, and still says what is wrong with the items.
+    again = await executor.add_context_for(agent, SID, items, key="k1")
+    assert (again.recorded, len(again.warnings)) == (0, 2)
+    known = await executor.add_context_for(agent, SID, [hs.enable_tools(["get_weather"])])
+    assert known == hs.ContextAdded(recorded=1)
+    # add_context knows no agent: the count, as ever.
+    assert await executor.add_context(SID, [hs.disable_tools(["nope"])]) == 1
+
+
+async def test_add_context_for_refuses_as_add_context_does_and_writes_nothing(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
+    agent = agent_for(loopback)
+    await start_session(executor, loopback)
+    before = await snapshot(executor.store, SID)
+    with pytest.raises(hs.ContextValidationError):
+        await executor.add_context_for(agent, SID, [hs.disable_tools(["x"]), {"kind": "shout"}])
+    assert await snapshot(executor.store, SID) == before
+    with pytest.raises(hs.SessionNotFoundError):
+        await executor.add_context_for(agent, "nope", [hs.disable_tools(["x"])])
+    assert await executor.store.get_session("nope") is None
+
+
 # -- keys ----------------------------------------------------------------------------------
 
 

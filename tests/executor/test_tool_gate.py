@@ -306,6 +306,39 @@ async def test_a_late_client_answer_becomes_a_late_answer_notice(
     assert (row.kind, row.source) == ("notice", "late-answer")
 
 
+async def test_a_new_message_cancels_a_waiting_call_on_its_own_message(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
+    ran = Ran()
+    a = agent(loopback, [ran.tool("deploy", needs_approval=True)])
+    loopback.script(tool_calls(("deploy", {"q": "prod"})))
+    await turn(executor, a, "deploy it")
+    asked = (await executor.ui_messages(SID))[-1]
+    loopback.script(text("ok"))
+    chunks = await turn(executor, a, "something else")
+    # The call's result names the message it belongs to; the call is not announced again.
+    tool_chunks = [ch for ch in chunks if "tool_call_id" in dir(ch)]
+    assert tool_chunks == [
+        c.ToolSettled(
+            message_id=asked["id"],
+            tool_name="deploy",
+            result=c.ToolCancelled(tool_call_id="call_0_deploy"),
+        )
+    ]
+    assert ran.bodies == []
+    sent = loopback.bodies()[-1]["messages"]
+    assert json.loads(sent[-2]["content"])["status"] == "cancelled"
+    assert sent[-1] == {"role": "user", "content": "something else"}
+    messages = await executor.ui_messages(SID)
+    assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant"]
+    cancelled = messages[1]["parts"][1]
+    assert (cancelled["state"], cancelled["errorText"]) == (
+        "output-error",
+        "cancelled: a new message was sent",
+    )
+    assert [p["type"] for p in messages[3]["parts"]] == ["step-start", "text"]
+
+
 async def test_running_a_paused_session_without_an_answer_is_refused(
     executor: hs.Executor, loopback: LoopbackServer
 ) -> None:

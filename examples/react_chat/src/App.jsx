@@ -1,18 +1,30 @@
-// useChat (ai@7) against helix_stream's chat server: resume after a reload, stop on the server.
+// useChat (ai@7) against helix_stream's chat server: resume after a reload, stop on the server,
+// approvals (and a call left waiting when a new message is sent, settled on its own message).
 import { useChat } from "@ai-sdk/react";
-import { DefaultChatTransport } from "ai";
+import { DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses } from "ai";
 import { useState } from "react";
 
 export const API = "/api/chat";
 const transport = new DefaultChatTransport({ api: API });
 
 export function App({ id, initialMessages }) {
-  const { messages, sendMessage, regenerate, stop, status, error } = useChat({
+  const { messages, setMessages, sendMessage, regenerate, stop, status, error, addToolApprovalResponse } = useChat({
     id,
     messages: initialMessages,
     transport,
     resume: true, // on load: GET /api/chat/{id}/stream follows a running answer (204: none)
+    sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses, // answers go back
+    // A call left waiting when the user sent a new message is settled on its own (earlier)
+    // message; a stream fills one message, so the server says so in a transient part.
+    onData: (part) => {
+      if (part.type !== "data-tool-settled") return;
+      const { messageId, toolCallId, ...update } = part.data;
+      setMessages((messages) => messages.map((m) => m.id !== messageId ? m : {
+        ...m, parts: m.parts.map((p) => (p.toolCallId === toolCallId ? { ...p, ...update } : p)),
+      }));
+    },
   });
+  const answer = (part, approved) => addToolApprovalResponse({ id: part.approval.id, approved });
   const [input, setInput] = useState("");
   const busy = status === "submitted" || status === "streaming";
 
@@ -39,7 +51,17 @@ export function App({ id, initialMessages }) {
           <b>{message.role}: </b>
           {message.parts.map((part, i) =>
             part.type === "text" ? <span key={i} className="text">{part.text}</span>
-            : part.type.startsWith("tool-") ? <code key={i} className="tool">[{part.type.slice(5)}: {part.state}] </code>
+            : part.type.startsWith("tool-") ? (
+              <span key={i} className="tool" data-state={part.state}>
+                <code>[{part.type.slice(5)}: {part.state}{part.errorText ? ` — ${part.errorText}` : ""}] </code>
+                {part.state === "approval-requested" && (
+                  <>
+                    <button type="button" onClick={() => answer(part, true)}>Approve</button>
+                    <button type="button" onClick={() => answer(part, false)}>Deny</button>
+                  </>
+                )}
+              </span>
+            )
             : null,
           )}
           {message.metadata?.interrupted && <em className="interrupted"> (interrupted)</em>}
