@@ -76,6 +76,21 @@ async def _observed(
             yield chunk
 
 
+async def _first_then(first: Chunk, rest: AsyncIterator[Chunk]) -> AsyncGenerator[Chunk, None]:
+    try:
+        yield first
+        async for chunk in rest:
+            yield chunk
+    finally:
+        await _aclose(rest)
+
+
+async def _aclose(iterator: AsyncIterator[Chunk]) -> None:
+    aclose = getattr(iterator, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
+
 class StreamTextResult:
     """A run in progress. Iterate it for chunks, or await what it produced.
 
@@ -91,6 +106,16 @@ class StreamTextResult:
         self._state = _Progress()
         self._gen: AsyncGenerator[Chunk, None] | None = None
         self._closing: asyncio.Task[None] | None = None
+        self._started: AsyncIterator[Chunk] | None = None
+
+    @classmethod
+    def started(cls, first: Chunk, rest: AsyncIterator[Chunk]) -> StreamTextResult:
+        """A run already under way (``Executor.start`` read its first chunk): ``first``, then
+        the rest of ``rest``. Closing it closes ``rest`` even if it is never iterated again,
+        so a started turn that nobody reads still ends at once."""
+        result = cls(lambda: _first_then(first, rest))
+        result._started = rest
+        return result
 
     def _open(self) -> AsyncGenerator[Chunk, None]:
         self._gen = _observed(self._factory(), self._state)
@@ -130,6 +155,9 @@ class StreamTextResult:
             await self._closing
         else:
             await self._gen.aclose()
+        if self._started is not None:
+            # An unstarted generator closes without running its body: close what it wraps.
+            await _aclose(self._started)
 
     async def __aenter__(self) -> StreamTextResult:
         return self

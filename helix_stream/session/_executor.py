@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncGenerator, Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .._limits import check_json, check_key, check_session_id, show
 from .._options import options_over, split_options
-from ..chunks import Chunk, ErrorChunk
+from ..chunks import ErrorChunk
 from ..context import (
     APP_SOURCE,
     LATE_ANSWER_SOURCE,
@@ -227,7 +227,7 @@ class Executor:
         if isinstance(first, ErrorChunk):
             await result.aclose()
             raise first.error
-        return StreamTextResult(lambda: _replay_first(first, iterator))
+        return StreamTextResult.started(first, iterator)
 
     # -- answers to a paused turn ----------------------------------------------------------
 
@@ -629,12 +629,3 @@ def _late_row(
             if call["id"] == answer.tool_call_id:
                 return late_answer_row(call["function"]["name"], call["id"], answer.output)
     return None
-
-
-async def _replay_first(first: Chunk, rest: Any) -> AsyncGenerator[Chunk, None]:
-    try:
-        yield first
-        async for chunk in rest:
-            yield chunk
-    finally:
-        await rest.aclose()

@@ -288,3 +288,15 @@ async def test_rewind_and_branch_refusals_write_nothing(
     with pytest.raises(hs.SessionBusyError):
         await executor.retry(SID)
     assert await snapshot(executor.store, SID) == before
+
+
+async def test_a_started_turn_closed_unread_ends_at_once(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
+    # Regression: Executor.start's result, closed before it was iterated, left the session
+    # "running" until the garbage collector finalized the turn.
+    loopback.script(text("slow answer", pieces=2, hang=True))
+    run = await executor.start(agent(loopback), SID, "hi")
+    assert (await executor.session(SID)).status == "running"
+    await run.aclose()
+    assert (await executor.session(SID)).status == "idle"
