@@ -26,6 +26,7 @@ from starlette.routing import BaseRoute, Route
 from .._limits import check_session_id
 from ..agent import Agent
 from ..errors import FrameworkNotSupportedError, HelixError, SessionNotFoundError
+from ..models._pool import set_max_connections
 from ..session import Executor
 from ..session._records import UserRecord, new_message_id
 from ..store import PostgresStore
@@ -148,6 +149,7 @@ def routes(
     detached_timeout: float | None = DETACHED_TIMEOUT,
     turns: RunningTurns | None = None,
     stop_elsewhere: StopElsewhere | None = None,
+    max_connections: int | None = None,
 ) -> list[BaseRoute]:
     """The chat server's routes, to mount in a Starlette or FastAPI app: ``POST {api_path}``
     (chat), ``POST {context_path}``, and ``{api_path}/{id}/messages``, ``/stream`` (resume) and
@@ -186,11 +188,16 @@ def routes(
             (default: a new :class:`RunningTurns`).
         stop_elsewhere: Stops a turn that runs in another process (see
             :class:`StopElsewhere`). Without it, stopping such a turn is refused with 501.
+        max_connections: Connections to the model provider at once (litellm's pool, per host
+            and in all; process-wide). Default: 4,096, so that 1,000 streaming chats never
+            wait for a connection (litellm's own default is 500 per host).
 
     Returns:
         A list of Starlette routes.
     """
     _check_client(agent, client_version)
+    if max_connections is not None:
+        set_max_connections(max_connections)  # at startup; litellm need not be loaded yet
     handlers = _Handlers(
         executor=executor,
         agent=agent,
