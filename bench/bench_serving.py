@@ -22,6 +22,12 @@ Gemini and Bedrock Converse wire formats) streams every answer. Each framework
   (WAL) and on PostgreSQL: chats per second, and concurrent POSTs to one session from
   connections that different workers accepted: exactly one turn runs (the model server counts
   the calls), the others are refused.
+* **(g) 1,000 chats at once** on one helix process (SQLiteStore), the model streaming
+  ``--words`` words ``--delay-ms`` apart: p50/p99 time to the first ``text-delta``, p99 to the
+  end, and every chat complete; once with helix's default connection pool
+  (``routes(max_connections=...)``, 4,096) and once capped at litellm's own default of 500 per
+  host (``AIOHTTP_CONNECTOR_LIMIT_PER_HOST=500``), where the second 500 chats queue behind
+  the first. ``--quick`` runs the default pool only.
 """
 
 from __future__ import annotations
@@ -576,11 +582,47 @@ async def part_d(args: argparse.Namespace, base: str, model_port: int, tmp: Path
         )
 
 
+# -- (g): a thousand chats on one process ------------------------------------------------------
+
+
+async def part_g(args: argparse.Namespace, base: str, tmp: Path) -> None:
+    model = f"words-{args.words}-{args.delay_ms}"
+    pools = [("helix default (4,096)", None)]
+    if not args.quick:
+        pools.append(("litellm default (500 per host)", "500"))
+    rows = []
+    for label, cap in pools:
+        port = free_port()
+        store = str(tmp / f"g-{cap or 'default'}.db")
+        extra = {"AIOHTTP_CONNECTOR_LIMIT_PER_HOST": cap} if cap else None
+        with process(server_args("helix", port, base, model, store), extra) as server:
+            await wait_ready(port)
+            for i in range(3):
+                warm = await post_chat(port, chat_body(f"warm-g-{i}", "Say the words."))
+                assert check(warm, args.words) is None, check(warm, args.words)
+            rows.append((label, await burst(port, server.pid, "g", args.big_chats, args.words)))
+    print(
+        f"\n(g) {args.big_chats} chats opened at once on one helix process (SQLiteStore); the "
+        f"model streams {args.words} words {args.delay_ms} ms apart\n"
+    )
+    print("| connection pool | complete | first text p50 | first text p99 | end p99 | wall |")
+    print("|---|---|---|---|---|---|")
+    for label, r in rows:
+        first, end = r["first"] or [math.nan], r["end"] or [math.nan]
+        print(
+            f"| {label} | {r['complete']}/{args.big_chats} | {pct(first, 50):.2f} s "
+            f"| {pct(first, 99):.2f} s | {pct(end, 99):.2f} s | {r['wall']:.1f} s |"
+        )
+        for failure in r["failures"][:3]:
+            print(f"    failure: {failure}")
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add = parser.add_argument
     add("--quick", action="store_true", help="a short run: fewer chats, words and runs")
-    add("--parts", default="abcdef", help="which parts to run (default abcdef)")
+    add("--parts", default="abcdefg", help="which parts to run (default abcdefg)")
+    add("--big-chats", type=int, default=1000, help="chats at once in (g)")
     add("--chats", type=int, default=200)
     add("--words", type=int, default=40)
     add("--delay-ms", type=int, default=20)
@@ -631,6 +673,8 @@ async def main(argv: list[str]) -> int:
         if "f" in args.parts:
             part_b(args, base, "gemini", "f")
             part_b(args, base, "bedrock", "f")
+        if "g" in args.parts:
+            await part_g(args, base, Path(tmp))
     return 0
 
 

@@ -76,6 +76,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=1,
         help="uvicorn worker processes (above 1: a SQLite file or postgres:// store)",
     )
+    serve.add_argument(
+        "--max-connections",
+        type=int,
+        default=None,
+        help="connections to the model provider at once, per process (default 4096)",
+    )
     chat = sub.add_parser("chat", help="stream a demo conversation to the terminal")
     chat.add_argument("--model", default="helix/demo")
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -87,7 +93,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .server._demo import serve_demo
 
     return serve_demo(
-        host=args.host, port=args.port, model=args.model, store=args.store, workers=args.workers
+        host=args.host,
+        port=args.port,
+        model=args.model,
+        store=args.store,
+        workers=args.workers,
+        max_connections=args.max_connections,
     )
 
 

@@ -27,6 +27,7 @@ from typing import Any
 from .. import errors
 from ..telemetry._filters import credential_strings, redact
 from ._lean_stream import lighten_stream
+from ._pool import apply_pool
 
 __all__ = [
     "NO_INNER_RETRIES",
@@ -65,6 +66,7 @@ def litellm_module() -> ModuleType:
                 # litellm prints a "Give Feedback / Get Help" banner for every failed call.
                 litellm.suppress_debug_info = True
                 register_demo(litellm)
+                apply_pool(litellm)  # sized for the server, not litellm's 500 per host
                 _litellm = litellm
     return _litellm
 

@@ -257,5 +257,6 @@ def chat_actions(body: ChatRequest) -> ChatActions:
         return ChatActions(None, None, last.id, approvals, outputs)
     if last.role != "user":
         raise InvalidRequestError("the last message must be the user's or the assistant's")
-    content, parts = user_content(last.parts, f"the last user message ({last.id!r})")
+    where = f"messages[{len(body.messages) - 1}] (the last user message, {last.id[:200]!r})"
+    content, parts = user_content(last.parts, where)
     return ChatActions(content, last.id, None, approvals, outputs, user_parts=parts)

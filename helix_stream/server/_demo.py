@@ -36,6 +36,7 @@ from starlette.staticfiles import StaticFiles
 
 from ..agent import Agent
 from ..models import load_litellm
+from ..models._pool import POOL_ENV, set_max_connections
 from ..session import Executor
 from ..store import open_store
 from ..tools import Tool, tool
@@ -156,6 +157,7 @@ def serve_demo(
     model: str = DEFAULT_MODEL,
     store: str = DEFAULT_STORE,
     workers: int = 1,
+    max_connections: int | None = None,
 ) -> int:
     """Run the demo with uvicorn until interrupted; print its URL first.
 
@@ -166,6 +168,8 @@ def serve_demo(
         store: Where sessions live: a SQLite file, ``:memory:``, or a ``postgres://`` URL.
         workers: uvicorn worker processes. Above 1 the store must be shared by processes: a
             SQLite file or PostgreSQL, not ``:memory:``.
+        max_connections: Connections to the model provider at once, per process (default:
+            :data:`~helix_stream.models._pool.DEFAULT_MAX_CONNECTIONS`).
 
     Returns:
         The process exit code (2 for settings that cannot work).
@@ -182,6 +186,13 @@ def serve_demo(
             file=sys.stderr,
         )
         return 2
+    if max_connections is not None:
+        if max_connections < 1:
+            print(f"--max-connections must be 1 or more, not {max_connections}", file=sys.stderr)
+            return 2
+        set_max_connections(max_connections)
+        # The environment carries it to the worker processes (read when they load litellm).
+        os.environ[POOL_ENV] = str(max_connections)
     shown = f"[{host}]" if ":" in host else host
     print(
         f"helix-stream demo: http://{shown}:{port}/  (model {model}, store {store}"

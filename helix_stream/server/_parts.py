@@ -10,7 +10,9 @@ litellm's OpenAI-format content, and the rule for what can be carried:
   ``{"type": "file", "file": {...}}``: a ``data:`` URL as ``file_data``, an ``https:`` URL as
   ``file_id`` (litellm passes URLs on to providers that fetch them);
 * anything else — another media type, a URL that is neither ``data:`` nor ``https:`` — is
-  refused with a 400 that names it: nothing is ever dropped silently.
+  refused with a 400 that names it: nothing is ever dropped silently;
+* a ``data:`` URL must be what its part declares (its media type, and an image's or a PDF's
+  bytes: :func:`helix_stream._media.check_file`), else a 400 naming the part.
 
 Other part types a client may send along (``step-start``, ``reasoning``, ``source-url``, data
 parts) carry nothing for the model and are left out.
@@ -21,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._media import check_file, media_type as bare_type
 from ..errors import InvalidRequestError
 
 __all__ = ["DOCUMENT_TYPES", "IMAGE_TYPES", "user_content"]
@@ -33,12 +36,14 @@ def _file_part(part: Mapping[str, Any], where: str) -> dict[str, Any]:
     media_type, url = part.get("mediaType"), part.get("url")
     if not isinstance(media_type, str) or not isinstance(url, str):
         raise InvalidRequestError(f"{where}: a file part needs string mediaType and url")
-    media_type = media_type.split(";")[0].strip().lower()
+    media_type = bare_type(media_type)
     if not url.startswith(("data:", "https://")):
         raise InvalidRequestError(
             f"{where}: the file's url must be a data: URL or an https:// URL, not "
             f"{url.split(':', 1)[0][:20]!r}"
         )
+    if media_type in IMAGE_TYPES or media_type in DOCUMENT_TYPES:
+        check_file(media_type, url, where)
     if media_type in IMAGE_TYPES:
         return {"type": "image_url", "image_url": {"url": url}}
     if media_type in DOCUMENT_TYPES:

@@ -26,6 +26,7 @@ from starlette.routing import BaseRoute, Route
 from .._limits import check_session_id
 from ..agent import Agent
 from ..errors import FrameworkNotSupportedError, HelixError, SessionNotFoundError
+from ..models._pool import set_max_connections
 from ..session import Executor
 from ..session._records import UserRecord, new_message_id
 from ..store import PostgresStore
@@ -148,6 +149,7 @@ def routes(
     detached_timeout: float | None = DETACHED_TIMEOUT,
     turns: RunningTurns | None = None,
     stop_elsewhere: StopElsewhere | None = None,
+    max_connections: int | None = None,
 ) -> list[BaseRoute]:
     """The chat server's routes, to mount in a Starlette or FastAPI app: ``POST {api_path}``
     (chat), ``POST {context_path}``, and ``{api_path}/{id}/messages``, ``/stream`` (resume) and
@@ -160,8 +162,7 @@ def routes(
     Args:
         executor: Runs the turns and holds the sessions.
         agent: The agent every chat turn runs.
-        authenticate: Called with the request before anything else on every route (see
-            :class:`Authenticate`).
+        authenticate: Called with the request first on every route (:class:`Authenticate`).
         authorize: Called with the caller and the session id on every route, to keep callers
             to their own sessions (see :class:`Authorize`).
         client_version: Major version of the ``ai`` npm package the clients run (5, 6 or 7);
@@ -172,25 +173,25 @@ def routes(
         run_options: Extra ``executor.run`` arguments per request (see :class:`RunOptions`).
         on_error: Chooses the ``errorText`` sent for a failed turn (default: masked).
         generate_message_id: Makes the id of each new assistant message (default: random).
-        streams: Where active streams are kept for resume; default: a
-            :class:`SharedStreamRegistry` (resume on any process) when the executor's store
-            is a PostgresStore, else an in-process :class:`StreamRegistry`.
+        streams: Where active streams are kept for resume; default: a PostgresStore's
+            :class:`SharedStreamRegistry` (any process resumes), else a :class:`StreamRegistry`.
         send_sources: Send ``source-url`` parts for the sources the model cited.
         on_disconnect: What a chat client that goes away does to its turn: ``"continue"``
             (default) lets the turn run to its end, resumable from ``GET .../stream``, until
             the stop route ends it; ``"cancel"`` cancels it at once (stored as interrupted).
         detached_timeout: With ``"continue"``: seconds a turn whose client went away may run
-            on (default 600; ``None``: only the run's own limits bound it); then it is
-            cancelled as with ``"cancel"``.
+            on (default 600; ``None``: only the run's own limits), then cancelled.
         turns: Where the turns running in this process are registered for the stop route
             (default: a new :class:`RunningTurns`).
         stop_elsewhere: Stops a turn that runs in another process (see
             :class:`StopElsewhere`). Without it, stopping such a turn is refused with 501.
+        max_connections: Connections to the model provider at once (litellm's pool, per host;
+            process-wide). Default 4,096: 1,000 chats never wait (litellm's own: 500).
 
     Returns:
         A list of Starlette routes.
     """
-    _check_client(agent, client_version)
+    _check_startup(agent, client_version, max_connections)
     handlers = _Handlers(
         executor=executor,
         agent=agent,
@@ -234,8 +235,10 @@ def default_registry(executor: Executor) -> StreamRegistry | SharedStreamRegistr
     return StreamRegistry()
 
 
-def _check_client(agent: Agent, client_version: int) -> None:
-    """Refuse, at startup, a client version that cannot serve the agent."""
+def _check_startup(agent: Agent, client_version: int, max_connections: int | None) -> None:
+    """Refuse, at startup, a client version that cannot serve the agent; size the pool."""
+    if max_connections is not None:
+        set_max_connections(max_connections)  # litellm need not be loaded yet
     if client_version not in (5, 6, 7):
         raise ValueError(f"client_version must be 5, 6 or 7, not {client_version!r}")
     approvals = sorted(n for n, t in agent.tool_map.items() if t.pauses_for == "approval")
@@ -294,15 +297,7 @@ class _Handlers:
         await self._authorized(auth, session_id)
         actions = chat_actions(body)
         options = await self._run_options(request, auth)
-        message_id: str | None
-        if body.trigger == "regenerate-message":
-            # The client dropped the message it regenerates; the session drops it too, and
-            # the turn answers the stored user message again, as a new message.
-            await self.executor.regenerate(session_id, body.messageId)
-            message_id, user_input = self.new_message_id(), None
-            actions = replace(actions, approvals=[], tool_answers=[])
-        else:
-            message_id, user_input = self._turn_input(actions)
+        message_id, user_input, actions = await self._rewound(body, actions, auth, options)
         # Claims the session before the response starts: a refusal (busy, unanswered calls,
         # an unknown session to continue) is still a JSON error with its status. Registered
         # for the stop route first, so that a stop finds the turn from its claim on.
@@ -332,6 +327,50 @@ class _Handlers:
             self.registry.record(session_id, ui),
             on_disconnect=self.on_disconnect,
             detached_timeout=self.detached_timeout,
+        )
+
+    async def _rewound(
+        self, body: ChatRequest, actions: ChatActions, auth: Any, options: dict[str, Any]
+    ) -> tuple[str | None, dict[str, Any] | None, ChatActions]:
+        """The turn's message id, input and actions, once the rewind the body asks is done:
+        ``regenerate-message`` drops the answer it regenerates, an edit
+        (``sendMessage({messageId})``: a submit whose ``messageId`` is its user message's)
+        drops the stored message it replaces and all after it. Each rewind is a write, so
+        the run is checked first: a refused run (a missing tool context, a bad option) is
+        refused before anything is written."""
+        session_id = body.id
+        if body.trigger == "regenerate-message":
+            # The client dropped the message it regenerates; the session drops it too, and
+            # the turn answers the stored user message again, as a new message.
+            regenerated = self.new_message_id()
+            self._check_run(session_id, None, regenerated, auth, options)
+            await self.executor.regenerate(session_id, body.messageId)
+            return regenerated, None, replace(actions, approvals=[], tool_answers=[])
+        message_id, user_input = self._turn_input(actions)
+        if body.messageId is not None and body.messageId == actions.user_message_id:
+            self._check_run(session_id, user_input, message_id, auth, options)
+            await self.executor._rewind_before(session_id, body.messageId)
+        return message_id, user_input, actions
+
+    def _check_run(
+        self,
+        session_id: str,
+        user_input: dict[str, Any] | None,
+        message_id: str | None,
+        auth: Any,
+        options: dict[str, Any],
+    ) -> None:
+        """Refuse, without writing, a run ``executor.start`` would refuse before reading the
+        session (``executor.run`` checks its arguments at once; the run itself is lazy and is
+        dropped unstarted)."""
+        self.executor.run(
+            self.agent,
+            session_id,
+            user_input,
+            message_id=message_id,
+            auth=auth,
+            channel="http",
+            **options,
         )
 
     def _turn_input(self, actions: ChatActions) -> tuple[str | None, dict[str, Any] | None]:

@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .._limits import check_json, check_key, check_session_id
+from .._media import check_content
 from .._options import options_over, split_options
 from ..chunks import ErrorChunk
 from ..context import (
@@ -144,8 +145,10 @@ class Executor(SessionHistory):
         Raises:
             ToolContextError: a tool's context is missing or invalid (nothing was written).
             InvalidRequestError: ``input`` has the wrong shape or invalid text (a lone
-                surrogate), ``session_id`` is not a valid id, or an option or litellm param
-                cannot be used (nothing was written).
+                surrogate, a file content part that is not what it says), ``session_id`` is
+                not a valid id, or an option or litellm param cannot be used (nothing was
+                written). A run without ``input`` on a session that waits for nothing (its
+                last turn ended with the assistant's answer) is refused as the run's error.
             TypeError: ``identify(auth)`` is not JSON-safe (nothing was written).
         """
         return self._turn(
@@ -177,6 +180,7 @@ class Executor(SessionHistory):
         message = _input_message(input)
         if message is not None:
             check_json(message)  # no lone surrogate, no absurd nesting: refused before writing
+            check_content(message, "input")  # a file that is not what it says (README)
         _check_identity(self.identify(auth))
         given, litellm_params = split_options(options or {})
         merged = options_over(agent, given, litellm_params)

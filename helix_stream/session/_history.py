@@ -13,7 +13,7 @@ from ..context import ContextRow
 from ..errors import InvalidRequestError, SessionBusyError, SessionNotFoundError, StateError
 from ..store import Checkpoint, LogRecord, SessionRecord, Store
 from ._meta import TurnMeta, app_meta, forget_sandboxes
-from ._records import AssistantRecord
+from ._records import AssistantRecord, UserRecord
 from ._ui import ui_messages
 
 __all__ = ["SessionHistory", "check_idle"]
@@ -109,6 +109,34 @@ class SessionHistory:
         if users[-1] < log[-1].seq:
             await self.store.rewind(session_id, users[-1])
         await self.store.set_status(session_id, "idle", expect=("idle", "paused", "failed"))
+
+    async def _rewind_before(self, session_id: str, message_id: str) -> bool:
+        """Rewind the session to just before its user message ``message_id`` (by the rewind
+        rules of :meth:`retry`), so that the next turn replaces that message: what ``useChat``
+        asks by ``sendMessage({..., messageId})`` (an edit; the way out of a stored file a
+        provider refuses, README "Regenerate, files and data parts").
+
+        Returns:
+            Whether the session has that message (if not, nothing was written).
+
+        Raises:
+            SessionNotFoundError, SessionBusyError (running).
+        """
+        snapshot = await self.store.read_snapshot(session_id)
+        check_idle(session_id, snapshot.session)
+        seq = next(
+            (
+                r.seq
+                for r in snapshot.log
+                if r.role == "user" and UserRecord.decode(r.payload).message_id == message_id
+            ),
+            None,
+        )
+        if seq is None:
+            return False
+        await self.store.rewind(session_id, seq - 1)
+        await self.store.set_status(session_id, "idle", expect=("idle", "paused", "failed"))
+        return True
 
     async def resume(
         self, session_id: str, mode: str = "continue", checkpoint_id: str | None = None

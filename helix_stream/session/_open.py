@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._messages import message_text
 from ..context import ContextPass
-from ..errors import HelixError, SessionNotFoundError
+from ..errors import HelixError, InvalidRequestError, SessionNotFoundError
 from ..hooks import AgentInfo, ChannelInfo
 from ..loop._config import StepCommit
 from ..loop._setup import RunSetup
@@ -238,6 +238,12 @@ def _refuse(request: TurnRequest, snapshot: Snapshot, view: SessionView) -> None
     status = snapshot.session.status if snapshot.session else "idle"
     if status not in RUNNABLE:
         raise busy(request.session_id)
+    if request.message is None and view.waits_for_nothing:
+        raise InvalidRequestError(
+            f"session {request.session_id!r} waits for nothing: its last turn ended with the "
+            "assistant's answer and no call waits for an answer; send a user message (or "
+            "regenerate the answer)"
+        )
     check_answerable(
         view.waiting,
         view.answers,

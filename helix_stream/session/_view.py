@@ -56,6 +56,15 @@ class SessionView:
             self.deadline = float(self.meta.paused_at) + agent.client_tool_timeout
 
     @property
+    def waits_for_nothing(self) -> bool:
+        """The session's last turn ended with the assistant's answer and nothing waits: a run
+        without a new message would only store a second answer after the first (refused)."""
+        if self.waiting or not self.meta.ended:
+            return False
+        messages = [r for r in self.snapshot.log if r.role != "context"]
+        return bool(messages) and messages[-1].role == "assistant"
+
+    @property
     def inactive_now(self) -> frozenset[str]:
         """The tools switched off by the log's rows and by switch-offs still queued."""
         fold = LogFold()
