@@ -28,7 +28,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from helix_stream._limits import MAX_QUEUED_ITEMS
-from helix_stream.store._shared import check_queue_cap
+from helix_stream.store._shared import (
+    LEASE_RENEW_SECONDS,
+    LEASE_SECONDS,
+    check_lease_options,
+    check_queue_cap,
+)
 from helix_stream.store.sqlite._schema import create_schema
 
 __all__ = ["SQLiteDatabase"]
@@ -58,10 +63,15 @@ class SQLiteDatabase:
         *,
         busy_timeout: float = 10.0,
         max_queued_items: int = MAX_QUEUED_ITEMS,
+        lease_seconds: float = LEASE_SECONDS,
+        lease_renew_seconds: float = LEASE_RENEW_SECONDS,
     ) -> None:
         self.path = os.fspath(path)
         self.busy_timeout = busy_timeout
         self.max_queued_items = check_queue_cap(max_queued_items)
+        self.lease_seconds, self.lease_renew_seconds = check_lease_options(
+            lease_seconds, lease_renew_seconds
+        )
         self.write_transactions = 0
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="helix-sqlite")
         self._loop_conn: sqlite3.Connection | None = None  # used on the event loop's thread
