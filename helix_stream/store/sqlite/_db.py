@@ -13,7 +13,9 @@ Every write is one ``BEGIN IMMEDIATE … COMMIT``: IMMEDIATE takes SQLite's writ
 so a read-then-write such as the request-key check cannot interleave with another writer — not
 another coroutine of this store (a call on the loop runs whole before the next starts), and not
 another ``SQLiteStore`` or process on the same file. Any error rolls the whole transaction back,
-which is also what makes a call that met a lock safe to run again on the thread.
+which is also what makes a call that met a lock safe to run again on the thread. A full disk
+is the store being away for a while: ``StoreUnavailableError`` (503, retryable), translated
+in ``_run`` and nowhere else.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from helix_stream._limits import MAX_QUEUED_ITEMS
+from helix_stream.errors import StoreUnavailableError
 from helix_stream.store._shared import (
     LEASE_RENEW_SECONDS,
     LEASE_SECONDS,
@@ -94,8 +97,23 @@ class SQLiteDatabase:
             return fn(conn)
         except sqlite3.OperationalError as exc:
             if not _is_busy(exc):
+                self._raise_translated(exc)
                 raise
-        return await loop.run_in_executor(self._executor, self._on_thread, fn)
+        try:
+            return await loop.run_in_executor(self._executor, self._on_thread, fn)
+        except sqlite3.Error as exc:
+            self._raise_translated(exc)
+            raise
+
+    def _raise_translated(self, exc: sqlite3.Error) -> None:
+        """The one place SQLite errors become the package's: a full disk (SQLITE_FULL) is a
+        retryable :class:`~helix_stream.errors.StoreUnavailableError`; the rest stay as they
+        are. The transaction was rolled back: nothing was written."""
+        if getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_FULL:
+            raise StoreUnavailableError(
+                f"The SQLite store {self.path} cannot grow: the disk is full. Nothing was "
+                "written (the database is intact); free space, then retry."
+            ) from exc
 
     async def _write(self, fn: Callable[[sqlite3.Connection], tuple[_T, bool]]) -> _T:
         """Run ``fn`` in one IMMEDIATE transaction; it returns (result, wrote_anything)."""
