@@ -17,6 +17,7 @@ The tree::
     ├── ContextKeyConflictError       state_context_key_conflict  409
     ├── SessionBusyError              state_session_busy          409
     ├── StateError                    state_invalid               409
+    │   └── SessionLeaseLostError     state_lease_lost            409
     ├── NoActiveContextError          no_active_context           500
     ├── ToolFailedError               tool_failed                 500 (on the UI stream only)
     ├── ToolProviderError             tool_provider_unavailable   503 retryable
@@ -77,6 +78,7 @@ __all__ = [
     "SandboxPathError",
     "SandboxTimeoutError",
     "SessionBusyError",
+    "SessionLeaseLostError",
     "SessionNotFoundError",
     "SkillError",
     "SkillFormatError",
@@ -262,6 +264,13 @@ class StateError(HelixError):
 
     code = "state_invalid"
     http_status = 409
+
+
+class SessionLeaseLostError(StateError):
+    """A turn's write was refused: its session's lease was taken over by another turn (the
+    lease had expired: README, "Reliability notes"). Nothing was written."""
+
+    code = "state_lease_lost"
 
 
 class NoActiveContextError(HelixError):

@@ -48,15 +48,19 @@ client that comes back (a reload with ``useChat``'s ``resume: true``) follows it
 turn as soon as its client has gone.
 
 litellm takes seconds to import, and an import blocks the event loop: :func:`create_app`
-imports it at startup (:func:`lifespan`). Mounting :func:`routes` in your own app, use
-``lifespan`` as your app's (``FastAPI(lifespan=lifespan)``) or call
-:func:`~helix_stream.models.load_litellm` in your own at startup.
+imports it at startup (:func:`lifespan`). At shutdown (a deploy's SIGTERM) the app's lifespan
+ends every turn running in the process as interrupted — what was streamed stored, the session
+idle, its lease released — within ``shutdown_grace`` seconds (:data:`SHUTDOWN_GRACE`).
+Mounting :func:`routes` in your own app, give them a ``turns=RunningTurns()`` and use
+``functools.partial(lifespan, turns=turns)`` as your app's lifespan
+(``FastAPI(lifespan=...)``), or call :func:`~helix_stream.models.load_litellm` at startup and
+``await turns.stop_all()`` at shutdown in your own.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Sequence
+import functools
+from collections.abc import Sequence
 from typing import Any
 
 from starlette.applications import Starlette
@@ -78,11 +82,13 @@ from ._routes import (
     routes,
 )
 from ._shared_streams import SharedStreamRegistry
+from ._shutdown import SHUTDOWN_GRACE, lifespan
 from ._streams import ActiveStream, StreamRegistry
 from ._turns import RunningTurns, StopElsewhere
 
 __all__ = [
     "DETACHED_TIMEOUT",
+    "SHUTDOWN_GRACE",
     "ActiveStream",
     "Authenticate",
     "Authorize",
@@ -100,18 +106,6 @@ __all__ = [
     "load_litellm",
     "routes",
 ]
-
-
-@contextlib.asynccontextmanager
-async def lifespan(app: Any) -> AsyncIterator[None]:
-    """An app lifespan that imports litellm at startup, before the first request.
-
-    Importing litellm during a request would block every connection of the process for
-    seconds. :func:`create_app` uses it; with FastAPI, ``FastAPI(lifespan=lifespan)``, or
-    call :func:`~helix_stream.models.load_litellm` in a lifespan of your own.
-    """
-    load_litellm()
-    yield
 
 
 def cors_options(origins: Sequence[str]) -> dict[str, Any]:
@@ -146,6 +140,7 @@ def create_app(
     client_version: int = 7,
     max_body_bytes: int = 1_000_000,
     cors_origins: Sequence[str] = (),
+    shutdown_grace: float = SHUTDOWN_GRACE,
     **options: Any,
 ) -> Starlette:
     """A Starlette app serving ``agent`` through ``executor`` (see the module docstring).
@@ -163,6 +158,7 @@ def create_app(
         max_body_bytes: Larger request bodies are refused with 413.
         cors_origins: Origins of front ends on another origin (``"http://localhost:5173"``,
             or ``"*"``): the app answers their CORS preflights (see :func:`cors_options`).
+        shutdown_grace: Seconds the shutdown waits for the running turns to end.
         **options: Passed to :func:`routes` (``authorize``, ``api_path``, ``context_path``,
             ``run_options``, ``on_error``, ``generate_message_id``, ``streams``,
             ``on_disconnect``, ``detached_timeout``, ...).
@@ -170,18 +166,20 @@ def create_app(
     Returns:
         The app (serve it with ``uvicorn``). Its startup imports litellm.
     """
+    turns = options.pop("turns", None) or RunningTurns()
     mounted = routes(
         executor,
         agent,
         authenticate,
         client_version=client_version,
         max_body_bytes=max_body_bytes,
+        turns=turns,
         **options,
     )
     middleware = [Middleware(CORSMiddleware, **cors_options(cors_origins))] if cors_origins else []
     return Starlette(
         routes=mounted,
         middleware=middleware,
-        lifespan=lifespan,
+        lifespan=functools.partial(lifespan, turns=turns, grace=shutdown_grace),
         exception_handlers={HTTPException: http_error_handler},
     )

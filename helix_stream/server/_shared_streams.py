@@ -8,8 +8,9 @@ turn streams, :meth:`record` sends each SSE event to its client at once and publ
 events, in batches every ``flush_interval`` seconds, to the ``ui_stream_events`` table, with a
 ``NOTIFY`` to every process. A
 client that reconnects to any process (``GET .../stream``) gets the events so far and follows
-the rest live until ``finish``; the stream's events are kept for ``keep_for`` seconds after it
-ends, then dropped.
+the rest live until ``finish`` — or, when the turn's process died, until its lease expired
+(then an ``error`` and a ``finish`` end it); the stream's events are kept for ``keep_for``
+seconds after it ends, then dropped.
 
 Publishing never holds up the live client: a batch that cannot be written is logged, and the
 stream simply stops being resumable.
@@ -20,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any
@@ -34,6 +36,19 @@ __all__ = ["SharedStreamRegistry"]
 logger = logging.getLogger("helix_stream.server")
 
 UIChunk = Mapping[str, Any]
+
+# How a follower's stream ends when the turn it follows lost its process (its lease expired):
+# the client's message keeps what it was shown — what the next chat stores as the interrupted
+# answer — and says why it stopped.
+_DEAD_TURN_END: tuple[Mapping[str, Any] | bytes, ...] = (
+    {
+        "type": "error",
+        "errorText": "The server running this answer stopped before it finished; send a new "
+        "message to go on.",
+    },
+    {"type": "finish", "finishReason": "error"},
+    b"data: [DONE]\n\n",
+)
 
 
 class SharedStreamRegistry:
@@ -97,7 +112,7 @@ class SharedStreamRegistry:
         self._followers.setdefault(stream_id, set()).add(grew)
         self._listen()
         try:
-            seq, finished, quiet = 0, False, False
+            seq, finished, quiet, dead = 0, False, False, False
             while True:
                 for seq, events in batches:  # noqa: B007  (the last one read is where to go on)
                     yield events.encode()
@@ -116,11 +131,15 @@ class SharedStreamRegistry:
                     await asyncio.wait_for(grew.wait(), self.poll_interval)
                 except TimeoutError:
                     # A turn whose process died (or could not publish its end) leaves an
-                    # unfinished stream: once its session stops running and a further poll
-                    # brings nothing, nothing will come.
+                    # unfinished stream: once its session stops running (or its lease
+                    # expired) and a further poll brings nothing, nothing will come.
                     if quiet:
+                        if dead:
+                            for chunk in _DEAD_TURN_END:
+                                yield encode_sse_bytes(chunk)
                         return
-                    quiet = not await self._running(session_id)
+                    state = await self._state(session_id)
+                    quiet, dead = state != "running", state == "dead"
         finally:
             followers = self._followers.get(stream_id, set())
             followers.discard(grew)
@@ -131,12 +150,16 @@ class SharedStreamRegistry:
                 self._listener.cancel()
                 self._listener = None
 
-    async def _running(self, session_id: str) -> bool:
+    async def _state(self, session_id: str) -> str:
+        """``"running"``; ``"dead"``: running under a lease that expired (its process died);
+        else ``"ended"``."""
         try:
             session = await self.store.get_session(session_id)
         except Exception:  # unreadable: as if it were not running (the poll decides)
-            return False
-        return session is not None and session.status == "running"
+            return "ended"
+        if session is None or session.status != "running":
+            return "ended"
+        return "dead" if session.lease_expired(time.time()) else "running"
 
     def _listen(self) -> None:
         """Start this process's one listener for stream notifications, while anyone follows."""

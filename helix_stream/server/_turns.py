@@ -114,6 +114,21 @@ class RunningTurns:
             del self._turns[turn.session_id]
         turn.ended.set()
 
+    async def stop_all(self, *, timeout: float = CLEANUP_TIMEOUT) -> int:
+        """Stop every turn running in this process (a server shutting down); return how many.
+
+        Each ends as a stop ends it: what was streamed stored as interrupted, the session
+        idle, its lease released. Returns once all have ended, or after ``timeout`` seconds
+        (a turn still ending then is left to its lease).
+        """
+        ids = list(self._turns)
+        if not ids:
+            return 0
+        results = await asyncio.gather(
+            *(self.stop(sid, timeout=timeout) for sid in ids), return_exceptions=True
+        )
+        return sum(1 for r in results if r is True)
+
     async def stop(self, session_id: str, *, timeout: float = CLEANUP_TIMEOUT) -> bool:
         """Stop the turn of ``session_id`` if it runs in this process; return once it ended.
 

@@ -48,11 +48,13 @@ def opening(
     message: dict[str, Any] | None,
     settled: Sequence[dict[str, Any]] = (),
     rows: Sequence[dict[str, Any]] = (),
+    recovered: Sequence[dict[str, Any]] = (),
 ) -> TurnWrite:
-    """The part of a turn's first commit that opens it: the settled calls' tool messages, the
-    user's message, late-answer ``rows``, and the bookkeeping (where the turn's model calls
-    start in the log; the settled calls' answers cleared)."""
-    messages = [*settled, *([message] if message is not None else [])]
+    """The part of a turn's first commit that opens it: the settled calls' tool messages, what
+    a takeover recovered (``_open``), the user's message, late-answer ``rows``, and the
+    bookkeeping (where the turn's model calls start in the log; the settled calls' answers
+    cleared)."""
+    messages = [*settled, *recovered, *([message] if message is not None else [])]
     patch = meta.starting_at(last_seq(view) + len(messages))
     patch.update(meta.settled([w.call.id for w in view.waiting]))
     return TurnWrite(messages=messages, rows=list(rows), meta=patch)

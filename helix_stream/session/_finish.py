@@ -15,8 +15,11 @@ with that write as the turn's assistant message, marked interrupted, so that the
 matches the screen and the next request still alternates user and assistant.
 
 The status write runs through :func:`helix_stream._cleanup.run_cleanup`, shielded from
-cancellation (a cancelled request cancels every later await under anyio), and is retried for
-about 16 s: a session must never stay ``running`` because one write failed.
+cancellation (a cancelled request cancels every later await under anyio), and is retried with
+a bounded backoff for about two minutes while the store is away (a full disk, a PostgreSQL
+outage): a session must not stay ``running`` because one write failed. It stops at once when
+the turn's lease was taken over (the session is another turn's), and if the store stays away
+longer the lease frees the session anyway.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import logging
 from typing import Any
 
 from .._cleanup import run_cleanup
+from ..errors import SessionLeaseLostError, SessionNotFoundError
 from ..state import TurnInfo
 from ..store import SessionStatus, Store, TurnWrite
 from ._events import TurnEvents
@@ -35,8 +39,8 @@ __all__ = ["finish_turn", "log_failure"]
 logger = logging.getLogger("helix_stream.session")
 
 # Seconds before each retry of the final status write (a store that is away for a while, a
-# PostgreSQL failover: about 16 s in all).
-_RETRY_DELAYS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+# PostgreSQL failover or outage, a disk that was full: about two minutes in all).
+_RETRY_DELAYS = (0.25, 0.5, 1.0, 2.0, 4.0, *(8.0,) * 14)
 
 
 async def finish_turn(
@@ -72,19 +76,31 @@ async def finish_turn(
             data = {"error": type(error).__name__, "code": getattr(error, "code", None)}
             await events.failure(data, in_step=in_step)
 
-    await run_cleanup(finish, what=f"ending the turn of session {session_id!r}")
+    # Past the cleanup default (30 s): the status write may retry for about two minutes.
+    timeout = sum(_RETRY_DELAYS) + 30.0
+    await run_cleanup(finish, what=f"ending the turn of session {session_id!r}", timeout=timeout)
 
 
 async def _write_status(store: Store, session_id: str, write: TurnWrite) -> None:
-    for delay in (*_RETRY_DELAYS, None):
+    for attempt, delay in enumerate((*_RETRY_DELAYS, None)):
         try:
             await store.write_turn(session_id, write)
+            if attempt:
+                logger.info(
+                    "set session %r to %s after its turn, on try %d",
+                    session_id,
+                    write.status,
+                    attempt + 1,
+                    extra={"session_id": session_id},
+                )
             return
+        except (SessionLeaseLostError, SessionNotFoundError):
+            return  # another turn took the session over (or it is gone): nothing to end
         except Exception:
             if delay is None:
                 logger.exception(
-                    "could not set session %r to %s after its turn; it stays 'running' until "
-                    "executor.resume() is called",
+                    "could not set session %r to %s after its turn; its lease frees it for the "
+                    "next turn",
                     session_id,
                     write.status,
                     extra={"session_id": session_id},

@@ -145,8 +145,10 @@ class SessionHistory:
 
         ``mode="continue"`` recovers a session whose process died mid-turn (its status is still
         ``running``): the log is kept as it is — a step lost after its context rows were
-        committed keeps them, and the recovering step's hook starts from their cursor. Call it
-        only when the process that ran the session is gone. ``mode="from_checkpoint"`` rewinds
+        committed keeps them, and the recovering step's hook starts from their cursor. The
+        next run does this by itself once the dead turn's lease expired (README, "Reliability
+        notes"); ``resume()`` frees the session at once, and a turn still running elsewhere
+        then finds its lease gone: its later writes are refused. ``mode="from_checkpoint"`` rewinds
         to ``checkpoint_id`` as :meth:`retry` does. Then ``run(agent, session_id)`` continues.
 
         Raises:
@@ -253,6 +255,7 @@ def check_idle(session_id: str, session: SessionRecord | None) -> None:
         raise SessionNotFoundError(f"no session {show(session_id)}")
     if session.status == "running":
         raise SessionBusyError(
-            f"session {session_id!r} is running; wait for it, or call resume() if the process "
-            "that ran it is gone"
+            f"session {session_id!r} is running a turn; wait for it to end. A turn whose "
+            "process died frees the session once its lease expires (seconds), and the next run "
+            "takes it over."
         )

@@ -57,6 +57,7 @@ class TurnLink:
         self._settled: Settled | None = None  # what settling the waiting calls produced
         self._in_step = False  # a step is running (a failure is also its step.failed)
         self._ended = False  # the last step's write set the final status
+        self._stepped = False  # a step's write stored the turn's answer (or part of it)
 
     def bind(self) -> AbstractContextManager[None]:
         return bind_scope(self._opened.scope)
@@ -202,6 +203,7 @@ class TurnLink:
                 write = replace(write, status="idle", meta=self._meta.done())
         written = await self._store.write_turn(self._session_id, write)
         self._ended = final
+        self._stepped = True
         self._in_step = False
         if written.records:  # the checkpoint is at the step's last record
             self._events.checkpointed(written.records[-1].seq)
@@ -244,6 +246,12 @@ class TurnLink:
         if how.error is None and (how.finished or self._ended):
             return
         text = how.unfinished_text
+        # What the user saw of a step cut short is stored as the turn's answer; a turn that
+        # failed before any text still stores one, empty, so that the log never holds two user
+        # messages in a row (README, "Reliability notes").
+        unfinished = None
+        if not self._ended and (text or (not self._stepped and self._answers_user())):
+            unfinished = interrupted_record(text or "", self._opened.message_id)
         await finish_turn(
             self._store,
             self._events,
@@ -251,11 +259,15 @@ class TurnLink:
             turn=self._opened.scope.info.turn,
             error=how.error,
             in_step=self._in_step,
-            # What the user saw of a step cut short is stored as the turn's answer.
-            unfinished=interrupted_record(text, self._opened.message_id)
-            if text and not self._ended
-            else None,
+            unfinished=unfinished,
         )
+
+    def _answers_user(self) -> bool:
+        """The turn answers a user message: its own, or the one the log ends with."""
+        if self._opened.request.message is not None:
+            return True
+        messages = [r for r in self._opened.view.snapshot.log if r.role != "context"]
+        return bool(messages) and messages[-1].role == "user"
 
     def _checkpoint(self, step: StepResult) -> Checkpoint:
         return Checkpoint(

@@ -3,14 +3,20 @@
 :func:`open_turn` reads the session's :class:`~helix_stream.store.Snapshot`, refuses — before
 anything is written — a turn that cannot run (no session to continue, a session already
 running, a call still waiting for its answer), and claims the session: a compare-and-set to
-``running`` that creates it on first use. A plain turn claims with its first commit (the
-user's message and the first context pass, one write); a turn that settles a paused one's
-calls claims alone, since the approved calls run before its first commit. It returns what it
-opened (:class:`Opened`), that commit included.
+``running`` that creates it on first use, under the turn's lease (:mod:`._lease`). A session
+left ``running`` by a turn whose lease expired (its process died) is taken over: the claim
+recovers it as ``resume()`` does — what was committed stays, and a user message the dead turn
+never answered gets an empty answer marked interrupted, so the log still alternates — and the
+store's planner lets exactly one of two racing claims win. A plain turn claims with its first
+commit (the user's message and the first context pass, one write); a turn that settles a
+paused one's calls claims alone, since the approved calls run before its first commit. It
+returns what it opened (:class:`Opened`), that commit included.
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -31,7 +37,7 @@ from ._events import TurnEvents
 from ._finish import finish_turn, log_failure
 from ._meta import TurnMeta, stored_sandboxes
 from ._pending import check_answerable
-from ._records import new_message_id
+from ._records import interrupted_record, new_message_id
 from ._sandbox import TurnSandbox
 from ._view import SessionView
 
@@ -39,6 +45,8 @@ if TYPE_CHECKING:
     from ..agent import Agent
 
 __all__ = ["Opened", "TurnRequest", "open_turn"]
+
+logger = logging.getLogger("helix_stream.session")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -135,7 +143,7 @@ async def open_turn(request: TurnRequest) -> Opened:
             turn=opened.scope.info.turn,
             error=exc,
             in_step=False,
-            unfinished=None,
+            unfinished=interrupted_record("", opened.message_id) if request.message else None,
         )
         raise
 
@@ -236,7 +244,7 @@ def _refuse(request: TurnRequest, snapshot: Snapshot, view: SessionView) -> None
             f"no session {request.session_id!r} to continue; start it with a user message"
         )
     status = snapshot.session.status if snapshot.session else "idle"
-    if status not in RUNNABLE:
+    if status not in RUNNABLE and not _taken_over(snapshot):
         raise busy(request.session_id)
     if request.message is None and view.waits_for_nothing:
         raise InvalidRequestError(
@@ -251,6 +259,28 @@ def _refuse(request: TurnRequest, snapshot: Snapshot, view: SessionView) -> None
         has_new_input=request.message is not None,
         deadline=view.deadline,
     )
+
+
+def _taken_over(snapshot: Snapshot) -> bool:
+    """The session is ``running`` under a lease that expired: its turn's process is gone."""
+    return snapshot.session is not None and snapshot.session.lease_expired(time.time())
+
+
+def _recovered(opened: Opened) -> list[dict[str, Any]]:
+    """What a takeover adds before the new message: an empty interrupted answer to the user
+    message the dead turn left unanswered (a continue answers it instead)."""
+    view, request = opened.view, opened.request
+    if not _taken_over(view.snapshot):
+        return []
+    logger.warning(
+        "session %r was left running by a turn whose lease expired; taking it over",
+        request.session_id,
+        extra={"session_id": request.session_id, "event": "core.turn.taken_over"},
+    )
+    messages = [r for r in view.snapshot.log if r.role != "context"]
+    if request.message is None or not messages or messages[-1].role != "user":
+        return []
+    return [interrupted_record("", view.meta.turn_id or new_message_id())]
 
 
 async def _claim(opened: Opened) -> tuple[Written, TurnMeta] | None:
@@ -271,7 +301,7 @@ async def _claim(opened: Opened) -> tuple[Written, TurnMeta] | None:
             meta=TurnMeta.new_session(request.identify(request.auth), request.parent),
         )
     message = request.message
-    first = opening(view, meta, message=message)
+    first = opening(view, meta, message=message, recovered=_recovered(opened))
     written = await opened.commits.write(
         0,
         replace(first, create=create, expect=RUNNABLE, status="running"),

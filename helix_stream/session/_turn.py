@@ -15,6 +15,9 @@ transaction each:
 3. only when a turn fails or is cut short (:func:`~._finish.finish_turn`): its status
    (``failed`` or ``idle``), with the text of the step it cut short.
 
+Every one of them carries the turn's lease (:mod:`._lease`), which a heartbeat renews in
+between; a session whose lease expired is taken over by the next turn's claim.
+
 :func:`run_turn` strings them together: it opens the turn, builds the loop's config once
 (:func:`~helix_stream.loop._setup.loop_config`: the log as the model sees it, the message id,
 the link) and runs the loop, whose chunks it passes on untouched.
@@ -24,10 +27,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
+from dataclasses import replace
 
 from ..chunks import Chunk, ErrorChunk
 from ..loop._run import run_loop
 from ..loop._setup import loop_config
+from ._lease import TurnLease
 from ._link import TurnLink
 from ._open import TurnRequest, open_turn
 
@@ -36,19 +41,27 @@ __all__ = ["TurnRequest", "run_turn"]
 
 async def run_turn(request: TurnRequest) -> AsyncGenerator[Chunk, None]:
     """The chunks of one turn (the generator behind its ``StreamTextResult``)."""
+    lease = TurnLease(request.store, request.session_id)
+    request = replace(request, store=lease.store)  # every write of the turn is fenced
+    lease.start()  # it renews once the claim applied
     try:
-        opened = await open_turn(request)
-    except Exception as exc:
-        # A refusal, or a failure open_turn logged (and, if it had claimed the session, ended).
-        yield ErrorChunk(error=exc)
-        return
-    config = loop_config(
-        request.setup,
-        messages=opened.messages,
-        message_id=opened.message_id,
-        session=TurnLink(opened),
-    )
-    # The loop tells the link how it ended (SessionLink.end), which ends the turn if need be.
-    async with aclosing(run_loop(config)) as chunks:
-        async for chunk in chunks:
-            yield chunk
+        try:
+            opened = await open_turn(request)
+        except Exception as exc:
+            # A refusal, or a failure open_turn logged (and, if it had claimed the session,
+            # ended).
+            yield ErrorChunk(error=exc)
+            return
+        config = loop_config(
+            request.setup,
+            messages=opened.messages,
+            message_id=opened.message_id,
+            session=TurnLink(opened),
+        )
+        # The loop tells the link how it ended (SessionLink.end), which ends the turn if need
+        # be.
+        async with aclosing(run_loop(config)) as chunks:
+            async for chunk in chunks:
+                yield chunk
+    finally:
+        await lease.stop()

@@ -32,12 +32,13 @@ from helix_stream.store._protocol import (
     SessionStatus,
     Store,
 )
-from helix_stream.store._turns import NewSession, Snapshot, TurnWrite, TurnWriteResult
+from helix_stream.store._turns import Lease, NewSession, Snapshot, TurnWrite, TurnWriteResult
 from helix_stream.store.postgres import PostgresStore
 from helix_stream.store.sqlite import SQLiteStore
 
 __all__ = [
     "Checkpoint",
+    "Lease",
     "LogRecord",
     "MemoryStore",
     "NewSession",

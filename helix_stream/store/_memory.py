@@ -36,7 +36,14 @@ from helix_stream.store._protocol import (
     RewindResult,
     SessionRecord,
 )
-from helix_stream.store._shared import check_queue_cap, decode, session_not_found
+from helix_stream.store._shared import (
+    LEASE_RENEW_SECONDS,
+    LEASE_SECONDS,
+    check_lease_options,
+    check_queue_cap,
+    decode,
+    session_not_found,
+)
 from helix_stream.store._turns import Snapshot, TurnWriteResult
 from helix_stream.store._writes import StoreWrites
 
@@ -109,6 +116,9 @@ class MemoryStore(StoreWrites):
     Args:
         max_queued_items: The most undelivered context items a session's queue may hold; an
             ``enqueue_context`` that would pass it is refused whole.
+        lease_seconds: How long a running turn's lease lasts unless renewed (README,
+            "Reliability notes"); one process, so it only matters to a turn whose task is gone.
+        lease_renew_seconds: How often a running turn renews it (at most half the lease).
 
     Attributes:
         write_transactions: Count of write calls that committed a change. Calls that changed
@@ -116,8 +126,17 @@ class MemoryStore(StoreWrites):
             commit, a rewind to the last seq) and calls that raised are not counted.
     """
 
-    def __init__(self, *, max_queued_items: int = MAX_QUEUED_ITEMS) -> None:
+    def __init__(
+        self,
+        *,
+        max_queued_items: int = MAX_QUEUED_ITEMS,
+        lease_seconds: float = LEASE_SECONDS,
+        lease_renew_seconds: float = LEASE_RENEW_SECONDS,
+    ) -> None:
         self.max_queued_items = check_queue_cap(max_queued_items)
+        self.lease_seconds, self.lease_renew_seconds = check_lease_options(
+            lease_seconds, lease_renew_seconds
+        )
         self._sessions: dict[str, _Session] = {}
         self._lock = asyncio.Lock()
         self._next_queue_id = 1

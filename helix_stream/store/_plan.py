@@ -17,6 +17,9 @@ PostgresStore decide identically and refuse in one order with the texts of ``_sh
 that a write must honour — a lease that fences a running turn's writes, say — is one more
 check here, in front of every backend at once.
 
+The lease (``TurnWrite.lease``) is decided here too: a claim's takeover of an expired lease,
+the fencing of a turn's later writes by its token, the renewal and the release.
+
 This module plans the writes of a turn and of ``enqueue_context``; ``_plan_history`` plans a
 rewind and a branch.
 """
@@ -40,12 +43,13 @@ from helix_stream.store._shared import (
     encode,
     items_digest,
     key_conflict,
+    lease_lost,
     merge_meta,
     message_role,
     queue_full,
     session_not_found,
 )
-from helix_stream.store._turns import NewSession, TurnWrite, TurnWriteResult
+from helix_stream.store._turns import Lease, NewSession, TurnWrite, TurnWriteResult
 
 __all__ = [
     "CheckedWrite",
@@ -99,6 +103,7 @@ class CheckedWrite:
     deliver_queue: bool
     rows: tuple[str, ...]  # payload JSON
     checkpoint: NewCheckpoint | None
+    lease: Lease | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -207,7 +212,47 @@ def check_turn_write(write: TurnWrite) -> CheckedWrite:
         deliver_queue=write.deliver_queue,
         rows=rows,
         checkpoint=checkpoint,
+        lease=_check_lease(write.lease),
     )
+
+
+def _check_lease(lease: Lease | None) -> Lease | None:
+    if lease is None:
+        return None
+    if not isinstance(lease.token, str) or not lease.token:
+        raise ValueError(f"a lease token must be a non-empty string, not {lease.token!r}")
+    seconds = lease.seconds
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
+        raise ValueError(f"a lease's seconds must be a positive number, not {seconds!r}")
+    return lease
+
+
+def _lease_after(
+    session: SessionRecord, write: CheckedWrite, now: float
+) -> tuple[str | None, float | None]:
+    """The lease the session holds after the write (token, expiry); refuses a fenced write
+    whose token the session no longer holds."""
+    lease, status = write.lease, write.status
+    claims = lease is not None and status == "running"  # ``expect`` decided whether it may
+    if lease is not None and not claims and session.lease_token != lease.token:
+        raise lease_lost(session.id)  # a late write of a turn that was taken over
+    if status is not None and status != "running":
+        return None, None  # the turn is over: released
+    if lease is None:
+        if status == "running":
+            return None, None  # set by hand: held, with no expiry
+        return session.lease_token, session.lease_expires
+    return lease.token, now + lease.seconds
+
+
+def _expect_holds(session: SessionRecord, write: CheckedWrite, now: float) -> bool:
+    """``expect`` holds; for a claim, a running session whose lease expired counts as idle."""
+    if write.expect is None:
+        return True
+    status = session.status
+    if write.lease is not None and write.status == "running" and session.lease_expired(now):
+        status = "idle"
+    return status in write.expect
 
 
 def _queue_rows(pending: Sequence[PendingRow], seq: int) -> tuple[list[str], list[tuple[int, int]]]:
@@ -248,8 +293,9 @@ def plan_turn_write(state: TurnState, write: CheckedWrite) -> TurnPlan:
             updated_at=now,
             meta=decode(write.create_meta),
         )
-    if write.expect is not None and session.status not in write.expect:
+    if not _expect_holds(session, write, now):
         return TurnPlan(applied=False, changed=False, create=False, session=session, meta=None)
+    lease_token, lease_expires = _lease_after(session, write, now)
     meta, meta_changed = session.meta, False
     if write.meta is not None:
         meta, meta_changed = merge_meta(session.meta, write.meta)
@@ -272,15 +318,18 @@ def plan_turn_write(state: TurnState, write: CheckedWrite) -> TurnPlan:
     created = state.session is None
     changed = created or bool(rows) or checkpoint is not None
     changed = changed or write.status is not None or meta_changed
+    leased = (lease_token, lease_expires) != (session.lease_token, session.lease_expires)
     return TurnPlan(
         applied=True,
-        changed=changed,
+        changed=changed or leased,
         create=created,
         session=replace(
             session,
             status=write.status or session.status,
             updated_at=now if changed else session.updated_at,
             meta=meta,
+            lease_token=lease_token,
+            lease_expires=lease_expires,
         ),
         meta=encode(meta) if created or meta_changed else None,
         rows=rows,

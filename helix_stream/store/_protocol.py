@@ -52,6 +52,11 @@ class SessionRecord:
         created_at: Unix time of the creation.
         updated_at: Unix time of the last change to the record, or of the last rewind.
         meta: JSON-safe data the app keeps with the session (see ``update_session_meta``).
+        lease_token: The token of the lease a running turn holds the session with (README,
+            "Reliability notes"), or ``None``: no turn holds it, or a status set by hand
+            (``running`` without a lease is held until someone sets another status).
+        lease_expires: Unix time the lease ends unless renewed; a ``running`` session whose
+            lease has ended belongs to nobody, and the next claim takes it over.
     """
 
     id: str
@@ -61,6 +66,16 @@ class SessionRecord:
     created_at: float = 0.0
     updated_at: float = 0.0
     meta: JSON = field(default_factory=dict)
+    lease_token: str | None = field(default=None, repr=False)
+    lease_expires: float | None = None
+
+    def lease_expired(self, now: float) -> bool:
+        """The session is ``running`` under a lease that ended by ``now``: nobody holds it."""
+        return (
+            self.status == "running"
+            and self.lease_expires is not None
+            and self.lease_expires <= now
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -19,6 +19,7 @@ from helix_stream._limits import show, text_problem
 from helix_stream.errors import (
     ContextKeyConflictError,
     ContextValidationError,
+    SessionLeaseLostError,
     SessionNotFoundError,
     StateError,
 )
@@ -32,8 +33,12 @@ from helix_stream.store._protocol import (
 )
 
 __all__ = [
+    "LEASE_RENEW_SECONDS",
+    "LEASE_SECONDS",
+    "SESSION_COLUMNS",
     "check_conflict_mode",
     "check_expect",
+    "check_lease_options",
     "check_queue_cap",
     "check_seq",
     "check_status",
@@ -45,6 +50,7 @@ __all__ = [
     "encode",
     "items_digest",
     "key_conflict",
+    "lease_lost",
     "log_from_rows",
     "merge_meta",
     "message_role",
@@ -157,6 +163,29 @@ def check_queue_cap(value: int) -> int:
     return value
 
 
+LEASE_SECONDS = 10.0
+"""How long a running turn's lease lasts unless renewed: a session whose process died is free
+within this long after its last renewal (so within 10 s of the death, with the default renewal
+every 3 s)."""
+LEASE_RENEW_SECONDS = 3.0
+"""How often a running turn renews its lease (one small write, from the turn's own task)."""
+
+
+def check_lease_options(lease_seconds: float, lease_renew_seconds: float) -> tuple[float, float]:
+    """A store's ``lease_seconds`` and ``lease_renew_seconds``: positive, renewing well inside
+    the lease (at most half of it, so one late renewal does not lose it)."""
+    options = (("lease_seconds", lease_seconds), ("lease_renew_seconds", lease_renew_seconds))
+    for name, value in options:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise ValueError(f"{name} must be a positive number of seconds, not {value!r}")
+    if lease_renew_seconds > lease_seconds / 2:
+        raise ValueError(
+            f"lease_renew_seconds={lease_renew_seconds!r} must be at most half of "
+            f"lease_seconds={lease_seconds!r}, so that one late renewal does not lose the lease"
+        )
+    return float(lease_seconds), float(lease_renew_seconds)
+
+
 def check_conflict_mode(mode: str) -> None:
     if mode not in ("raise", "ignore"):
         raise ValueError(f"on_key_conflict must be 'raise' or 'ignore', not {mode!r}")
@@ -178,6 +207,13 @@ def session_not_found(session_id: str) -> SessionNotFoundError:
     return SessionNotFoundError(
         f"No session {show(session_id)}; nothing was written. Create it first "
         "(executor.run, or a write_turn with create=) or check the id."
+    )
+
+
+def lease_lost(session_id: str) -> SessionLeaseLostError:
+    return SessionLeaseLostError(
+        f"Session {show(session_id)} is no longer this turn's: its lease expired and another "
+        "turn took the session over; nothing was written."
     )
 
 
@@ -211,10 +247,16 @@ def duplicate_checkpoint(session_id: str, cp_id: str) -> ValueError:
     )
 
 
+SESSION_COLUMNS = (
+    "id, agent_name, status, parent_id, created_at, updated_at, meta, lease_token, lease_expires"
+)
+"""The columns :func:`session_from_row` reads, in its order (both SQL stores)."""
+
+
 def session_from_row(row: Sequence[Any]) -> SessionRecord:
-    """The record of a SQL row ``(id, agent_name, status, parent_id, created_at, updated_at,
-    meta)`` (meta as JSON text) — the SQL stores' shared reading."""
-    sid, agent_name, status, parent_id, created_at, updated_at, meta = row
+    """The record of a SQL row of :data:`SESSION_COLUMNS` (meta as JSON text) — the SQL
+    stores' shared reading."""
+    sid, agent_name, status, parent_id, created_at, updated_at, meta, token, expires = row
     return SessionRecord(
         id=sid,
         agent_name=agent_name,
@@ -223,6 +265,8 @@ def session_from_row(row: Sequence[Any]) -> SessionRecord:
         created_at=created_at,
         updated_at=updated_at,
         meta=decode(meta),
+        lease_token=token,
+        lease_expires=expires,
     )
 
 

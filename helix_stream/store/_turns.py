@@ -25,7 +25,7 @@ from helix_stream.store._protocol import (
     SessionStatus,
 )
 
-__all__ = ["NewSession", "Snapshot", "TurnWrite", "TurnWriteResult"]
+__all__ = ["Lease", "NewSession", "Snapshot", "TurnWrite", "TurnWriteResult"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,6 +52,19 @@ class NewSession:
     agent_name: str
     parent_id: str | None = None
     meta: JSON = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Lease:
+    """The lease a running turn holds its session with (README, "Reliability notes").
+
+    Attributes:
+        token: The turn's own token (a fresh uuid4 hex per turn).
+        seconds: How long each write of the turn (its heartbeat too) extends the lease.
+    """
+
+    token: str
+    seconds: float
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,9 +96,19 @@ class TurnWrite:
         checkpoint: Then a checkpoint at the last seq (its ``log_seq`` is set by the store; an
             empty ``id`` gets a fresh uuid4 hex). An id the session already has refuses the
             whole write with ``ValueError``.
+        lease: The turn's lease. With ``status="running"`` the write **claims** it: the session
+            then holds ``lease.token`` until ``now + lease.seconds``, and for ``expect`` a
+            ``running`` session whose lease has expired counts as ``idle`` (a takeover: of
+            two racing claims exactly one applies). Any other write with a lease is
+            **fenced**: unless the session holds that token it is refused whole with
+            :class:`~helix_stream.errors.SessionLeaseLostError` (another turn took the
+            session over); else it extends the lease (a write with nothing but the lease is a
+            heartbeat). A write that sets another status than ``running`` releases the lease;
+            ``running`` set without a lease holds the session with no expiry.
 
     A write that changes nothing (no new session, rows, checkpoint or status, and a meta patch
     that leaves ``meta`` as it is) writes nothing and is not counted in ``write_transactions``.
+    A heartbeat changes the lease only (not ``updated_at``).
     """
 
     create: NewSession | None = None
@@ -96,6 +119,7 @@ class TurnWrite:
     deliver_queue: bool = False
     rows: Sequence[JSON] = ()
     checkpoint: Checkpoint | None = None
+    lease: Lease | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -202,3 +202,26 @@ async def test_a_turn_whose_client_left_is_followed_from_another_replica_and_sto
         assert not gate.is_set()  # the tool was cancelled, not answered
     finally:
         await other.close()
+
+
+async def test_a_follower_of_a_turn_whose_lease_expired_ends_with_an_error_and_finish(
+    store: hs.PostgresStore,
+) -> None:
+    # What a replica killed mid-answer leaves: its stream published so far and unfinished,
+    # its session running under a lease nobody renews.
+    from helix_stream.store import Lease, NewSession, TurnWrite
+
+    held = Lease(token="dead-turn", seconds=0.3)
+    claim = TurnWrite(create=NewSession(agent_name="a"), status="running", lease=held)
+    assert (await store.write_turn(SID, claim)).applied
+    log = PostgresStreamLog(store)
+    await log.open(SID, "stream-dead", keep_for=600)
+    so_far = 'data: {"type":"start"}\n\ndata: {"type":"text-delta","id":"t","delta":"Hal"}\n\n'
+    await log.append("stream-dead", 1, so_far)
+    registry = SharedStreamRegistry(store, poll_interval=0.2)
+    follower = await registry.resume(SID)
+    assert follower is not None
+    got = (await asyncio.wait_for(_drain(follower), 10)).decode()
+    assert got.startswith(so_far)
+    rest = got[len(so_far) :]
+    assert '"type":"error"' in rest and '"type":"finish"' in rest and rest.endswith("[DONE]\n\n")

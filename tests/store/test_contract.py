@@ -1420,6 +1420,7 @@ def test_the_store_package_exports_exactly_its_public_names() -> None:
     assert sorted(store_pkg.__all__) == sorted(
         [
             "Checkpoint",
+            "Lease",
             "LogRecord",
             "MemoryStore",
             "NewSession",

@@ -36,11 +36,13 @@ _SQL_APPEND = """WITH appended AS (
     WHERE q.id = d.id AND q.session_id = %(sid)s AND q.delivered_seq IS NULL
 )
 UPDATE {s}.sessions SET last_seq = %(last)s, status = %(status)s,
-    meta = COALESCE(%(meta)s::json, meta), updated_at = %(now)s WHERE id = %(sid)s"""
+    meta = COALESCE(%(meta)s::json, meta), updated_at = %(updated)s,
+    lease_token = %(lease)s, lease_expires = %(expires)s WHERE id = %(sid)s"""
 # COALESCE: a plan that keeps the meta has none to write.
 _SQL_UPDATE_SESSION = (
     "UPDATE {s}.sessions SET status = %(status)s, meta = COALESCE(%(meta)s::json, meta),"
-    " updated_at = %(now)s WHERE id = %(sid)s"
+    " updated_at = %(updated)s, lease_token = %(lease)s, lease_expires = %(expires)s"
+    " WHERE id = %(sid)s"
 )
 _SQL_INSERT_CHECKPOINT = (
     "INSERT INTO {s}.checkpoints (session_id, id, step_number, log_seq, state, created_at)"
@@ -85,7 +87,15 @@ async def apply_turn(tx: Tx, plan: TurnPlan) -> None:
     it to lock it. Nothing is read back: every statement goes out with ``COMMIT``.
     """
     session = plan.session
-    params = {"sid": session.id, "status": session.status, "meta": plan.meta, "now": plan.now}
+    params = {
+        "sid": session.id,
+        "status": session.status,
+        "meta": plan.meta,
+        "now": plan.now,
+        "updated": session.updated_at,  # a heartbeat renews the lease only
+        "lease": session.lease_token,
+        "expires": session.lease_expires,
+    }
     cp = plan.checkpoint
     if cp is not None:
         await tx.send(

@@ -31,7 +31,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from helix_stream._limits import MAX_QUEUED_ITEMS
 from helix_stream.errors import FrameworkNotSupportedError, StoreUnavailableError
-from helix_stream.store._shared import check_queue_cap, session_not_found
+from helix_stream.store._shared import (
+    LEASE_RENEW_SECONDS,
+    LEASE_SECONDS,
+    check_lease_options,
+    check_queue_cap,
+    session_not_found,
+)
 from helix_stream.store.postgres._retry import SQL_XID, Attempt, with_retry
 from helix_stream.store.postgres._schema import migrate
 
@@ -135,6 +141,8 @@ class PostgresDatabase:
         timeout: float = 30.0,
         application_name: str | None = None,
         max_queued_items: int = MAX_QUEUED_ITEMS,
+        lease_seconds: float = LEASE_SECONDS,
+        lease_renew_seconds: float = LEASE_RENEW_SECONDS,
     ) -> None:
         if not isinstance(schema, str) or not _SCHEMA_NAME.fullmatch(schema):
             raise ValueError(
@@ -144,6 +152,9 @@ class PostgresDatabase:
         self._psycopg, self._pool_module = load_psycopg()
         self.schema = schema
         self.max_queued_items = check_queue_cap(max_queued_items)
+        self.lease_seconds, self.lease_renew_seconds = check_lease_options(
+            lease_seconds, lease_renew_seconds
+        )
         self.write_transactions = 0
         self._dsn = dsn
         self._ident = self._psycopg.sql.Identifier(schema).as_string(None)

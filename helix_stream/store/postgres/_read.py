@@ -24,6 +24,7 @@ from helix_stream.store._plan_history import (
     tool_call_ids,
 )
 from helix_stream.store._shared import (
+    SESSION_COLUMNS,
     checkpoints_from_rows,
     decode,
     log_from_rows,
@@ -47,7 +48,6 @@ __all__ = [
     "turn_state",
 ]
 
-SESSION_COLUMNS = "id, agent_name, status, parent_id, created_at, updated_at, meta"
 SQL_SESSION = f"SELECT {SESSION_COLUMNS} FROM {{s}}.sessions WHERE id = %s"
 # LEFT JOIN from the session's row: see ``Tx.all_of_session``.
 SQL_READ_LOG = (

@@ -108,6 +108,14 @@ _V2 = (
     "CREATE INDEX ui_streams_finished ON {s}.ui_streams (finished_at)",
 )
 
+# Version 3: the lease a running turn holds its session with (README, "Reliability notes").
+# A session an older release left running gets an expired lease: the next turn takes it over.
+_V3 = (
+    """ALTER TABLE {s}.sessions ADD COLUMN lease_token text,
+        ADD COLUMN lease_expires double precision""",
+    "UPDATE {s}.sessions SET lease_expires = 0 WHERE status = 'running'",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         version=1,
@@ -115,6 +123,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         statements=_V1,
     ),
     Migration(version=2, description="ui_streams, ui_stream_events", statements=_V2),
+    Migration(version=3, description="sessions.lease_token, lease_expires", statements=_V3),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -13,7 +13,7 @@ import time
 from helix_stream.store._plan import ContextRequest, TurnPlan
 from helix_stream.store._plan_history import RewindPlan
 from helix_stream.store._protocol import SessionRecord
-from helix_stream.store._shared import encode
+from helix_stream.store._shared import SESSION_COLUMNS, encode
 
 __all__ = [
     "SQL_COPY_CHECKPOINTS",
@@ -24,10 +24,11 @@ __all__ = [
     "apply_turn",
 ]
 
-_SQL_INSERT_SESSION = "INSERT INTO sessions VALUES (?,?,?,?,?,?,?)"
+_SQL_INSERT_SESSION = f"INSERT INTO sessions ({SESSION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)"
 # COALESCE: a plan that keeps the meta has none to write.
 _SQL_UPDATE_SESSION = (
-    "UPDATE sessions SET status = ?, meta = COALESCE(?, meta), updated_at = ? WHERE id = ?"
+    "UPDATE sessions SET status = ?, meta = COALESCE(?, meta), updated_at = ?,"
+    " lease_token = ?, lease_expires = ? WHERE id = ?"
 )
 _SQL_INSERT_LOG = "INSERT INTO log (session_id, seq, role, payload, created_at) VALUES (?,?,?,?,?)"
 _SQL_DELIVER = "UPDATE context_queue SET delivered_seq = ? WHERE id = ?"
@@ -56,7 +57,7 @@ def _insert_session(conn: sqlite3.Connection, record: SessionRecord, meta: str) 
     conn.execute(
         _SQL_INSERT_SESSION,
         (record.id, record.agent_name, record.status, record.parent_id, record.created_at,
-         record.updated_at, meta),
+         record.updated_at, meta, record.lease_token, record.lease_expires),
     )  # fmt: skip
 
 
@@ -67,7 +68,11 @@ def apply_turn(conn: sqlite3.Connection, plan: TurnPlan) -> None:
         assert plan.meta is not None  # a new session's meta is always planned
         _insert_session(conn, session, plan.meta)
     else:
-        conn.execute(_SQL_UPDATE_SESSION, (session.status, plan.meta, plan.now, session_id))
+        conn.execute(
+            _SQL_UPDATE_SESSION,
+            (session.status, plan.meta, session.updated_at, session.lease_token,
+             session.lease_expires, session_id),
+        )  # fmt: skip
     conn.executemany(
         _SQL_INSERT_LOG,
         [(session_id, row.seq, row.role, row.payload, plan.now) for row in plan.rows],

@@ -13,7 +13,9 @@ Every write is one ``BEGIN IMMEDIATE … COMMIT``: IMMEDIATE takes SQLite's writ
 so a read-then-write such as the request-key check cannot interleave with another writer — not
 another coroutine of this store (a call on the loop runs whole before the next starts), and not
 another ``SQLiteStore`` or process on the same file. Any error rolls the whole transaction back,
-which is also what makes a call that met a lock safe to run again on the thread.
+which is also what makes a call that met a lock safe to run again on the thread. A full disk
+is the store being away for a while: ``StoreUnavailableError`` (503, retryable), translated
+in ``_run`` and nowhere else.
 """
 
 from __future__ import annotations
@@ -28,7 +30,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from helix_stream._limits import MAX_QUEUED_ITEMS
-from helix_stream.store._shared import check_queue_cap
+from helix_stream.errors import StoreUnavailableError
+from helix_stream.store._shared import (
+    LEASE_RENEW_SECONDS,
+    LEASE_SECONDS,
+    check_lease_options,
+    check_queue_cap,
+)
 from helix_stream.store.sqlite._schema import create_schema
 
 __all__ = ["SQLiteDatabase"]
@@ -58,10 +66,15 @@ class SQLiteDatabase:
         *,
         busy_timeout: float = 10.0,
         max_queued_items: int = MAX_QUEUED_ITEMS,
+        lease_seconds: float = LEASE_SECONDS,
+        lease_renew_seconds: float = LEASE_RENEW_SECONDS,
     ) -> None:
         self.path = os.fspath(path)
         self.busy_timeout = busy_timeout
         self.max_queued_items = check_queue_cap(max_queued_items)
+        self.lease_seconds, self.lease_renew_seconds = check_lease_options(
+            lease_seconds, lease_renew_seconds
+        )
         self.write_transactions = 0
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="helix-sqlite")
         self._loop_conn: sqlite3.Connection | None = None  # used on the event loop's thread
@@ -84,8 +97,23 @@ class SQLiteDatabase:
             return fn(conn)
         except sqlite3.OperationalError as exc:
             if not _is_busy(exc):
+                self._raise_translated(exc)
                 raise
-        return await loop.run_in_executor(self._executor, self._on_thread, fn)
+        try:
+            return await loop.run_in_executor(self._executor, self._on_thread, fn)
+        except sqlite3.Error as exc:
+            self._raise_translated(exc)
+            raise
+
+    def _raise_translated(self, exc: sqlite3.Error) -> None:
+        """The one place SQLite errors become the package's: a full disk (SQLITE_FULL) is a
+        retryable :class:`~helix_stream.errors.StoreUnavailableError`; the rest stay as they
+        are. The transaction was rolled back: nothing was written."""
+        if getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_FULL:
+            raise StoreUnavailableError(
+                f"The SQLite store {self.path} cannot grow: the disk is full. Nothing was "
+                "written (the database is intact); free space, then retry."
+            ) from exc
 
     async def _write(self, fn: Callable[[sqlite3.Connection], tuple[_T, bool]]) -> _T:
         """Run ``fn`` in one IMMEDIATE transaction; it returns (result, wrote_anything)."""

@@ -22,6 +22,7 @@ from helix_stream.store._plan_history import (
 )
 from helix_stream.store._protocol import Checkpoint, LogRecord, SessionRecord
 from helix_stream.store._shared import (
+    SESSION_COLUMNS,
     checkpoints_from_rows,
     decode,
     log_from_rows,
@@ -49,10 +50,7 @@ __all__ = [
     "turn_state",
 ]
 
-SQL_SESSION = (
-    "SELECT id, agent_name, status, parent_id, created_at, updated_at, meta"
-    " FROM sessions WHERE id = ?"
-)
+SQL_SESSION = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?"
 SQL_READ_LOG = (
     "SELECT seq, role, payload, created_at FROM log WHERE session_id = ? AND seq > ? ORDER BY seq"
 )

@@ -2,7 +2,10 @@
 
 One ``schema_version`` row says which layout the file has; a file of another version is
 refused whole (nothing is changed). Adding an index is compatible both ways, so a new index
-does not need a new version: an older file gets it when it is opened.
+does not need a new version: an older file gets it when it is opened. So is a new nullable
+column: the sessions' lease (``lease_token``, ``lease_expires``) is added to an older file when
+it is opened, and a session such a file left ``running`` gets an expired lease, so the next
+turn takes it over (README, "Reliability notes").
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
     """CREATE TABLE IF NOT EXISTS sessions (
         id TEXT PRIMARY KEY, agent_name TEXT NOT NULL, status TEXT NOT NULL, parent_id TEXT,
-        created_at REAL NOT NULL, updated_at REAL NOT NULL, meta TEXT NOT NULL)""",
+        created_at REAL NOT NULL, updated_at REAL NOT NULL, meta TEXT NOT NULL,
+        lease_token TEXT, lease_expires REAL)""",
     """CREATE TABLE IF NOT EXISTS log (
         session_id TEXT NOT NULL, seq INTEGER NOT NULL, role TEXT NOT NULL,
         payload TEXT NOT NULL, created_at REAL NOT NULL, PRIMARY KEY (session_id, seq))""",
@@ -53,6 +57,7 @@ def create_schema(conn: sqlite3.Connection, path: str) -> None:
     """
     for statement in _SCHEMA:
         conn.execute(statement)
+    _add_lease(conn)
     row = conn.execute("SELECT version FROM schema_version").fetchone()
     if row is None:
         conn.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
@@ -61,3 +66,14 @@ def create_schema(conn: sqlite3.Connection, path: str) -> None:
             f"{path} has store schema version {row[0]}; this helix_stream reads "
             f"version {SCHEMA_VERSION}. Use the helix_stream release that wrote it."
         )
+
+
+def _add_lease(conn: sqlite3.Connection) -> None:
+    """Give a file made before the lease its two columns; free what it left running."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
+    if "lease_token" in columns:
+        return
+    conn.execute("ALTER TABLE sessions ADD COLUMN lease_token TEXT")
+    conn.execute("ALTER TABLE sessions ADD COLUMN lease_expires REAL")
+    # Its turns ran before leases: their processes are gone or will never renew one.
+    conn.execute("UPDATE sessions SET lease_expires = 0 WHERE status = 'running'")

@@ -48,6 +48,11 @@ class SQLiteStore(StoreWrites, SQLiteDatabase):
         busy_timeout: Seconds a write waits for another connection's write lock.
         max_queued_items: The most undelivered context items a session's queue may hold; an
             ``enqueue_context`` that would pass it is refused whole.
+        lease_seconds: How long a running turn's lease lasts unless renewed: a session whose
+            process died is taken over by the next turn once it ends (README, "Reliability
+            notes"; default 10).
+        lease_renew_seconds: How often a running turn renews its lease (default 3; at most
+            half of ``lease_seconds``).
 
     Attributes:
         write_transactions: Count of write transactions this object committed. Calls that
