@@ -26,7 +26,8 @@ logger = logging.getLogger("helix_stream.cleanup")
 CLEANUP_TIMEOUT = 30.0
 """Seconds a cleanup may take once its task is being cancelled (then it is abandoned): long
 enough for a turn to write its final status through a short store outage (a PostgreSQL
-failover), which it retries for about 16 s."""
+failover). A turn's own final status write retries for longer (session/_finish.py); if it
+gives up, the session's lease expires and the next turn takes it over."""
 
 
 async def run_cleanup(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -430,10 +431,13 @@ class _Handlers:
         if await self.turns.stop(session_id):
             return JSONResponse({"stopped": True})
         try:
-            running = (await self.executor.session(session_id)).status == "running"
+            session = await self.executor.session(session_id)
         except SessionNotFoundError:
-            running = False
-        if not running:  # ended already, or never started: nothing to stop (idempotent)
+            session = None
+        # Ended already, never started, or its process died (an expired lease: the next turn
+        # takes it over): nothing runs, so nothing to stop (idempotent).
+        running = session is not None and session.status == "running"
+        if not running or session is None or session.lease_expired(time.time()):
             return JSONResponse({"stopped": False})
         if self.stop_elsewhere is None:
             raise FrameworkNotSupportedError(

@@ -16,12 +16,14 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from pydantic import BaseModel
 
 import helix_stream as hs
 from helix_stream import chunks as c
 from helix_stream.errors import SessionLeaseLostError
+from helix_stream.server import create_app
 from helix_stream.store import Lease, NewSession, TurnWrite
 from tests.executor._util import snapshot
 from tests.loopback import LoopbackServer, error, text, tool_calls
@@ -193,3 +195,31 @@ async def test_a_turn_that_failed_before_any_text_stores_an_empty_interrupted_an
         "user",
         "assistant",
     ]
+
+
+async def test_a_dead_turns_session_is_not_running_for_stop_or_close_sandbox(
+    store: hs.Store, loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    executor = hs.Executor(store=store)
+    a = agent(loopback, sandbox=hs.LocalSandbox(tmp_path / "sb"))
+    app = create_app(executor, a)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+        await dead_turn(store, seconds=30)
+        live = await client.post(f"/api/chat/{SID}/stop")
+        # Held by a lease that runs: a turn elsewhere, which this server cannot stop.
+        assert live.status_code == 501
+        with pytest.raises(hs.SessionBusyError):
+            await executor.close_sandbox(SID, a)
+    # A lease that expired: nobody runs the turn, so a stop has nothing to stop.
+    expired = "expired"
+    held = Lease(token=uuid.uuid4().hex, seconds=LEASE)
+    write = TurnWrite(create=NewSession(agent_name="leased"), status="running", lease=held)
+    assert (await store.write_turn(expired, write)).applied
+    await asyncio.sleep(LEASE + 0.1)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+        before = await snapshot(store, expired)
+        done = await client.post(f"/api/chat/{expired}/stop")
+        assert (done.status_code, done.json()) == (200, {"stopped": False})
+        assert await snapshot(store, expired) == before
+    await executor.close_sandbox(expired, a)  # not refused as busy: nothing was recorded
