@@ -37,6 +37,7 @@ from ._view import SessionView
 
 if TYPE_CHECKING:
     from ..agent import Agent
+    from ._authorization import TurnAuthorization
 
 __all__ = ["Opened", "TurnRequest", "open_turn"]
 
@@ -58,6 +59,7 @@ class TurnRequest:
         auth: Who is calling.
         parent: For a sub-agent's session, the call that started it.
         channel: Where the turn came in (``"python"``, ``"http"``, ``"subagent"``).
+        authorization: How the turn's tools resolve tokens and park on a sign-in.
     """
 
     store: Store
@@ -72,6 +74,7 @@ class TurnRequest:
     auth: Any = None
     parent: ParentInfo | None = None
     channel: str = "python"
+    authorization: TurnAuthorization | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
