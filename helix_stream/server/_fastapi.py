@@ -86,6 +86,11 @@ def _operation(name: str) -> tuple[str, dict[str, Any], dict[int | str, Any]]:
             {"parameters": [_ID]},
             {200: {"description": '`{"stopped": true|false}`, once the turn has ended'}, **errors},
         ),
+        "helix_auth_callback": (
+            "Complete a tool's sign-in (the OAuth redirect URI)",
+            {},
+            {200: {"description": "A page that sends the user back to the chat"}, **errors},
+        ),
     }
     return table[name]
 

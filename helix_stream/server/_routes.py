@@ -31,6 +31,7 @@ from ..session._records import UserRecord, new_message_id
 from ..store import PostgresStore
 from ..transformers import UIMessageStreamResponse, to_ui_message_stream
 from ..transformers._sse import OnDisconnect, check_on_disconnect
+from ._auth_callback import DEFAULT_AUTH_CALLBACK_PATH, auth_callback_routes
 from ._bodies import ChatActions, ChatRequest, ContextRequest, chat_actions, parse_body, read_body
 from ._shared_streams import SharedStreamRegistry
 from ._streams import StreamRegistry
@@ -148,10 +149,12 @@ def routes(
     detached_timeout: float | None = DETACHED_TIMEOUT,
     turns: RunningTurns | None = None,
     stop_elsewhere: StopElsewhere | None = None,
+    auth_callback_path: str | None = DEFAULT_AUTH_CALLBACK_PATH,
+    auth_redirect: str | None = None,
 ) -> list[BaseRoute]:
     """The chat server's routes, to mount in a Starlette or FastAPI app: ``POST {api_path}``
-    (chat), ``POST {context_path}``, and ``{api_path}/{id}/messages``, ``/stream`` (resume) and
-    ``/stop`` (see :mod:`helix_stream.server`).
+    (chat), ``POST {context_path}``, ``{api_path}/{id}/messages``, ``/stream`` (resume) and
+    ``/stop``, and ``GET {auth_callback_path}`` (see :mod:`helix_stream.server`).
 
     Warning:
         Without ``authenticate`` every route is open to anyone who can reach it: they can read
@@ -186,6 +189,10 @@ def routes(
             (default: a new :class:`RunningTurns`).
         stop_elsewhere: Stops a turn that runs in another process (see
             :class:`StopElsewhere`). Without it, stopping such a turn is refused with 501.
+        auth_callback_path: Where a browser comes back from a tool's sign-in (the
+            ``redirect_uri`` of an ``hs.oauth_auth``); ``None``: no such route.
+        auth_redirect: The app's page to redirect that browser to (with ``session_id``,
+            ``tool_call_id`` and ``status`` in its query); default: a small page of ours.
 
     Returns:
         A list of Starlette routes.
@@ -208,7 +215,10 @@ def routes(
         turns=turns if turns is not None else RunningTurns(),
         stop_elsewhere=stop_elsewhere,
     )
-    return _route_table(handlers, api_path.rstrip("/"), context_path)
+    callback = auth_callback_routes(
+        executor, agent, path=auth_callback_path, redirect_to=auth_redirect
+    )
+    return [*_route_table(handlers, api_path.rstrip("/"), context_path), *callback]
 
 
 def _route_table(handlers: _Handlers, base: str, context_path: str) -> list[BaseRoute]:

@@ -227,28 +227,43 @@ class SessionAuthorization:
         return result
 
     async def _mark(self, result: AuthorizationResult) -> None:
-        """Record the outcome as the parked call's answer, if the call still waits for it
-        (a new message may have moved the session on: then the outcome is only logged)."""
+        """Record the outcome as the answer of the parked call, and of every other call of
+        the session that waits for a sign-in to the same strategy (one sign-in serves them
+        all; the user's "no" too). A call that no longer waits (a new message moved the
+        session on) is left alone: the outcome is only logged."""
         session_id, call_id = result.session_id, result.tool_call_id
         snapshot = await self.store.read_snapshot(session_id)
         session = snapshot.session
-        waits = any(w.call.id == call_id for w in waiting_calls(snapshot.log))
-        marked = session is not None and session.status != "running" and waits
-        if marked:
+        waiting = {w.call.id for w in waiting_calls(snapshot.log)}
+        calls: list[str] = []
+        if session is not None and session.status != "running" and call_id in waiting:
+            meta = TurnMeta.read(session.meta)
+            calls = [call_id] + [
+                other
+                for other, answer in meta.answers.items()
+                if other in waiting
+                and other != call_id
+                and answer.authorization == "waiting"
+                and answer.strategy == result.strategy
+            ]
             answer = Answer(
                 authorization=result.status, strategy=result.strategy, reason=result.error_text
             )
-            await self.store.update_session_meta(session_id, TurnMeta.answer(call_id, answer))
+            patch: dict[str, Any] = {}
+            for marked in calls:
+                patch.update(TurnMeta.answer(marked, answer))
+            await self.store.update_session_meta(session_id, patch)
         logger.info(
             "core.auth.sign_in_completed: the sign-in of call %s to %r ended %s%s",
             call_id,
             result.strategy,
             result.status,
-            "" if marked else " (the call no longer waits for it)",
+            "" if calls else " (the call no longer waits for it)",
             extra={
                 "event": "core.auth.sign_in_completed",
                 "session_id": session_id,
                 "tool_call_id": call_id,
                 "status": result.status,
+                "calls": calls,
             },
         )
