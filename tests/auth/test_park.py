@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 import helix_stream as hs
-from helix_stream.chunks import ToolOutputAvailable
 from helix_stream.auth import StateSigner
+from helix_stream.chunks import ToolOutputAvailable
 from helix_stream.errors import AuthorizationStateError, InvalidRequestError, StateError
 from tests.auth._session import (
     SECRET,
