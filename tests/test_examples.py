@@ -85,10 +85,12 @@ async def test_steering(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 async def test_tool_auth(capsys: pytest.CaptureFixture[str]) -> None:
+    events = '["09:00 stand-up", "14:00 design review"]'
     assert (await _once("tool_auth", capsys)).splitlines() == [
-        "before sign-in: list_events -> AuthorizationRequiredError",
+        "turn 1: paused, waiting for a sign-in to 'calendar'",
         "sign-in: authorized",
-        'after sign-in: list_events -> ["09:00 stand-up", "14:00 design review"]',
+        f"turn 1 goes on: list_events -> {events}",
+        f"another session of ada's: list_events -> {events}",
     ]
 
 
