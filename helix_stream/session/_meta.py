@@ -37,6 +37,7 @@ __all__ = [
     "forget_sandboxes",
     "parent_meta",
     "sandbox_patch",
+    "sign_in_links",
     "stored_sandboxes",
 ]
 
@@ -93,6 +94,16 @@ class Answer:
         if "approved" in data:
             return cls(approved=bool(data["approved"]), reason=data.get("reason"))
         return cls(output=data.get("output"), at=float(data.get("at") or 0.0))
+
+
+def sign_in_links(meta: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
+    """The calls that wait for a sign-in, as a session's ``meta`` records them: call id ->
+    (strategy, URL) (a reloaded chat shows their sign-in links again)."""
+    out: dict[str, tuple[str, str]] = {}
+    for call_id, answer in TurnMeta.read(meta).answers.items():
+        if answer.authorization == "waiting" and answer.strategy and answer.url:
+            out[call_id] = (answer.strategy, answer.url)
+    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

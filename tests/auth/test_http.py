@@ -84,6 +84,8 @@ async def test_chat_sign_in_callback_and_the_turn_goes_on(
         **{k: part[k] for k in ("id", "data")},
     }
     assert (await executor.session("s1")).status == "paused"
+    reloaded = (await client.get("/api/chat/s1/messages")).json()
+    assert reloaded[1]["parts"] == shown["parts"]  # a reload shows the sign-in link too
 
     answer = await browse(client, part["data"]["url"], accept="text/html")
     if redirect is None:
@@ -111,6 +113,9 @@ async def test_chat_sign_in_callback_and_the_turn_goes_on(
     assert final["parts"][-1] == {"type": "text", "text": "One standup.", "state": "done"}
     assert calendar.tokens == [oauth.issued[0]]
     assert (await executor.session("s1")).status == "idle"
+    reloaded = (await client.get("/api/chat/s1/messages")).json()
+    assert [p["type"] for p in reloaded[1]["parts"]].count("data-authorization") == 0
+    assert reloaded[1]["parts"][-1] == final["parts"][-1]
 
     spans = "\n".join(s.to_json() for s in exporter.get_finished_spans())
     assert '"helix.auth.parked": true' in spans and "helix.auth.sign_in_required" in spans
