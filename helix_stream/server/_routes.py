@@ -152,9 +152,8 @@ def routes(
     auth_callback_path: str | None = DEFAULT_AUTH_CALLBACK_PATH,
     auth_redirect: str | None = None,
 ) -> list[BaseRoute]:
-    """The chat server's routes, to mount in a Starlette or FastAPI app: ``POST {api_path}``
-    (chat), ``POST {context_path}``, ``{api_path}/{id}/messages``, ``/stream`` (resume) and
-    ``/stop``, and ``GET {auth_callback_path}`` (see :mod:`helix_stream.server`).
+    """The chat server's routes (a list of Starlette routes), to mount in a Starlette or
+    FastAPI app; :mod:`helix_stream.server` lists them.
 
     Warning:
         Without ``authenticate`` every route is open to anyone who can reach it: they can read
@@ -189,13 +188,8 @@ def routes(
             (default: a new :class:`RunningTurns`).
         stop_elsewhere: Stops a turn that runs in another process (see
             :class:`StopElsewhere`). Without it, stopping such a turn is refused with 501.
-        auth_callback_path: Where a browser comes back from a tool's sign-in (the
-            ``redirect_uri`` of an ``hs.oauth_auth``); ``None``: no such route.
-        auth_redirect: The app's page to redirect that browser to (with ``session_id``,
-            ``tool_call_id`` and ``status`` in its query); default: a small page of ours.
-
-    Returns:
-        A list of Starlette routes.
+        auth_callback_path: Where a browser comes back from a tool's sign-in (``None``: no such
+            route); ``auth_redirect``: the app's page to send it on to (default: a page of ours).
     """
     _check_client(agent, client_version)
     handlers = _Handlers(
@@ -215,13 +209,13 @@ def routes(
         turns=turns if turns is not None else RunningTurns(),
         stop_elsewhere=stop_elsewhere,
     )
-    callback = auth_callback_routes(
-        executor, agent, path=auth_callback_path, redirect_to=auth_redirect
-    )
-    return [*_route_table(handlers, api_path.rstrip("/"), context_path), *callback]
+    return _route_table(handlers, api_path, context_path, auth_callback_path, auth_redirect)
 
 
-def _route_table(handlers: _Handlers, base: str, context_path: str) -> list[BaseRoute]:
+def _route_table(
+    handlers: _Handlers, base: str, context_path: str, callback: str | None, redirect: str | None
+) -> list[BaseRoute]:
+    base = base.rstrip("/")
     # {id:path}: a sub-agent's session id holds "/" ("<parent>/<call id>").
     table = [
         (base, handlers.chat, "POST", "helix_chat"),
@@ -230,10 +224,13 @@ def _route_table(handlers: _Handlers, base: str, context_path: str) -> list[Base
         (f"{base}/{{id:path}}/stream", handlers.resume, "GET", "helix_resume"),
         (f"{base}/{{id:path}}/stop", handlers.stop, "POST", "helix_stop"),
     ]
-    return [
+    mounted: list[BaseRoute] = [
         Route(path, _json_errors(handler), methods=[method], name=name)
         for path, handler, method, name in table
     ]
+    executor, agent = handlers.executor, handlers.agent
+    sign_in = auth_callback_routes(executor, agent, path=callback, redirect_to=redirect)
+    return [*mounted, *sign_in]
 
 
 def default_registry(executor: Executor) -> StreamRegistry | SharedStreamRegistry:

@@ -81,7 +81,12 @@ async def test_a_call_parks_on_sign_in_and_the_next_run_re_runs_only_it(
     assert answer == "You have a standup."
     assert calendar.tokens == [oauth.issued[0]] and calendar.times == 1  # once, each
     assert (await executor.session("s-1")).status == "idle"
-    second = loopback.bodies()[1]["messages"]
+    first_body, second_body = loopback.bodies()
+    # Prompt-cache stability: the first request's messages and tools, byte for byte, again.
+    sent = first_body["messages"]
+    assert json.dumps(second_body["messages"][: len(sent)]) == json.dumps(sent)
+    assert json.dumps(second_body["tools"]) == json.dumps(first_body["tools"])
+    second = second_body["messages"]
     results = {m["tool_call_id"]: m["content"] for m in second if m["role"] == "tool"}
     assert results == {
         CALL: json.dumps({"day": "monday", "events": ["standup"], "token_chars": 22}),
