@@ -58,7 +58,7 @@ async def test_fastapi_app(capsys: pytest.CaptureFixture[str]) -> None:
     assert lines[0] == "health: {'status': 'ok'}"
     # The chat routes are in the OpenAPI schema (/docs), beside the app's own.
     assert lines[1] == (
-        "documented: /api/chat /api/chat/{id}/messages /api/chat/{id}/stop "
+        "documented: /api/auth/callback /api/chat /api/chat/{id}/messages /api/chat/{id}/stop "
         "/api/chat/{id}/stream /context /health"
     )
     assert lines[2].startswith("chat: 200 start start-step tool-input-start")
