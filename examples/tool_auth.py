@@ -1,25 +1,27 @@
-"""Tools that act for the user: a calendar tool with ``auth=hs.oauth_auth(...)``.
+"""Tools that act for the user: a calendar tool with ``auth=hs.oauth_auth(...)`` in a session.
 
 The script starts its own OAuth 2.0 server on 127.0.0.1 (an authorize endpoint that signs the
 user in at once, a token endpoint that checks PKCE, and a calendar API that wants the bearer
-token), so it runs offline, with the demo model:
+token), so it runs offline, with the demo model and a SQLite session store:
 
-1. The tool asks ``await ctx.get_token()`` before anyone has signed in: outside a session
-   nothing can wait for a sign-in, so the call ends with ``AuthorizationRequiredError``, and
-   the model is told so.
-2. The app runs the sign-in: ``begin_authorization`` gives the URL (a signed one-time state, a
-   PKCE challenge); a browser follows it; ``complete_authorization`` checks the state,
-   exchanges the code and keeps the token, encrypted, in the token store.
-3. The same question again: the tool gets the token and calls the calendar API with it.
+1. Ada asks about Monday. The tool asks ``await ctx.get_token()``; she has not signed in, so
+   the call *parks*: the turn pauses (status ``paused``) and its stream carries the sign-in
+   URL (a ``tool-authorization-request`` chunk; ``data-authorization`` on the UI stream).
+2. Her browser follows the URL; the service redirects it to the app's callback with a code.
+   ``executor.complete_authorization(state, code)`` (what ``GET /api/auth/callback`` calls)
+   checks the signed one-time state, exchanges the code with the PKCE verifier and keeps the
+   token, encrypted, in the session database.
+3. ``executor.run(agent, session_id)`` with no new message: the parked call runs again, alone,
+   with the token, and the turn goes on.
+4. Another session of Ada's: the token is hers, not the session's, so no sign-in.
 
-A session that parks its turn on the sign-in and re-runs the call by itself is not wired into
-``Executor.run`` yet; this example drives the sign-in by hand (README, "Tools that act for the
-user: authorization").
+Behind the chat server (``create_app``), step 2 is the callback route and step 3 the chat
+page resuming; see the README, "Tools that act for the user: authorization".
 
 Run it:
 
     python examples/tool_auth.py            # the walk-through, with the sign-in URL
-    python examples/tool_auth.py --once     # an offline self-check: three lines
+    python examples/tool_auth.py --once     # an offline self-check: four lines
 """
 
 from __future__ import annotations
@@ -31,25 +33,19 @@ import hashlib
 import json
 import secrets
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import httpx
 
 import helix_stream as hs
-from helix_stream.auth import (
-    APP_OWNER,
-    MemoryKeyValueStore,
-    MemoryPendingAuthorizations,
-    StateSigner,
-    begin_authorization,
-    complete_authorization,
-    is_interactive,
-)
+from helix_stream.chunks import ToolAuthorizationRequest, ToolOutputAvailable
 
 CLIENT_ID, CLIENT_SECRET = "calendar-demo", "demo-client-secret"
 EVENTS = {"Monday": ["09:00 stand-up", "14:00 design review"]}
@@ -142,54 +138,50 @@ def calendar_tool(base: str) -> hs.Tool:
     return list_events
 
 
-async def ask(tool: hs.Tool, store: hs.TokenStore) -> str:
-    """Ask the demo model about Monday; what the tool call ended with."""
-    result = hs.stream_text(
-        model="helix/demo", prompt='List my events for "Monday"', tools=[tool], token_store=store
-    )
-    await result.text()
-    (outcome,) = (await result.steps())[0].tool_results
-    if outcome.status == "error":
-        return (outcome.error or "").split(": ")[1]  # the error's class
-    return json.dumps(outcome.output)
+def outcome(chunks: list[Any]) -> str:
+    """What a turn's list_events call ended with (a resumed turn's re-run call comes before
+    its first step: read the stream, not the steps)."""
+    calls = {c.tool_call_id for c in chunks if getattr(c, "tool_name", None) == "list_events"}
+    for chunk in chunks:
+        if isinstance(chunk, ToolOutputAvailable) and chunk.tool_call_id in calls:
+            return json.dumps(chunk.output)
+    return "(not run)"
 
 
-async def sign_in(tool: hs.Tool, store: hs.TokenStore) -> tuple[str, str]:
-    """The sign-in, driven by the app: the URL, the browser, the callback. Returns the
-    result's status and the URL the user followed."""
-    assert tool.auth is not None and is_interactive(tool.auth)
-    signer, pending = StateSigner(secrets.token_urlsafe(32)), MemoryPendingAuthorizations()
-    begun = begin_authorization(
-        tool.auth, session_id="cli", tool_call_id="sign-in", owner=APP_OWNER, signer=signer
-    )
-    await pending.add(begun.pending)  # the PKCE verifier stays here, never in the URL
-    async with httpx.AsyncClient() as browser:  # the user's browser follows the link
-        location = (await browser.get(begun.url)).headers["location"]
-    callback = dict(parse_qsl(urlsplit(location).query))
-    result = await complete_authorization(
-        callback["state"],
-        code=callback["code"],
-        signer=signer,
-        pending=pending,
-        strategies={tool.auth.name: tool.auth},
-        token_store=store,
-    )
-    return result.status, begun.url
+async def browser(url: str) -> dict[str, str]:
+    """The user's browser follows the sign-in link; the service redirects it to the callback,
+    whose query holds ``state`` and ``code``."""
+    async with httpx.AsyncClient() as client:
+        location = (await client.get(url)).headers["location"]
+    return dict(parse_qsl(urlsplit(location).query))
 
 
-async def run(verbose: bool) -> list[str]:
+async def run(folder: Path, verbose: bool) -> list[str]:
     with oauth_server() as base:
-        tool = calendar_tool(base)
-        table = MemoryKeyValueStore()  # a database table, in a real app
-        store = hs.EncryptedTokenStore(table, key=hs.EncryptedTokenStore.generate_key())
-        lines = [f"before sign-in: list_events -> {await ask(tool, store)}"]
-        status, url = await sign_in(tool, store)
+        agent = hs.Agent(name="assistant", model="helix/demo", tools=[calendar_tool(base)])
+        store = hs.SQLiteStore(folder / "sessions.db")
+        executor = hs.Executor(
+            store,
+            auth_secret=secrets.token_urlsafe(32),  # the same in every process, in a real app
+            token_store=hs.EncryptedTokenStore(store, key=hs.EncryptedTokenStore.generate_key()),
+        )
+        question = 'List my events for "Monday"'
+        chunks = [c async for c in executor.run(agent, "ada-1", question, auth="ada")]
+        (link,) = [c for c in chunks if isinstance(c, ToolAuthorizationRequest)]
+        status = (await executor.session("ada-1")).status
+        lines = [f"turn 1: {status}, waiting for a sign-in to {link.strategy!r}"]
         if verbose:
-            lines.append(f"sign in at: {url}")
-        lines.append(f"sign-in: {status}")
-        lines.append(f"after sign-in: list_events -> {await ask(tool, store)}")
-        rows = b"".join(table.rows.values())
-        assert not any(token.encode() in rows for token in _Handler.tokens)  # ciphertext only
+            lines.append(f"sign in at: {link.url}")
+        callback = await browser(link.url)
+        result = await executor.complete_authorization(callback["state"], callback["code"])
+        lines.append(f"sign-in: {result.status}")
+        resumed = [c async for c in executor.run(agent, "ada-1", auth="ada")]  # no new message
+        lines.append(f"turn 1 goes on: list_events -> {outcome(resumed)}")
+        other = [c async for c in executor.run(agent, "ada-2", question, auth="ada")]
+        lines.append(f"another session of ada's: list_events -> {outcome(other)}")
+        await store.close()
+        stored = b"".join(p.read_bytes() for p in folder.iterdir())
+        assert not any(token.encode() in stored for token in _Handler.tokens)  # ciphertext only
         return lines
 
 
@@ -200,7 +192,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from helix_stream.models import load_litellm
 
     load_litellm()  # at startup, not while the first question waits
-    print("\n".join(asyncio.run(run(verbose=not args.once))))
+    with tempfile.TemporaryDirectory() as folder:
+        print("\n".join(asyncio.run(run(Path(folder), verbose=not args.once))))
     return 0
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "TextEnd",
     "TextStart",
     "ToolApprovalRequest",
+    "ToolAuthorizationRequest",
     "ToolCancelled",
     "ToolInputAvailable",
     "ToolInputDelta",
@@ -213,6 +214,19 @@ class ToolApprovalRequest:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ToolAuthorizationRequest:
+    """The call waits for the user to sign in to ``strategy`` (its turn pauses): ``url`` is
+    where they sign in. The UI stream carries it as a ``data-authorization`` part
+    (``{toolCallId, strategy, url}``; docs/ui-message-stream.md). The URL holds a signed
+    one-time state and a PKCE challenge, nothing secret."""
+
+    type: ClassVar[Literal["tool-authorization-request"]] = "tool-authorization-request"
+    tool_call_id: str
+    strategy: str
+    url: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolOutputDenied:
     type: ClassVar[Literal["tool-output-denied"]] = "tool-output-denied"
     tool_call_id: str
@@ -366,6 +380,7 @@ Chunk = (
     | ToolOutputError
     | ToolNotExecuted
     | ToolApprovalRequest
+    | ToolAuthorizationRequest
     | ToolOutputDenied
     | ToolCancelled
     | ToolSettled

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.auth.oauth_server import OAuthServer
 from tests.loopback import LoopbackServer
 from tests.store import _pg
 
@@ -27,6 +28,22 @@ def loopback(_loopback_server: LoopbackServer) -> Iterator[LoopbackServer]:
     _loopback_server.reset()
     yield _loopback_server
     _loopback_server.reset()
+
+
+@pytest.fixture(scope="session")
+def _oauth_server() -> Iterator[OAuthServer]:
+    server = OAuthServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def oauth(_oauth_server: OAuthServer) -> Iterator[OAuthServer]:
+    """The loopback OAuth server (authorize + token, PKCE checked), reset: no codes, no
+    tokens, nothing recorded (tests/auth/oauth_server.py)."""
+    _oauth_server.reset()
+    yield _oauth_server
+    _oauth_server.reset()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -58,7 +58,7 @@ async def test_fastapi_app(capsys: pytest.CaptureFixture[str]) -> None:
     assert lines[0] == "health: {'status': 'ok'}"
     # The chat routes are in the OpenAPI schema (/docs), beside the app's own.
     assert lines[1] == (
-        "documented: /api/chat /api/chat/{id}/messages /api/chat/{id}/stop "
+        "documented: /api/auth/callback /api/chat /api/chat/{id}/messages /api/chat/{id}/stop "
         "/api/chat/{id}/stream /context /health"
     )
     assert lines[2].startswith("chat: 200 start start-step tool-input-start")
@@ -85,10 +85,12 @@ async def test_steering(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 async def test_tool_auth(capsys: pytest.CaptureFixture[str]) -> None:
+    events = '["09:00 stand-up", "14:00 design review"]'
     assert (await _once("tool_auth", capsys)).splitlines() == [
-        "before sign-in: list_events -> AuthorizationRequiredError",
+        "turn 1: paused, waiting for a sign-in to 'calendar'",
         "sign-in: authorized",
-        'after sign-in: list_events -> ["09:00 stand-up", "14:00 design review"]',
+        f"turn 1 goes on: list_events -> {events}",
+        f"another session of ada's: list_events -> {events}",
     ]
 
 

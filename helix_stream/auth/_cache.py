@@ -8,7 +8,9 @@ else forgotten. An interactive strategy never makes a token itself: a miss is
 
 The loop makes one :class:`StepTokens` per step and gives each call of a tool with ``auth=``
 a :class:`CallAuth` (``ctx.get_token()`` and friends), then calls :meth:`CallAuth.settle`
-when the tool's body is done: that is where a rejected token leaves the token store.
+when the tool's body is done: that is where a rejected token leaves the token store, and,
+in a session that can wait for a sign-in (``AuthSettings.parks``), where an auth failure
+becomes a :class:`~._flow.ParkForSignIn` (or the loop guard's error).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 from ..errors import AuthorizationRequiredError, TokenRejectedError
 from ..telemetry import NOOP_RECORDER, Recorder
+from ._flow import ParkForSignIn, decide_failure
 from ._store import MemoryTokenStore, TokenStore, evict, token_owner
 from ._strategy import AuthStrategy, InteractiveAuth, TokenAuth, is_interactive
 from ._token import Token, TokenRequest
@@ -45,10 +48,19 @@ class AuthSettings:
         token_store: Where tokens are kept across steps, turns and sessions.
         identify: ``identify(principal)``: the id tokens are kept under (an executor's
             ``identify``); ``None``: no principal has an id.
+        parks: The run can pause a call until the user has signed in (an executor session
+            with an ``auth_secret``): an interactive miss parks the call instead of failing it.
+        signed_in: The calls being re-run right after their sign-in: they never park again
+            (the loop guard).
+        cannot_wait: Why a run that does not park cannot wait for a sign-in (the end of the
+            error a miss gives).
     """
 
     token_store: TokenStore = field(default_factory=MemoryTokenStore)
     identify: Callable[[Any], Any] | None = None
+    parks: bool = False
+    signed_in: frozenset[str] = frozenset()
+    cannot_wait: str = "plain stream_text never can"
 
 
 # Outside a session with no token store given: one store for the whole process.
@@ -132,7 +144,7 @@ class StepTokens:
         raise AuthorizationRequiredError(
             f"tool {request.tool_name!r} needs the user to sign in to {strategy.name!r}, and "
             "waiting for a sign-in needs a session that can pause its turn: this run cannot "
-            "wait (plain stream_text never can)",
+            f"wait ({self.settings.cannot_wait})",
             strategy=strategy.name,
             tool_name=request.tool_name,
         )
@@ -224,11 +236,28 @@ class CallAuth:
             f"{self.strategy.name!r}"
         )
 
-    async def settle(self, error: Exception | None) -> None:
+    async def settle(self, error: Exception | None) -> ParkForSignIn | Exception | None:
         """The tool's body is done (``error``: what it raised): a token it rejected, by
-        ``ctx.reject_token()`` or by raising TokenRejectedError, leaves the token store."""
-        if not (self._rejected or isinstance(error, TokenRejectedError)) or self._token is None:
-            return
-        token, self._token = self._token, None
-        self.step.forget(self.strategy.name, self.owner, token)
-        await evict(self.step.settings.token_store, self.strategy.name, self.owner, token)
+        ``ctx.reject_token()`` or by raising TokenRejectedError, leaves the token store.
+
+        Returns:
+            What becomes of the call: ``None`` (it ended normally), the error to give it, or,
+            when the run can wait (``AuthSettings.parks``), a :class:`ParkForSignIn` for an
+            interactive miss or a rejected token (never for the re-run right after a
+            sign-in: :func:`~._flow.decide_failure`).
+        """
+        rejected = self._rejected or isinstance(error, TokenRejectedError)
+        if rejected and self._token is not None:
+            token, self._token = self._token, None
+            self.step.forget(self.strategy.name, self.owner, token)
+            await evict(self.step.settings.token_store, self.strategy.name, self.owner, token)
+        settings = self.step.settings
+        if error is None or not settings.parks:
+            return error
+        return decide_failure(
+            error,
+            strategy=self.strategy,
+            owner=self.owner,
+            tool_call_id=self.tool_call_id,
+            after_sign_in=self.tool_call_id in settings.signed_in,
+        )

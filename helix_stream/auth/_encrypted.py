@@ -82,10 +82,14 @@ class EncryptedTokenStore:
 
     Example::
 
-        store = hs.EncryptedTokenStore(table, key=os.environ["HELIX_TOKEN_KEY"])
+        sessions = hs.SQLiteStore("helix.db")
+        tokens = hs.EncryptedTokenStore(sessions, key=os.environ["HELIX_TOKEN_KEY"])
+        executor = hs.Executor(sessions, token_store=tokens, auth_secret=...)
 
     Args:
-        table: Where the ciphertext rows go.
+        table: Where the ciphertext rows go: a :class:`KeyValueStore`, or a session store
+            (``SQLiteStore``, ``PostgresStore``, ``MemoryStore``), whose ``auth_tokens``
+            table then holds them.
         key: A Fernet key (:meth:`generate_key`), or a list of them to rotate: the first
             encrypts, every one decrypts.
 
@@ -94,9 +98,13 @@ class EncryptedTokenStore:
         FrameworkNotSupportedError: ``cryptography`` is not installed (the ``crypto`` extra).
     """
 
-    def __init__(self, table: KeyValueStore, *, key: str | bytes | Sequence[str | bytes]) -> None:
-        self._table = table
+    def __init__(self, table: Any, *, key: str | bytes | Sequence[str | bytes]) -> None:
         self._fernet = _fernet(key)
+        if not all(callable(getattr(table, m, None)) for m in ("get", "set", "delete")):
+            from ..store._auth import auth_tables
+
+            table = auth_tables(table)  # a session store: its own table of token rows
+        self._table: KeyValueStore = table
 
     @staticmethod
     def generate_key() -> str:

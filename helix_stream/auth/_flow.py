@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -108,10 +108,13 @@ def begin_authorization(
     signer: StateSigner,
     ttl: float = DEFAULT_SIGN_IN_TTL,
     now: float | None = None,
+    verifier: Callable[[str], str] | None = None,
 ) -> SignIn:
     """A fresh sign-in for a parked call: a one-time nonce, a signed state, a PKCE pair.
 
     The verifier goes into the returned record only; the URL carries its S256 challenge.
+    ``verifier(nonce)`` makes it from the nonce (``signer.code_verifier``: a store that keeps
+    the record makes it again rather than keeping it); by default it is random.
     """
     created = time.time() if now is None else now
     claims = StateClaims(
@@ -120,15 +123,15 @@ def begin_authorization(
         nonce=secrets.token_urlsafe(24),
         expires_at=created + ttl,
     )
-    verifier = make_code_verifier()
-    url = strategy.authorization_url(signer.sign(claims), code_challenge(verifier))
+    code_verifier = make_code_verifier() if verifier is None else verifier(claims.nonce)
+    url = strategy.authorization_url(signer.sign(claims), code_challenge(code_verifier))
     pending = PendingAuthorization(
         nonce=claims.nonce,
         session_id=session_id,
         tool_call_id=tool_call_id,
         strategy=strategy.name,
         owner=owner,
-        code_verifier=verifier,
+        code_verifier=code_verifier,
         created_at=created,
         expires_at=claims.expires_at,
     )

@@ -70,6 +70,15 @@ class StateSigner:
     def _signature(self, signed: str) -> str:
         return _b64(hmac.new(self._key, signed.encode("ascii"), hashlib.sha256).digest())
 
+    def code_verifier(self, nonce: str) -> str:
+        """The PKCE code verifier of the sign-in with ``nonce``: HMAC-SHA256 of the nonce with
+        the secret, 43 characters of [A-Za-z0-9_-] (RFC 7636 §4.1).
+
+        Derived, not stored: a session store keeps a pending sign-in without anything secret,
+        and only a process with the secret can make the verifier again."""
+        digest = hmac.new(self._key, b"pkce\0" + nonce.encode("utf-8"), hashlib.sha256).digest()
+        return _b64(digest)
+
     def sign(self, claims: StateClaims) -> str:
         """The state string for ``claims``."""
         payload = {

@@ -4,13 +4,17 @@ The loop knows nothing of stores or sessions. An executor session takes part in 
 the small :class:`SessionLink` protocol, which the loop calls at fixed points:
 
 * ``preamble()`` once after ``start``: work a paused turn left (answered approvals, client tool
-  outputs), as chunks;
+  outputs), as chunks; then ``paused()`` before each step: whether that work left the turn
+  paused again (a call that waits for a sign-in), so that no model call is made;
 * ``before_step(n)`` before each model call: commit the context, return the new messages
   (rows, the user's message) for the loop to append to its own list, and their chunks;
 * ``before_retry(n)`` before a retried attempt of that call (the first failed before its
   first chunk): the same for the context that came meanwhile (the context pass runs before
   every model call);
-* ``gate(call)`` and ``tool_context(...)`` for each tool call;
+* ``gate(call)`` and ``tool_context(...)`` for each tool call; ``token_settings(given)`` for
+  how the step's calls resolve tokens, and ``park(park)`` when a call waits for the user to
+  sign in (the session keeps the sign-in and gives its URL; the call's turn pauses after
+  the step);
 * ``after_step(step, final=...)`` once a step is done: persist it and report it;
 * ``end(how)`` once, when the run is over (:class:`RunEnd`: finished, failed or cut short,
   and the text of a step it left unfinished): the session ends its turn.
@@ -29,7 +33,8 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel
 
 from ..auth._cache import DEFAULT_AUTH, AuthSettings
-from ..chunks import Chunk
+from ..auth._flow import ParkForSignIn
+from ..chunks import Chunk, ToolAuthorizationRequest
 from ..middleware import ModelMiddleware, WrappedModel
 from ..models._cache import PromptCache
 from ..models._retry import RetryPolicy
@@ -98,6 +103,11 @@ class SessionLink(Protocol):
         """Chunks of the work a paused turn left, before the first step."""
         ...
 
+    async def paused(self) -> bool:
+        """Whether the turn paused again before its first step (the preamble left a call
+        waiting): the loop then ends without a model call."""
+        ...
+
     async def before_step(self, step_number: int) -> StepCommit:
         """Commit the context for the model call about to be made."""
         ...
@@ -114,6 +124,16 @@ class SessionLink(Protocol):
         self, call: ToolCall, tool: Tool, context: Any, write: Callable[[Chunk], None]
     ) -> ToolContext:
         """The ``ctx`` a tool receives; ``write`` puts a chunk into the stream."""
+        ...
+
+    def token_settings(self, given: AuthSettings) -> AuthSettings:
+        """How the tool calls of a step resolve tokens (``given``: the run's own settings)."""
+        ...
+
+    async def park(self, park: ParkForSignIn) -> ToolAuthorizationRequest:
+        """Keep a sign-in for a call that waits for it; the chunk that shows its URL.
+
+        Only called when :meth:`token_settings` said the run ``parks``."""
         ...
 
     async def after_step(self, step: StepResult, *, final: bool) -> None:
@@ -135,6 +155,9 @@ class _NoSession:
         return
         yield  # an empty async generator
 
+    async def paused(self) -> bool:
+        return False
+
     async def before_step(self, step_number: int) -> StepCommit:
         return _EMPTY
 
@@ -148,6 +171,13 @@ class _NoSession:
         self, call: ToolCall, tool: Tool, context: Any, write: Callable[[Chunk], None]
     ) -> ToolContext:
         return ToolContext(context=context, tool_call_id=call.id, tool_name=tool.name, _write=write)
+
+    def token_settings(self, given: AuthSettings) -> AuthSettings:
+        return given
+
+    async def park(self, park: ParkForSignIn) -> ToolAuthorizationRequest:
+        # token_settings never says parks here: nothing can wait for a sign-in.
+        raise RuntimeError("a plain stream_text call cannot park a call for a sign-in")
 
     async def after_step(self, step: StepResult, *, final: bool) -> None:
         return None

@@ -129,7 +129,9 @@ class _Run:
                 async for chunk in preamble:
                     yield chunk
             step_number, forced = 0, False
-            while True:
+            # Settling what a paused turn left may leave a call waiting again (an approved
+            # call that needs a sign-in): then the turn pauses again with no model call.
+            while not await cfg.session.paused():
                 async with aclosing(self._step(step_number, forced)) as step_chunks:
                     async for chunk in step_chunks:
                         yield chunk
@@ -143,7 +145,7 @@ class _Run:
                 steps=self.steps,
                 finish_reason=finish.finish_reason,
                 usage=self.usage,
-                text=self.steps[-1].text,
+                text=self.steps[-1].text if self.steps else "",
             )
             await call_user(cfg.callbacks.on_finish, self.summary(finish), session=cfg.session)
             self.finished = True

@@ -4,6 +4,12 @@ A call to a tool the agent does not declare is answered ``tool_unavailable``; a 
 switched-off tool ``tool_inactive`` (README, "Switching tools, the step_context hook, memory,
 approvals"). Neither runs anything of the tool: no body, no approval, no client ask. Every call
 still gets a tool message, so the conversation stays valid and the model can carry on.
+
+A call whose tool needs the user to sign in first, in a session that can wait for it, is
+*parked* (README, "Tools that act for the user: authorization"): it gets a pending result and
+no tool message, like a call waiting for its approval, so the turn pauses after the step;
+the session keeps the sign-in and its ``tool-authorization-request`` chunk shows the URL. The
+step's other calls finish as usual and keep their results.
 """
 
 from __future__ import annotations
@@ -11,12 +17,13 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
 from ..auth._cache import DEFAULT_AUTH, AuthSettings, StepTokens
+from ..auth._flow import ParkForSignIn
 from ..chunks import (
     Chunk,
     DataChunk,
@@ -75,7 +82,9 @@ class ToolCalls:
     stops or the task is cancelled, every tool still running is cancelled before
     :meth:`chunks` returns. Calls in ``approved`` run even though their tool needs approval:
     the app said yes (the gate does not apply to them: the caller settled that). The calls
-    share one per-step token cache, resolved as ``auth`` says.
+    share one per-step token cache, resolved as ``auth`` says (or the session: its
+    ``token_settings``); calls in ``signed_in`` are re-run right after their sign-in.
+    Without ``can_park`` no call parks (the conversation has moved on): a miss is an error.
     """
 
     def __init__(
@@ -89,6 +98,8 @@ class ToolCalls:
         approved: frozenset[str] = frozenset(),
         secrets: frozenset[str] = frozenset(),
         auth: AuthSettings = DEFAULT_AUTH,
+        signed_in: frozenset[str] = frozenset(),
+        can_park: bool = True,
     ) -> None:
         self._calls = list(calls)
         self._tools = tools
@@ -97,7 +108,12 @@ class ToolCalls:
         self._session = session
         self._approved = approved
         self._secrets = secrets
-        self._tokens = StepTokens(auth, recorder)
+        settings = session.token_settings(auth)
+        if signed_in:
+            settings = replace(settings, signed_in=settings.signed_in | signed_in)
+        if not can_park and settings.parks:
+            settings = replace(settings, parks=False, cannot_wait="a new message came meanwhile")
+        self._tokens = StepTokens(settings, recorder)
         self._results: dict[str, ToolResult] = {}
         self._contents: dict[str, str] = {}
         # Data parts the tools write while they run (ctx.write_data), streamed as they come.
@@ -188,23 +204,23 @@ class ToolCalls:
 
     def _start(
         self, to_start: list[tuple[ToolCall, Tool, Any]]
-    ) -> dict[asyncio.Task[tuple[ToolResult, str]], ToolCall]:
+    ) -> dict[asyncio.Task[tuple[ToolResult, str | None]], ToolCall]:
         # Tasks copy the context they are created in: create them all inside the session
         # binding, with no await in between, so every tool sees its session (and nothing leaks).
-        tasks: dict[asyncio.Task[tuple[ToolResult, str]], ToolCall] = {}
+        tasks: dict[asyncio.Task[tuple[ToolResult, str | None]], ToolCall] = {}
         with self._session.bind():
             for call, tool, parsed in to_start:
                 context = self._contexts.get(tool.name)
                 ctx = self._session.tool_context(call, tool, context, self._written.put_nowait)
                 ctx = self._tokens.bind(ctx, tool)
                 task = asyncio.ensure_future(
-                    _execute(tool, parsed, ctx, call, self._recorder, self._secrets)
+                    _execute(tool, parsed, ctx, call, self._recorder, self._secrets, self._session)
                 )
                 tasks[task] = call
         return tasks
 
     async def _collect(
-        self, tasks: dict[asyncio.Task[tuple[ToolResult, str]], ToolCall]
+        self, tasks: dict[asyncio.Task[tuple[ToolResult, str | None]], ToolCall]
     ) -> AsyncGenerator[Chunk, None]:
         order = {call.id: index for index, call in enumerate(self._calls)}
         pending = set(tasks)
@@ -226,7 +242,8 @@ class ToolCalls:
                 for task in sorted(finished, key=lambda t: order[tasks[t].id]):
                     result, content = task.result()
                     self._settle(result, content)
-                    yield _output_chunk(result)
+                    if result.status != "pending":  # a parked call: its sign-in link came
+                        yield _output_chunk(result)
         finally:
             written.cancel()
 
@@ -251,7 +268,8 @@ async def _execute(
     call: ToolCall,
     recorder: Recorder,
     secrets: frozenset[str],
-) -> tuple[ToolResult, str]:
+    session: SessionLink = NO_SESSION,
+) -> tuple[ToolResult, str | None]:
     with recorder.tool_call(call=call, tool_context=ctx.context) as handle:
         try:
             output = await tool.run(parsed, ctx)
@@ -263,14 +281,18 @@ async def _execute(
             # The text goes to the model, the log and telemetry: never with the tool's own
             # context values (its keys), the call's credentials or its tokens in it.
             hidden = set(secrets) | secret_strings(ctx.context, None)
+            error: Exception = exc
             if ctx._auth is not None:
-                await ctx._auth.settle(exc)
+                decided = await ctx._auth.settle(exc)
+                if isinstance(decided, ParkForSignIn):
+                    return await _park(decided, ctx, call, session, recorder, handle)
+                error = decided if decided is not None else exc
                 hidden |= ctx._auth.secrets
-            text = redact(f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}", hidden)
+            text = redact(f"Tool {call.name!r} failed: {type(error).__name__}: {error}", hidden)
             result = ToolResult(
                 tool_call_id=call.id, tool_name=call.name, status="error", error=text
             )
-            recorder.tool_finished(handle, result=result, error=exc)
+            recorder.tool_finished(handle, result=result, error=error)
             return result, text
         content = dump_output(output)
         if isinstance(output, BaseModel):
@@ -280,3 +302,22 @@ async def _execute(
         )
         recorder.tool_finished(handle, result=result)
         return result, content
+
+
+async def _park(
+    park: ParkForSignIn,
+    ctx: ToolContext,
+    call: ToolCall,
+    session: SessionLink,
+    recorder: Recorder,
+    handle: Any,
+) -> tuple[ToolResult, None]:
+    """The call waits for a sign-in: the session keeps it, its chunk goes into the stream
+    (before the step's other outputs that finish later), and the call's result is pending."""
+    chunk = await session.park(park)
+    if ctx._write is not None:
+        ctx._write(chunk)
+    result = ToolResult(tool_call_id=call.id, tool_name=call.name, status="pending")
+    recorder.sign_in_required(handle, strategy=park.strategy.name)
+    recorder.tool_finished(handle, result=result)
+    return result, None

@@ -25,6 +25,10 @@ The routes (paths are options of :func:`routes`):
 * ``POST /api/chat/{id}/stop`` — stop the session's running turn: what was streamed is stored
   as interrupted, every client of the stream gets ``abort``; answers ``{"stopped": bool}``
   once the turn has ended.
+* ``GET /api/auth/callback`` — where a browser comes back from a tool's sign-in
+  (``?state=&code=`` or ``&error=``): it completes the sign-in the parked call waits for and
+  answers a page that sends the user back to the chat (README, "Tools that act for the user:
+  authorization").
 
 Errors are JSON, ``{"error": {"code", "message"}}``, with the error's HTTP status: 400 for a bad
 body or an invalid context item, 401/403 from ``authenticate``, 404 for an unknown session, 409

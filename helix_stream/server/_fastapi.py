@@ -33,6 +33,15 @@ _STREAM = {"description": "The AI SDK UI message stream (Server-Sent Events)",
            "content": {"text/event-stream": {"schema": {"type": "string"}}}}  # fmt: skip
 _ID = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"},
        "description": "The chat id (the session id)"}  # fmt: skip
+_CALLBACK = [
+    {"name": name, "in": "query", "required": name == "state", "schema": {"type": "string"},
+     "description": text}
+    for name, text in (
+        ("state", "The signed one-time state of the sign-in link"),
+        ("code", "The authorization code (when the user said yes)"),
+        ("error", "The OAuth error code (when they did not)"),
+    )
+]  # fmt: skip
 
 
 def _inline(schema: Any, defs: Mapping[str, Any]) -> Any:
@@ -85,6 +94,11 @@ def _operation(name: str) -> tuple[str, dict[str, Any], dict[int | str, Any]]:
             "Stop the session's running turn",
             {"parameters": [_ID]},
             {200: {"description": '`{"stopped": true|false}`, once the turn has ended'}, **errors},
+        ),
+        "helix_auth_callback": (
+            "Complete a tool's sign-in (the OAuth redirect URI)",
+            {"parameters": _CALLBACK},
+            {200: {"description": "A page that sends the user back to the chat"}, **errors},
         ),
     }
     return table[name]

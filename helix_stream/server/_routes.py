@@ -33,6 +33,7 @@ from ..session._records import UserRecord, new_message_id
 from ..store import PostgresStore
 from ..transformers import UIMessageStreamResponse, to_ui_message_stream
 from ..transformers._sse import OnDisconnect, check_on_disconnect
+from ._auth_callback import DEFAULT_AUTH_CALLBACK_PATH, auth_callback_routes
 from ._bodies import ChatActions, ChatRequest, ContextRequest, chat_actions, parse_body, read_body
 from ._shared_streams import SharedStreamRegistry
 from ._streams import StreamRegistry
@@ -151,10 +152,11 @@ def routes(
     turns: RunningTurns | None = None,
     stop_elsewhere: StopElsewhere | None = None,
     max_connections: int | None = None,
+    auth_callback_path: str | None = DEFAULT_AUTH_CALLBACK_PATH,
+    auth_redirect: str | None = None,
 ) -> list[BaseRoute]:
-    """The chat server's routes, to mount in a Starlette or FastAPI app: ``POST {api_path}``
-    (chat), ``POST {context_path}``, and ``{api_path}/{id}/messages``, ``/stream`` (resume) and
-    ``/stop`` (see :mod:`helix_stream.server`).
+    """The chat server's routes (a list of Starlette routes), to mount in a Starlette or
+    FastAPI app; :mod:`helix_stream.server` lists them.
 
     Warning:
         Without ``authenticate`` every route is open to anyone who can reach it: they can read
@@ -188,9 +190,8 @@ def routes(
             :class:`StopElsewhere`). Without it, stopping such a turn is refused with 501.
         max_connections: Connections to the model provider at once (litellm's pool, per host;
             process-wide). Default 4,096: 1,000 chats never wait (litellm's own: 500).
-
-    Returns:
-        A list of Starlette routes.
+        auth_callback_path: Where a browser comes back from a tool's sign-in (``None``: no such
+            route); ``auth_redirect``: the app's page to send it on to (default: a page of ours).
     """
     _check_startup(agent, client_version, max_connections)
     handlers = _Handlers(
@@ -210,10 +211,13 @@ def routes(
         turns=turns if turns is not None else RunningTurns(),
         stop_elsewhere=stop_elsewhere,
     )
-    return _route_table(handlers, api_path.rstrip("/"), context_path)
+    return _route_table(handlers, api_path, context_path, auth_callback_path, auth_redirect)
 
 
-def _route_table(handlers: _Handlers, base: str, context_path: str) -> list[BaseRoute]:
+def _route_table(
+    handlers: _Handlers, base: str, context_path: str, callback: str | None, redirect: str | None
+) -> list[BaseRoute]:
+    base = base.rstrip("/")
     # {id:path}: a sub-agent's session id holds "/" ("<parent>/<call id>").
     table = [
         (base, handlers.chat, "POST", "helix_chat"),
@@ -222,10 +226,13 @@ def _route_table(handlers: _Handlers, base: str, context_path: str) -> list[Base
         (f"{base}/{{id:path}}/stream", handlers.resume, "GET", "helix_resume"),
         (f"{base}/{{id:path}}/stop", handlers.stop, "POST", "helix_stop"),
     ]
-    return [
+    mounted: list[BaseRoute] = [
         Route(path, _json_errors(handler), methods=[method], name=name)
         for path, handler, method, name in table
     ]
+    executor, agent = handlers.executor, handlers.agent
+    sign_in = auth_callback_routes(executor, agent, path=callback, redirect_to=redirect)
+    return [*mounted, *sign_in]
 
 
 def default_registry(executor: Executor) -> StreamRegistry | SharedStreamRegistry:

@@ -31,6 +31,7 @@ from ..state import ParentInfo
 from ..store import LogRecord, MemoryStore, Store
 from ..tools import FINISH_TOOL_NAME
 from ._answers import ApprovalAnswer, ToolAnswer, by_call
+from ._authorization import DEFAULT_SIGN_IN_TTL, SessionAuthorization
 from ._history import SessionHistory, check_idle
 from ._meta import TurnMeta
 from ._pending import late_answer_row, waiting_calls
@@ -39,6 +40,7 @@ from ._turn import TurnRequest, run_turn
 
 if TYPE_CHECKING:
     from ..agent import Agent
+    from ..auth import TokenStore
     from ..sandbox import SandboxProvider
     from ..telemetry import TelemetrySettings
 
@@ -72,7 +74,7 @@ def _input_message(value: Input) -> dict[str, Any] | None:
     )
 
 
-class Executor(SessionHistory):
+class Executor(SessionHistory, SessionAuthorization):
     """Runs agents in sessions stored in ``store``.
 
     Example::
@@ -86,8 +88,16 @@ class Executor(SessionHistory):
         store: Where sessions live; a fresh :class:`~helix_stream.store.MemoryStore` if omitted.
         telemetry: Default telemetry for runs (an agent's own settings win).
         identify: ``identify(auth)``: what of the first caller is stored as the session's
-            initiator (``current_session().auth.initiator``). It must be JSON-safe; default:
-            :func:`default_identity` (an id string or int, nothing else — never credentials).
+            initiator (``current_session().auth.initiator``), and the principal id tools'
+            tokens are kept under (``identify(session.auth.current)``). It must be JSON-safe;
+            default: :func:`default_identity` (an id string or int, nothing else — never
+            credentials).
+        auth_secret: The secret (at least 32 bytes) sign-in states are signed with and PKCE
+            verifiers derived from; every process that completes sign-ins needs the same one.
+            Without it a tool that needs a sign-in cannot park its turn: its miss is its error.
+        token_store: Where tools' tokens are kept (an ``hs.EncryptedTokenStore`` over the
+            session store, say); default: in memory, per executor.
+        sign_in_ttl: Seconds a sign-in link stays good.
     """
 
     def __init__(
@@ -96,10 +106,14 @@ class Executor(SessionHistory):
         *,
         telemetry: TelemetrySettings | None = None,
         identify: Callable[[Any], Any] = default_identity,
+        auth_secret: str | bytes | None = None,
+        token_store: TokenStore | None = None,
+        sign_in_ttl: float = DEFAULT_SIGN_IN_TTL,
     ) -> None:
         self.store: Store = store if store is not None else MemoryStore()
         self.telemetry = telemetry
         self.identify = identify
+        self._init_authorization(auth_secret, token_store, sign_in_ttl)
         # The sandbox providers of the agents run here, by agent name (close_sandbox).
         self._sandboxes: dict[str, SandboxProvider] = {}
 
@@ -199,6 +213,7 @@ class Executor(SessionHistory):
             auth=auth,
             parent=parent,
             channel=channel,
+            authorization=self._turn_authorization(agent),
         )
         if agent.sandbox is not None:
             self._sandboxes[agent.name] = agent.sandbox

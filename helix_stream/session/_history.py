@@ -12,7 +12,7 @@ from .._limits import show
 from ..context import ContextRow
 from ..errors import InvalidRequestError, SessionBusyError, SessionNotFoundError, StateError
 from ..store import Checkpoint, LogRecord, SessionRecord, Store
-from ._meta import TurnMeta, app_meta, forget_sandboxes
+from ._meta import TurnMeta, app_meta, forget_sandboxes, sign_in_links
 from ._records import AssistantRecord, UserRecord
 from ._ui import ui_messages
 
@@ -247,6 +247,7 @@ class SessionHistory:
             client_version=client_version,
             on_error=on_error,
             send_sources=send_sources,
+            sign_ins=sign_in_links(snapshot.session.meta),
         )
 
 

@@ -7,6 +7,13 @@ sandbox and skills, persists each finished
 step (its messages and a checkpoint; the last one also sets the new status), reports
 lifecycle events to the agent's hooks after each is durably recorded, and ends the turn when
 the run is over without its last step having ended it (:func:`~._finish.finish_turn`).
+
+A call that waits for the user to sign in is *parked* through the link (:meth:`TurnLink.park`:
+the sign-in is kept in the store, ``_authorization.py``); the write that pauses the turn
+records where each parked call stands, and ``session.waiting`` says ``wait:
+"authorization"`` with the strategy and the URL. When settling a paused turn's calls parks
+one again (an approved call with no token yet), the turn pauses at once
+(:meth:`TurnLink.paused`), with no model call.
 """
 
 from __future__ import annotations
@@ -20,15 +27,19 @@ from dataclasses import replace
 from typing import Any
 
 from .._messages import message_text
-from ..chunks import Chunk, ContextRowChunk, ContextSkipped
+from ..auth._cache import AuthSettings
+from ..auth._flow import ParkForSignIn
+from ..chunks import Chunk, ContextRowChunk, ContextSkipped, ToolAuthorizationRequest
 from ..context import TOOL_SOURCE, validate_items
 from ..loop._config import GateReason, RunEnd, StepCommit
 from ..state import bind_scope
 from ..steps import StepResult, ToolCall
 from ..store import Checkpoint, TurnWrite
 from ..tools import FINISH_TOOL_NAME, Tool, ToolContext
+from ._authorization import waiting_answer
 from ._commits import opened_meta, opening
 from ._finish import finish_turn
+from ._meta import TurnMeta
 from ._open import Opened
 from ._pending import Settled, Settlement
 from ._records import interrupted_record, step_records
@@ -58,6 +69,9 @@ class TurnLink:
         self._in_step = False  # a step is running (a failure is also its step.failed)
         self._ended = False  # the last step's write set the final status
         self._stepped = False  # a step's write stored the turn's answer (or part of it)
+        self._steps = 0  # steps begun
+        # Calls parked on a sign-in: call id -> (strategy, url), in the order they parked.
+        self._parked: dict[str, tuple[str, str]] = {}
 
     def bind(self) -> AbstractContextManager[None]:
         return bind_scope(self._opened.scope)
@@ -86,7 +100,66 @@ class TurnLink:
                 yield chunk
         self._settled = settlement.outcome()
 
+    async def paused(self) -> bool:
+        """After settling: a call parked again before any step? Then write the pause now."""
+        if self._steps or not self._parked or self._ended:
+            return False
+        opened, settled = self._opened, self._settled
+        write = opening(
+            opened.view,
+            opened.meta,
+            message=None,
+            settled=settled.messages if settled else (),
+            rows=settled.rows if settled else (),
+        )
+        meta = opened_meta(opened.view, opened.meta, write)
+        patch = {**(write.meta or {}), **meta.paused(), **self._parked_answers()}
+        await self._store.write_turn(self._session_id, replace(write, status="paused", meta=patch))
+        self._ended = True
+        await self._events.emit("session.waiting", self._waiting_data(list(self._parked)))
+        return True
+
+    def token_settings(self, given: AuthSettings) -> AuthSettings:
+        authorization = self._opened.request.authorization
+        return given if authorization is None else authorization.settings
+
+    async def park(self, park: ParkForSignIn) -> ToolAuthorizationRequest:
+        authorization = self._opened.request.authorization
+        assert authorization is not None  # token_settings said the run parks
+        sign_in = await authorization.begin(park, self._session_id)
+        name = park.strategy.name
+        self._parked[park.tool_call_id] = (name, sign_in.url)
+        return ToolAuthorizationRequest(
+            tool_call_id=park.tool_call_id, strategy=name, url=sign_in.url
+        )
+
+    def _parked_answers(self) -> dict[str, Any]:
+        """The meta patch that records each parked call as waiting for its sign-in."""
+        patch: dict[str, Any] = {}
+        for call_id, (strategy, url) in self._parked.items():
+            patch.update(TurnMeta.answer(call_id, waiting_answer(strategy, url)))
+        return patch
+
+    def _waiting_data(self, pending: list[str]) -> dict[str, Any]:
+        """``session.waiting``'s data: what the calls wait for; for a sign-in, the strategy
+        and the URL (of the first parked call; ``authorizations`` lists each)."""
+        parked = [
+            {"tool_call_id": call_id, "strategy": strategy, "url": url}
+            for call_id, (strategy, url) in self._parked.items()
+        ]
+        if not parked:
+            return {"pending": pending}
+        first = parked[0]
+        return {
+            "pending": pending,
+            "wait": "authorization",
+            "strategy": first["strategy"],
+            "url": first["url"],
+            "authorizations": parked,
+        }
+
     async def before_step(self, step_number: int) -> StepCommit:
+        self._steps += 1
         self._in_step = True
         commit = await self._commit(step_number)
         await self._committed(commit)
@@ -198,7 +271,8 @@ class TurnLink:
         write = TurnWrite(messages=records, checkpoint=self._checkpoint(step))
         if final:
             if step.pending:
-                write = replace(write, status="paused", meta=self._meta.paused())
+                patch = {**self._meta.paused(), **self._parked_answers()}
+                write = replace(write, status="paused", meta=patch)
             else:
                 write = replace(write, status="idle", meta=self._meta.done())
         written = await self._store.write_turn(self._session_id, write)
@@ -234,7 +308,7 @@ class TurnLink:
     async def _ended_with(self, step: StepResult) -> None:
         if step.pending:
             pending = [r.tool_call_id for r in step.pending]
-            await self._events.emit("session.waiting", {"pending": pending})
+            await self._events.emit("session.waiting", self._waiting_data(pending))
             return
         await self._events.emit("turn.completed", {"finish_reason": step.finish_reason})
         for result in step.tool_results:

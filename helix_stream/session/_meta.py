@@ -11,7 +11,8 @@ keys; the engine's lives under keys that start with ``helix.`` (reserved, like
 * ``helix.initiator``, ``helix.parent``: who started the session, and for a sub-agent's
   session the call that started it;
 * ``helix.answer.<call id>``: an answer to a paused call, one key per call, so that two
-  answers arriving at once never overwrite each other (the meta merge is per key);
+  answers arriving at once never overwrite each other (the meta merge is per key); for a call
+  parked on a sign-in, where its sign-in stands (``session/_authorization.py``);
 * ``helix.sandbox.<agent name>``: the id of that agent's sandbox in the session, and whether
   it was prepared (``{"id": ..., "ready": true}``).
 
@@ -36,6 +37,7 @@ __all__ = [
     "forget_sandboxes",
     "parent_meta",
     "sandbox_patch",
+    "sign_in_links",
     "stored_sandboxes",
 ]
 
@@ -54,28 +56,54 @@ def app_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Answer:
-    """An answer to a paused call: an approval (``approved``, ``reason``) or a client tool's
-    ``output`` (with the time it arrived, for ``client_tool_timeout``)."""
+    """An answer to a paused call: an approval (``approved``, ``reason``), a client tool's
+    ``output`` (with the time it arrived, for ``client_tool_timeout``), or where a call parked
+    on a sign-in stands (``authorization``: ``"waiting"`` for it, ``"authorized"``, or
+    ``"refused"``/``"failed"`` with the call's error text as ``reason``; ``strategy`` and the
+    sign-in ``url`` with it)."""
 
     approved: bool | None = None
     reason: str | None = None
     output: Any = None
     at: float = 0.0
+    authorization: str | None = None
+    strategy: str | None = None
+    url: str | None = None
 
     @property
     def is_approval(self) -> bool:
         return self.approved is not None
 
     def to_json(self) -> dict[str, Any]:
+        if self.authorization is not None:
+            sign_in = {"authorization": self.authorization, "strategy": self.strategy}
+            return {**sign_in, "url": self.url, "reason": self.reason}
         if self.is_approval:
             return {"approved": self.approved, "reason": self.reason}
         return {"output": self.output, "at": self.at}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Answer:
+        if "authorization" in data:
+            return cls(
+                authorization=str(data["authorization"]),
+                strategy=data.get("strategy"),
+                url=data.get("url"),
+                reason=data.get("reason"),
+            )
         if "approved" in data:
             return cls(approved=bool(data["approved"]), reason=data.get("reason"))
         return cls(output=data.get("output"), at=float(data.get("at") or 0.0))
+
+
+def sign_in_links(meta: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
+    """The calls that wait for a sign-in, as a session's ``meta`` records them: call id ->
+    (strategy, URL) (a reloaded chat shows their sign-in links again)."""
+    out: dict[str, tuple[str, str]] = {}
+    for call_id, answer in TurnMeta.read(meta).answers.items():
+        if answer.authorization == "waiting" and answer.strategy and answer.url:
+            out[call_id] = (answer.strategy, answer.url)
+    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -43,6 +43,7 @@ from ._view import SessionView
 
 if TYPE_CHECKING:
     from ..agent import Agent
+    from ._authorization import TurnAuthorization
 
 __all__ = ["Opened", "TurnRequest", "open_turn"]
 
@@ -66,6 +67,7 @@ class TurnRequest:
         auth: Who is calling.
         parent: For a sub-agent's session, the call that started it.
         channel: Where the turn came in (``"python"``, ``"http"``, ``"subagent"``).
+        authorization: How the turn's tools resolve tokens and park on a sign-in.
     """
 
     store: Store
@@ -80,6 +82,7 @@ class TurnRequest:
     auth: Any = None
     parent: ParentInfo | None = None
     channel: str = "python"
+    authorization: TurnAuthorization | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

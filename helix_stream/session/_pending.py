@@ -1,6 +1,8 @@
-"""Tool calls a paused turn left waiting: approvals and client tools.
+"""Tool calls a paused turn left waiting: approvals, client tools and sign-ins.
 
-A turn pauses when a call needs the app's approval or a client's answer. Answers are recorded
+A turn pauses when a call needs the app's approval, a client's answer, or the user's sign-in
+(a call parked by its tool's ``auth=``; its answer is recorded by the sign-in callback,
+``Executor.complete_authorization``). Answers are recorded
 on the session (``Executor.answer``) or passed to the next run (``run(..., answers=...)``, what
 the chat server does); the next run first settles every waiting call, then calls the model:
 
@@ -10,7 +12,13 @@ the chat server does); the next run first settles every waiting call, then calls
 * denied → a denied result;
 * a client answer → its output; one that came after ``client_tool_timeout`` → the call gets a
   timeout result and the answer is delivered as a ``notice`` row with source ``late-answer``;
+* signed in → the call alone runs again, with the token, as the re-run right after its
+  sign-in (it never parks again: the loop guard); a refused or failed sign-in → the error
+  result the callback recorded ("The user did not authorize ...");
 * no answer but a new user message → a cancelled result (the conversation must stay valid).
+
+An approved call that needs a sign-in parks like any other (the turn pauses again at once);
+with a new user message it cannot wait, and its miss is its error result.
 
 With a new user message, the waiting calls belong to an *earlier* UI message than the turn's
 answer: their results are sent as :class:`~helix_stream.chunks.ToolSettled` chunks naming that
@@ -91,9 +99,23 @@ def waiting_calls(log: Sequence[LogRecord]) -> list[WaitingCall]:
     return []
 
 
-def _waits_for(call: ToolCall, tools: Mapping[str, Tool]) -> Literal["approval", "client"]:
+Wait = Literal["approval", "client", "authorization"]
+
+
+def _waits_for(call: ToolCall, tools: Mapping[str, Tool], answer: Answer | None) -> Wait:
+    """What a waiting call waits for. A call of a tool with a body that needs no approval can
+    only have parked on a sign-in: a client's "answer" to it is no answer."""
+    if answer is not None and answer.authorization is not None:
+        return "authorization"
     tool = tools.get(call.name)
-    return "approval" if tool is not None and tool.pauses_for == "approval" else "client"
+    if tool is None or tool.pauses_for == "client":
+        return "client"
+    return "approval" if tool.pauses_for == "approval" else "authorization"
+
+
+def _signed_in(answer: Answer | None) -> bool:
+    """The sign-in the call waits for has completed (with a token, or not)."""
+    return answer is not None and answer.authorization not in (None, "waiting")
 
 
 def check_answerable(
@@ -107,15 +129,23 @@ def check_answerable(
     """Refuse (before anything is written) a turn that could not settle its waiting calls.
 
     Raises:
-        StateError: a call still waits for its approval or its client's answer, and there is
-            no new user message to move on with.
+        StateError: a call still waits for its approval, its client's answer or the user's
+            sign-in, and there is no new user message to move on with.
     """
     if has_new_input:
         return
     for waiting_call in waiting:
         call = waiting_call.call
         answer = answers.get(call.id)
-        if _waits_for(call, tools) == "approval":
+        waits = _waits_for(call, tools, answer)
+        if waits == "authorization":
+            if not _signed_in(answer):
+                strategy = answer.strategy if answer is not None else None
+                to = f" to {strategy!r}" if strategy else ""
+                raise StateError(
+                    f"call {call.id!r} ({call.name}) is still waiting for the user to sign in{to}"
+                )
+        elif waits == "approval":
             if answer is None or not answer.is_approval:
                 raise StateError(
                     f"call {call.id!r} ({call.name}) is still waiting for its approval"
@@ -195,7 +225,8 @@ class Settlement:
         self._rows: list[dict[str, Any]] = []
 
     def outcome(self) -> Settled:
-        order = [w.call.id for w in self._waiting]
+        # A call that parked on a sign-in again has no message yet: it keeps waiting.
+        order = [w.call.id for w in self._waiting if w.call.id in self._messages]
         return Settled(messages=[self._messages[i] for i in order], rows=list(self._rows))
 
     async def chunks(self) -> AsyncGenerator[Chunk, None]:
@@ -212,37 +243,75 @@ class Settlement:
 
     async def _settle(self) -> AsyncGenerator[Chunk, None]:
         to_run: list[ToolCall] = []
+        signed_in: set[str] = set()
         for waiting_call in self._waiting:
             call = waiting_call.call
             yield ToolInputAvailable(tool_call_id=call.id, tool_name=call.name, input=call.input)
             answer = self._answers.get(call.id)
-            if _waits_for(call, self._tools) == "approval":
-                settled = self._approval(call, answer)
-                if settled is None:
-                    to_run.append(call)
-                    continue
-            else:
+            waits = _waits_for(call, self._tools, answer)
+            settled: tuple[dict[str, Any], Chunk] | None
+            if waits == "client":
                 settled = self._client(call, answer)
+            elif waits == "approval":
+                settled = self._approval(call, answer)
+            else:
+                settled = self._authorization(call, answer)
+                if settled is None:
+                    signed_in.add(call.id)
+            if settled is None:
+                to_run.append(call)
+                continue
             self._messages[call.id], chunk = settled
             yield chunk
         if to_run:
-            approved = ToolCalls(
-                to_run,
-                tools=self._tools,
-                contexts=self._contexts,
-                recorder=self._recorder,
-                session=self._session,
-                approved=frozenset(c.id for c in to_run),
-            )
-            async with aclosing(approved.chunks()) as chunks:
+            async with aclosing(self._run(to_run, frozenset(signed_in))) as chunks:
                 async for chunk in chunks:
                     yield chunk
-            outcome = approved.outcome()
-            statuses = {r.tool_call_id: r.status for r in outcome.results}
-            for message in outcome.messages:
-                call_id = message["tool_call_id"]
-                record = ToolRecord(message=message, status=statuses[call_id])
-                self._messages[call_id] = record.encode()
+
+    async def _run(
+        self, to_run: list[ToolCall], signed_in: frozenset[str]
+    ) -> AsyncGenerator[Chunk, None]:
+        """Run the approved and signed-in calls (the gate settled them: they run as they
+        are); one that parks on a sign-in again gets no message and keeps waiting."""
+        calls = ToolCalls(
+            to_run,
+            tools=self._tools,
+            contexts=self._contexts,
+            recorder=self._recorder,
+            session=self._session,
+            approved=frozenset(c.id for c in to_run),
+            signed_in=signed_in,
+            # After a new message nothing can wait: the conversation has moved on.
+            can_park=not self._moved_on,
+        )
+        async with aclosing(calls.chunks()) as chunks:
+            async for chunk in chunks:
+                yield chunk
+        outcome = calls.outcome()
+        statuses = {r.tool_call_id: r.status for r in outcome.results}
+        for message in outcome.messages:
+            call_id = message["tool_call_id"]
+            record = ToolRecord(message=message, status=statuses[call_id])
+            self._messages[call_id] = record.encode()
+
+    def _authorization(
+        self, call: ToolCall, answer: Answer | None
+    ) -> tuple[dict[str, Any], Chunk] | None:
+        """The tool message and chunk of a call that waited for a sign-in; ``None``: run it
+        again (the user signed in)."""
+        if not _signed_in(answer):
+            return _cancelled(call, "sign-in")
+        assert answer is not None
+        if call.name in self._inactive:
+            content = not_executed_message(call, "tool_inactive")
+            chunk = ToolNotExecuted(
+                tool_call_id=call.id, tool_name=call.name, reason="tool_inactive"
+            )
+            return _message(call, "not_executed", content), chunk
+        if answer.authorization == "authorized":
+            return None
+        text = answer.reason or f"The user did not authorize {answer.strategy!r}."
+        return _message(call, "error", text), ToolOutputError(tool_call_id=call.id, error_text=text)
 
     def _approval(
         self, call: ToolCall, answer: Answer | None

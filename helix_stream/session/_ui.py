@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from .._messages import message_text
@@ -24,6 +24,7 @@ from ..chunks import (
     TextEnd,
     TextStart,
     ToolApprovalRequest,
+    ToolAuthorizationRequest,
     ToolCancelled,
     ToolInputAvailable,
     ToolNotExecuted,
@@ -65,10 +66,17 @@ def ui_messages(
     client_version: int = 7,
     on_error: OnError | None = None,
     send_sources: bool = False,
+    sign_ins: Mapping[str, tuple[str, str]] | None = None,
 ) -> list[dict[str, Any]]:
-    """The log as UIMessages: one per user message, one per assistant turn; no rows."""
+    """The log as UIMessages: one per user message, one per assistant turn; no rows.
+    ``sign_ins``: the calls still waiting for a sign-in (call id -> strategy, URL), whose
+    sign-in links are shown as the live stream showed them."""
     assistant = functools.partial(
-        _assistant, client_version=client_version, on_error=on_error, send_sources=send_sources
+        _assistant,
+        client_version=client_version,
+        on_error=on_error,
+        send_sources=send_sources,
+        sign_ins=sign_ins or {},
     )
     out: list[dict[str, Any]] = []
     turn: list[tuple[int, AssistantRecord | ToolRecord]] = []  # (seq, record) of one turn
@@ -114,6 +122,7 @@ def _assistant(
     client_version: int,
     on_error: OnError | None,
     send_sources: bool,
+    sign_ins: Mapping[str, tuple[str, str]],
 ) -> dict[str, Any]:
     # Imported here: the transformers bring in Starlette, which `import helix_stream` must not.
     from ..transformers._fold import UIMessageFold
@@ -134,7 +143,7 @@ def _assistant(
         continued_message=None,
         fold=fold,
     )
-    for chunk in _replay(message_id, records):
+    for chunk in _replay(message_id, records, sign_ins):
         mapper.handle(chunk)
     mapper.end()
     message = fold.message
@@ -145,7 +154,9 @@ def _assistant(
 
 
 def _replay(
-    message_id: str, records: Sequence[tuple[int, AssistantRecord | ToolRecord]]
+    message_id: str,
+    records: Sequence[tuple[int, AssistantRecord | ToolRecord]],
+    sign_ins: Mapping[str, tuple[str, str]],
 ) -> Iterator[Chunk]:
     """The chunks the live stream sent for one assistant turn's records."""
     yield Start(message_id=message_id)
@@ -176,6 +187,10 @@ def _replay(
             )
         for call_id in record.awaiting_approval:
             yield ToolApprovalRequest(approval_id=approval_id(call_id), tool_call_id=call_id)
+        for call in record.message.get("tool_calls") or []:
+            if call["id"] in sign_ins:
+                strategy, url = sign_ins[call["id"]]
+                yield ToolAuthorizationRequest(tool_call_id=call["id"], strategy=strategy, url=url)
     yield from written
     if step_open:
         yield FinishStep(step_number=0, finish_reason="stop")

@@ -50,7 +50,10 @@ class SessionView:
         self.waiting: list[WaitingCall] = waiting_calls(snapshot.log)
         ids = {w.call.id for w in self.waiting}
         recorded = {k: v for k, v in self.meta.answers.items() if k in ids}
-        self.answers: dict[str, Answer] = {**recorded, **by_call(given, self.waiting)[0]}
+        # Where a parked call's sign-in stands is the callback's word: no answer a client
+        # sends (it resends the approvals it saw) takes its place.
+        signed = {k: v for k, v in recorded.items() if v.authorization is not None}
+        self.answers: dict[str, Answer] = {**recorded, **by_call(given, self.waiting)[0], **signed}
         self.deadline: float | None = None
         if agent.client_tool_timeout is not None and self.meta.paused_at is not None:
             self.deadline = float(self.meta.paused_at) + agent.client_tool_timeout

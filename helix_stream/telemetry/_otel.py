@@ -417,6 +417,17 @@ class OtelRecorder(Recorder):
         handle.span.set_attributes(attrs)
         handle.span.add_event("helix.auth.token_resolved", attrs)
 
+    def sign_in_required(self, handle: Any, *, strategy: str) -> None:
+        if not isinstance(handle, _ToolSpan):
+            return
+        # The strategy's name only: the sign-in URL is the user's, not telemetry's.
+        attrs: dict[str, AttributeValue] = {
+            "helix.auth.strategy": strategy,
+            "helix.auth.parked": True,
+        }
+        handle.span.set_attributes(attrs)
+        handle.span.add_event("helix.auth.sign_in_required", {"helix.auth.strategy": strategy})
+
     def tool_finished(
         self, handle: Any, *, result: Any, error: BaseException | None = None
     ) -> None:

@@ -95,6 +95,10 @@ class Recorder:
         ``"strategy"``). ``secrets`` (the token's strings) are for redaction only: what the
         call's span shows must not contain them."""
 
+    def sign_in_required(self, handle: Any, *, strategy: str) -> None:
+        """The tool call (``handle`` from :meth:`tool_call`) parked until the user signs in
+        to auth strategy ``strategy``; :meth:`tool_finished` follows with a pending result."""
+
     def call_finished(
         self, *, steps: Sequence[Any], finish_reason: str, usage: Any, text: str
     ) -> None:

@@ -34,6 +34,7 @@ from helix_stream.chunks import (
     TextEnd,
     TextStart,
     ToolApprovalRequest,
+    ToolAuthorizationRequest,
     ToolCancelled,
     ToolInputAvailable,
     ToolInputDelta,
@@ -145,6 +146,7 @@ class UIChunkMapper:
             ToolCancelled: self._tool_result,
             ToolNotExecuted: self._tool_not_executed,
             ToolApprovalRequest: self._approval if client_version >= 6 else drop,
+            ToolAuthorizationRequest: self._authorization,
             ToolOutputDenied: self._tool_result,
             ToolSettled: self._settled,
             DataChunk: self._data,
@@ -455,6 +457,14 @@ class UIChunkMapper:
                     "toolCallId": chunk.tool_call_id,
                 }
             )
+
+    def _authorization(self, chunk: ToolAuthorizationRequest) -> None:
+        # A data part, which every major accepts: kept in the message (an id per call, so a
+        # second sign-in link for the same call replaces the first) for the page to render
+        # as a sign-in link (docs/ui-message-stream.md, "Sign-in links").
+        data = {"toolCallId": chunk.tool_call_id, "strategy": chunk.strategy, "url": chunk.url}
+        part_id = f"authorization-{chunk.tool_call_id}"
+        self._emit({"type": "data-authorization", "id": part_id, "data": data})
 
     # -- sources and data --------------------------------------------------------------------
 

@@ -5,6 +5,9 @@
 // The scenario is {id, actions: [...]}; each action is one of
 //   {"send": {"text": "...", "files": [{type: "file", mediaType, url, filename?}]}}
 //   {"regenerate": {"index": n}}     (the message at index n of the chat; none: the last one)
+//   {"signIn": {}}      follow the URL of the last data-authorization part, as a browser does
+//                       (the sign-in service redirects to the server's callback)
+//   {"continue": {}}    sendMessage() with no message: the chat resumes its last message
 // Prints one JSON line: {steps: [{messages, status, error}], aiVersion}, a snapshot of the
 // chat's state after each action.
 import { readFileSync } from "node:fs";
@@ -60,6 +63,14 @@ for (const action of scenario.actions) {
   try {
     if (action.send) {
       await chat.sendMessage({ text: action.send.text, files: action.send.files });
+    } else if (action.signIn) {
+      const parts = chat.messages.flatMap((m) => m.parts);
+      const link = parts.filter((p) => p.type === "data-authorization").at(-1);
+      const page = await fetch(link.data.url); // redirects to the callback, like a browser
+      steps.push({ signedIn: { status: page.status, url: page.url, text: await page.text() } });
+      continue;
+    } else if (action.continue) {
+      await chat.sendMessage();
     } else if (action.regenerate) {
       const index = action.regenerate.index;
       await chat.regenerate(index === undefined ? {} : { messageId: chat.messages[index].id });

@@ -28,6 +28,7 @@ async def test_the_chat_routes_are_documented_with_their_bodies(
     schema = (await make_client(_app(executor, agent)).get("/openapi.json")).json()
     paths = schema["paths"]
     assert sorted((p, sorted(ops)) for p, ops in paths.items()) == [
+        ("/api/auth/callback", ["get"]),
         ("/api/chat", ["post"]),
         ("/api/chat/{id}/messages", ["get"]),
         ("/api/chat/{id}/stop", ["post"]),
@@ -44,6 +45,12 @@ async def test_the_chat_routes_are_documented_with_their_bodies(
         "text/event-stream" in paths["/api/chat/{id}/stream"]["get"]["responses"]["200"]["content"]
     )
     assert paths["/api/chat"]["post"]["tags"] == ["chat"]
+    callback = paths["/api/auth/callback"]["get"]["parameters"]
+    assert [(q["name"], q["required"]) for q in callback] == [
+        ("state", True),
+        ("code", False),
+        ("error", False),
+    ]
 
 
 async def test_they_answer_as_the_plain_routes_do(

@@ -116,6 +116,22 @@ _V3 = (
     "UPDATE {s}.sessions SET lease_expires = 0 WHERE status = 'running'",
 )
 
+# Version 4: tool authorization (store/_auth.py). ``auth_pending``: the sign-ins parked calls
+# wait for, by state nonce (nothing secret: the PKCE verifier is derived, not stored);
+# ``auth_tokens``: ``EncryptedTokenStore``'s rows (its values are ciphertext).
+_V4 = (
+    """CREATE TABLE {s}.auth_pending (
+        nonce text PRIMARY KEY,
+        session_id text NOT NULL,
+        tool_call_id text NOT NULL,
+        strategy text NOT NULL,
+        owner text NOT NULL,
+        created_at double precision NOT NULL,
+        expires_at double precision NOT NULL)""",
+    "CREATE INDEX auth_pending_expires ON {s}.auth_pending (expires_at)",
+    "CREATE TABLE {s}.auth_tokens (key text PRIMARY KEY, value bytea NOT NULL)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         version=1,
@@ -124,6 +140,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(version=2, description="ui_streams, ui_stream_events", statements=_V2),
     Migration(version=3, description="sessions.lease_token, lease_expires", statements=_V3),
+    Migration(version=4, description="auth_pending, auth_tokens", statements=_V4),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -46,6 +46,13 @@ _SCHEMA = (
         step_number INTEGER NOT NULL, log_seq INTEGER NOT NULL, state TEXT NOT NULL,
         created_at REAL NOT NULL, UNIQUE (session_id, id))""",
     "CREATE INDEX IF NOT EXISTS checkpoints_by_session ON checkpoints (session_id, ord)",
+    # Tool authorization (store/_auth.py): pending sign-ins, encrypted token rows. New tables
+    # are compatible both ways, like an index: an older file gets them when it is opened.
+    """CREATE TABLE IF NOT EXISTS auth_pending (
+        nonce TEXT PRIMARY KEY, session_id TEXT NOT NULL, tool_call_id TEXT NOT NULL,
+        strategy TEXT NOT NULL, owner TEXT NOT NULL, created_at REAL NOT NULL,
+        expires_at REAL NOT NULL) WITHOUT ROWID""",
+    "CREATE TABLE IF NOT EXISTS auth_tokens (key TEXT PRIMARY KEY, value BLOB NOT NULL)",
 )
 
 
