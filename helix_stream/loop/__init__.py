@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..steps import StepResult, StopCondition, ToolCall, ToolResult, has_tool_call, step_count_is
 from ._api import DEFAULT_MAX_STEPS, generate_text, stream_text
 from ._result import GenerateTextResult, StreamTextResult
+from ._timeout import Timeout
 
 __all__ = [
     "DEFAULT_MAX_STEPS",
@@ -12,6 +13,7 @@ __all__ = [
     "StepResult",
     "StopCondition",
     "StreamTextResult",
+    "Timeout",
     "ToolCall",
     "ToolResult",
     "generate_text",

@@ -37,6 +37,7 @@ from ..prepare_step import PrepareStep
 from ..steps import StepResult, StopCondition, ToolCall
 from ..telemetry import Recorder
 from ..tools import Tool, ToolContext
+from ._timeout import Timeout
 
 __all__ = [
     "NO_SESSION",
@@ -190,6 +191,7 @@ class LoopConfig:
             ``False`` for none (a ``prepare_step`` override wins for its step).
         auth: How tools with ``auth=`` resolve their tokens (the token store; a session
             also gives the principal's ``identify``).
+        timeout: The run's time limits (README, "Timeouts").
     """
 
     model: str | WrappedModel
@@ -216,6 +218,7 @@ class LoopConfig:
     session: SessionLink = NO_SESSION
     prompt_cache: PromptCache = "auto"
     auth: AuthSettings = DEFAULT_AUTH
+    timeout: Timeout | None = None
 
 
 async def call_user(fn: Callback | None, *args: Any, session: SessionLink = NO_SESSION) -> Any:

@@ -42,6 +42,7 @@ from ..tools import Tool
 from ._config import LoopConfig, RunEnd, StepCommit, call_user
 from ._result import GenerateTextResult
 from ._step import ModelCall, ModelResult, model_name, request_params
+from ._timeout import NO_CLOCK, RunClock, StreamTimer, as_timeout
 from ._tools import ToolCalls
 
 __all__ = ["resolve_contexts", "run_loop"]
@@ -86,6 +87,7 @@ class _Prepared:
     params: dict[str, Any]
     middleware: tuple[ModelMiddleware, ...]
     prompt_cache: PromptCache
+    timeout: Any = None  # the step's own limits (a prepare_step override)
 
 
 _GO_ON, _FORCE, _STOP = "go on", "force", "stop"
@@ -108,6 +110,7 @@ class _Run:
         self.error: BaseException | None = None  # the run's error, once it failed
         self.finished = False  # the finish chunk was made
         self.unfinished: ModelCall | None = None  # the model call of the step in progress
+        self.clock = NO_CLOCK  # the run's total limit, set when it starts
 
     def how_it_ended(self) -> RunEnd:
         unfinished = self.unfinished.text if self.unfinished is not None else ""
@@ -122,6 +125,7 @@ class _Run:
             system=cfg.system,
         )
         ended = False
+        self.clock = RunClock(cfg.timeout)  # the total runs from here
         try:
             self.output_spec = await self._output_spec()
             yield Start(message_id=cfg.message_id)
@@ -158,6 +162,7 @@ class _Run:
     async def _step(self, step_number: int, forced: bool) -> AsyncGenerator[Chunk, None]:
         """One step's chunks; sets :attr:`next`, what the loop does after it."""
         cfg, recorder = self.cfg, self.cfg.recorder
+        self.clock.check()  # the total limit, between steps
         prepared = await self._prepare(step_number, forced)
         yield StartStep(step_number=step_number)
         for chunk in prepared.context.chunks:
@@ -170,17 +175,7 @@ class _Run:
             context_rows=[c.row for c in prepared.context.chunks if isinstance(c, ContextRowChunk)],
             skipped=[c for c in prepared.context.chunks if isinstance(c, ContextSkipped)],
         )
-        call = ModelCall(
-            prepared.params,
-            prepared.middleware,
-            recorder,
-            step_number,
-            prepared.prompt_cache,
-            router=cfg.router,
-            retry=cfg.retry,
-            where=cfg.where,
-            before_retry=lambda: cfg.session.before_retry(step_number),
-        )
+        call = self._model_call(step_number, prepared)
         self.unfinished = call
         async with aclosing(call.chunks()) as model_chunks:
             async for chunk in model_chunks:
@@ -194,6 +189,7 @@ class _Run:
             session=cfg.session,
             secrets=model.credentials,
             auth=cfg.auth,
+            clock=self.clock,
         )
         recorder.step_finished(
             step=self._step_result(step_number, model, [], []), response=model.response
@@ -232,6 +228,23 @@ class _Run:
             step=step,
         )
 
+    def _model_call(self, step_number: int, prepared: _Prepared) -> ModelCall:
+        cfg = self.cfg
+        limits = self.clock.limits.for_step(prepared.timeout)
+        timer = StreamTimer(limits, self.clock)
+        return ModelCall(
+            prepared.params,
+            prepared.middleware,
+            cfg.recorder,
+            step_number,
+            prepared.prompt_cache,
+            router=cfg.router,
+            retry=cfg.retry,
+            where=cfg.where,
+            before_retry=lambda: cfg.session.before_retry(step_number),
+            timer=timer if timer.active else None,
+        )
+
     async def _prepare(self, step_number: int, forced: bool) -> _Prepared:
         """Commit the session's context, run the prepare_step chain, build the request."""
         cfg = self.cfg
@@ -260,12 +273,15 @@ class _Run:
         middleware = (*cfg.middleware, *model_name(step_in.model)[1])
         prompt_cache = overrides.get("prompt_cache", cfg.prompt_cache)
         check_prompt_cache(prompt_cache)  # a bad override fails before the call
+        timeout = overrides.get("timeout")
+        as_timeout(timeout)  # a bad override fails before the call too
         return _Prepared(
             context=context,
             step=step_in,
             params=params,
             middleware=middleware,
             prompt_cache=prompt_cache,
+            timeout=timeout,
         )
 
     def _step_result(

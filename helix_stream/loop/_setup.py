@@ -35,6 +35,7 @@ from ..telemetry import Recorder
 from ..tools import FINISH_TOOL_NAME, Tool, finish_tool, tools_by_name
 from ._config import NO_SESSION, Callbacks, LoopConfig, SessionLink
 from ._run import resolve_contexts
+from ._timeout import as_timeout
 
 __all__ = ["DEFAULT_MAX_STEPS", "LoopCall", "RunSetup", "loop_config", "setup_run"]
 
@@ -119,6 +120,7 @@ def setup_run(call: LoopCall, options: LoopOptions) -> RunSetup:
     if options.prompt_cache is None:  # a caller's explicit None: the default
         options = replace(options, prompt_cache="auto")
     check_prompt_cache(options.prompt_cache)
+    options = replace(options, timeout=as_timeout(options.timeout))  # InvalidRequestError
     tools = tools_by_name(call.tools)
     strategies_by_name(tools)  # one name, one strategy: tokens are kept by name
     output, finish = call.output, None
@@ -193,6 +195,7 @@ def loop_config(
         session=session,
         prompt_cache=options.prompt_cache,
         auth=_auth(options),
+        timeout=as_timeout(options.timeout),
     )
 
 

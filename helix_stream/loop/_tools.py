@@ -31,6 +31,7 @@ from ..telemetry import Recorder
 from ..telemetry._filters import redact, secret_strings
 from ..tools import Tool, ToolContext, approval_id, dump_output
 from ._config import NO_SESSION, SessionLink
+from ._timeout import NO_CLOCK, RunClock, describe_seconds
 
 __all__ = ["ToolCalls", "ToolOutcome", "not_executed_message", "tool_message"]
 
@@ -89,8 +90,10 @@ class ToolCalls:
         approved: frozenset[str] = frozenset(),
         secrets: frozenset[str] = frozenset(),
         auth: AuthSettings = DEFAULT_AUTH,
+        clock: RunClock = NO_CLOCK,
     ) -> None:
         self._calls = list(calls)
+        self._clock = clock  # the run's tool limits (timeout=)
         self._tools = tools
         self._contexts = contexts
         self._recorder = recorder
@@ -198,7 +201,15 @@ class ToolCalls:
                 ctx = self._session.tool_context(call, tool, context, self._written.put_nowait)
                 ctx = self._tokens.bind(ctx, tool)
                 task = asyncio.ensure_future(
-                    _execute(tool, parsed, ctx, call, self._recorder, self._secrets)
+                    _execute(
+                        tool,
+                        parsed,
+                        ctx,
+                        call,
+                        self._recorder,
+                        self._secrets,
+                        self._clock.for_tool(call.name),
+                    )
                 )
                 tasks[task] = call
         return tasks
@@ -251,27 +262,28 @@ async def _execute(
     call: ToolCall,
     recorder: Recorder,
     secrets: frozenset[str],
+    limit: tuple[float | None, float | None] = (None, None),
 ) -> tuple[ToolResult, str]:
     with recorder.tool_call(call=call, tool_context=ctx.context) as handle:
+        timer = asyncio.timeout(None if limit[0] is None else max(limit[0], 0.001))
         try:
-            output = await tool.run(parsed, ctx)
+            async with timer:  # the tool's limit (timeout=): it is cancelled when it fires
+                output = await tool.run(parsed, ctx)
             if ctx._auth is not None:
                 await ctx._auth.settle(None)  # a token the tool rejected leaves the store
         except asyncio.CancelledError:
             raise
-        except Exception as exc:
-            # The text goes to the model, the log and telemetry: never with the tool's own
-            # context values (its keys), the call's credentials or its tokens in it.
-            hidden = set(secrets) | secret_strings(ctx.context, None)
-            if ctx._auth is not None:
-                await ctx._auth.settle(exc)
-                hidden |= ctx._auth.secrets
-            text = redact(f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}", hidden)
+        except TimeoutError as exc:
+            if not timer.expired():
+                return await _failed(exc, ctx, call, recorder, secrets, handle)
+            text = _timed_out_text(call, limit)
             result = ToolResult(
                 tool_call_id=call.id, tool_name=call.name, status="error", error=text
             )
             recorder.tool_finished(handle, result=result, error=exc)
             return result, text
+        except Exception as exc:
+            return await _failed(exc, ctx, call, recorder, secrets, handle)
         content = dump_output(output)
         if isinstance(output, BaseModel):
             output = output.model_dump(mode="json")
@@ -280,3 +292,32 @@ async def _execute(
         )
         recorder.tool_finished(handle, result=result)
         return result, content
+
+
+def _timed_out_text(call: ToolCall, limit: tuple[float | None, float | None]) -> str:
+    """The error result of a tool its limit cancelled (the AI SDK's wording)."""
+    seconds, own = limit
+    if own is not None and seconds is not None and seconds >= own:
+        return f"tool {call.name!r} timed out after {describe_seconds(own)}"
+    return f"tool {call.name!r} timed out: the run's total time limit was reached"
+
+
+async def _failed(
+    exc: Exception,
+    ctx: ToolContext,
+    call: ToolCall,
+    recorder: Recorder,
+    secrets: frozenset[str],
+    handle: Any,
+) -> tuple[ToolResult, str]:
+    """The error result of a tool that raised."""
+    # The text goes to the model, the log and telemetry: never with the tool's own context
+    # values (its keys), the call's credentials or its tokens in it.
+    hidden = set(secrets) | secret_strings(ctx.context, None)
+    if ctx._auth is not None:
+        await ctx._auth.settle(exc)
+        hidden |= ctx._auth.secrets
+    text = redact(f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}", hidden)
+    result = ToolResult(tool_call_id=call.id, tool_name=call.name, status="error", error=text)
+    recorder.tool_finished(handle, result=result, error=exc)
+    return result, text
