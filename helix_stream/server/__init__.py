@@ -70,6 +70,7 @@ from ..session import Executor
 from ._fastapi import fastapi_router
 from ._routes import (
     DETACHED_TIMEOUT,
+    SERVER_TIMEOUT,
     Authenticate,
     Authorize,
     RunOptions,
@@ -83,6 +84,7 @@ from ._turns import RunningTurns, StopElsewhere
 
 __all__ = [
     "DETACHED_TIMEOUT",
+    "SERVER_TIMEOUT",
     "ActiveStream",
     "Authenticate",
     "Authorize",
