@@ -12,8 +12,7 @@ import httpx
 import pytest
 
 import helix_stream as hs
-from helix_stream.server import SERVER_TIMEOUT, create_app
-from helix_stream.server import _routes as routes_module
+from helix_stream.server import SERVER_TIMEOUT, _routes as routes_module, create_app
 from tests.loopback import LoopbackServer, Reply, text
 from tests.server.conftest import chat, user
 
