@@ -92,6 +92,7 @@ if TYPE_CHECKING:  # "X as X": explicit re-exports, so type checkers see the laz
         ToolResult as ToolResult,
         generate_text as generate_text,
         has_tool_call as has_tool_call,
+        smooth_stream as smooth_stream,
         step_count_is as step_count_is,
         stream_text as stream_text,
     )
@@ -204,6 +205,7 @@ _LAZY: dict[str, str] = {
             "ToolResult",
             "generate_text",
             "has_tool_call",
+            "smooth_stream",
             "step_count_is",
             "stream_text",
         ],

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .auth import TokenStore
     from .loop._timeout import Timeout
+    from .loop._transform import StreamTransform
     from .middleware import ModelMiddleware
     from .models._cache import PromptCache
     from .prepare_step import PrepareStep
@@ -77,6 +78,9 @@ class LoopOptions:
         timeout: Time limits: seconds (the total) or a ``Timeout`` (``total``, ``step``,
             ``first_chunk``, ``chunk``, ``tool``, ``tools``; README, "Timeouts"). A run's
             limits go over an agent's, limit by limit.
+        transform: Stream transforms (the AI SDK's ``experimental_transform``): an async
+            generator function over the chunk stream, or a list of them applied in order,
+            after the loop and before every consumer (``hs.smooth_stream()``).
         on_chunk, on_step_finish, on_finish, on_error: Callbacks, sync or async.
         settings: litellm params for every model call (``**litellm_params`` of
             ``stream_text`` and ``Executor.run``; an Agent's ``settings``).
@@ -93,6 +97,7 @@ class LoopOptions:
     prompt_cache: PromptCache = "auto"
     token_store: TokenStore | None = None
     timeout: float | Timeout | None = None
+    transform: StreamTransform | Sequence[StreamTransform] | None = None
     on_chunk: Callback | None = None
     on_step_finish: Callback | None = None
     on_finish: Callback | None = None

@@ -6,6 +6,7 @@ from ..steps import StepResult, StopCondition, ToolCall, ToolResult, has_tool_ca
 from ._api import DEFAULT_MAX_STEPS, generate_text, stream_text
 from ._result import GenerateTextResult, StreamTextResult
 from ._timeout import Timeout
+from ._transform import smooth_stream
 
 __all__ = [
     "DEFAULT_MAX_STEPS",
@@ -18,6 +19,7 @@ __all__ = [
     "ToolResult",
     "generate_text",
     "has_tool_call",
+    "smooth_stream",
     "step_count_is",
     "stream_text",
 ]

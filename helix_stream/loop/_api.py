@@ -17,6 +17,7 @@ from ._result import GenerateTextResult, StreamTextResult
 from ._run import run_loop
 from ._setup import DEFAULT_MAX_STEPS, LoopCall, loop_config, setup_run
 from ._timeout import Timeout
+from ._transform import StreamTransform
 
 if TYPE_CHECKING:
     from ..auth import TokenStore
@@ -44,6 +45,7 @@ def stream_text(
     prompt_cache: PromptCache = "auto",
     token_store: TokenStore | None = None,
     timeout: float | Timeout | None = None,
+    transform: StreamTransform | Sequence[StreamTransform] | None = None,
     on_chunk: Callable[..., Any] | None = None,
     on_step_finish: Callable[..., Any] | None = None,
     on_finish: Callable[..., Any] | None = None,
@@ -75,7 +77,8 @@ def stream_text(
     ``runtime_context``, ``prepare_step``, ``stop_when`` (default ``step_count_is(20)``),
     ``telemetry``, ``middleware``, ``router``, ``max_retries`` (retries before a call's first
     chunk, default 2; litellm's own are switched off), ``prompt_cache`` (README, "Prompt
-    caching"), ``token_store``, ``timeout`` (README, "Timeouts") and the callbacks.
+    caching"), ``token_store``, ``timeout`` (README, "Timeouts"), ``transform``
+    (``hs.smooth_stream()``) and the callbacks.
 
     Raises:
         ToolContextError: a tool's context is missing or invalid (nothing was sent).

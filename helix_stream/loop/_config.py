@@ -38,6 +38,7 @@ from ..steps import StepResult, StopCondition, ToolCall
 from ..telemetry import Recorder
 from ..tools import Tool, ToolContext
 from ._timeout import Timeout
+from ._transform import StreamTransform
 
 __all__ = [
     "NO_SESSION",
@@ -192,6 +193,7 @@ class LoopConfig:
         auth: How tools with ``auth=`` resolve their tokens (the token store; a session
             also gives the principal's ``identify``).
         timeout: The run's time limits (README, "Timeouts").
+        transform: The stream transforms, in order (:mod:`._transform`).
     """
 
     model: str | WrappedModel
@@ -219,6 +221,7 @@ class LoopConfig:
     prompt_cache: PromptCache = "auto"
     auth: AuthSettings = DEFAULT_AUTH
     timeout: Timeout | None = None
+    transform: tuple[StreamTransform, ...] = ()
 
 
 async def call_user(fn: Callback | None, *args: Any, session: SessionLink = NO_SESSION) -> Any:

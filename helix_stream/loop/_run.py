@@ -44,6 +44,7 @@ from ._result import GenerateTextResult
 from ._step import ModelCall, ModelResult, model_name, request_params
 from ._timeout import NO_CLOCK, RunClock, StreamTimer, as_timeout
 from ._tools import ToolCalls
+from ._transform import apply_transforms
 
 __all__ = ["resolve_contexts", "run_loop"]
 
@@ -69,13 +70,25 @@ async def run_loop(cfg: LoopConfig) -> AsyncGenerator[Chunk, None]:
     on_chunk = cfg.callbacks.on_chunk
     run = _Run(cfg)
     try:
-        async with aclosing(run.chunks()) as chunks:
-            async for chunk in chunks:
-                if on_chunk is not None:
-                    await call_user(on_chunk, chunk, session=cfg.session)
-                yield chunk
+        async with aclosing(run.chunks()) as source:
+            # After the loop, before every consumer (on_chunk, the result, the UI stream).
+            chunks = apply_transforms(source, cfg.transform)
+            try:
+                async for chunk in chunks:
+                    if on_chunk is not None:
+                        await call_user(on_chunk, chunk, session=cfg.session)
+                    yield chunk
+            finally:
+                if chunks is not source:
+                    await _aclose(chunks)
     finally:
         await cfg.session.end(run.how_it_ended())
+
+
+async def _aclose(stream: Any) -> None:
+    close = getattr(stream, "aclose", None)
+    if close is not None:
+        await close()
 
 
 @dataclass(frozen=True, slots=True)

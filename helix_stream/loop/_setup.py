@@ -36,6 +36,7 @@ from ..tools import FINISH_TOOL_NAME, Tool, finish_tool, tools_by_name
 from ._config import NO_SESSION, Callbacks, LoopConfig, SessionLink
 from ._run import resolve_contexts
 from ._timeout import as_timeout
+from ._transform import as_transforms
 
 __all__ = ["DEFAULT_MAX_STEPS", "LoopCall", "RunSetup", "loop_config", "setup_run"]
 
@@ -121,6 +122,7 @@ def setup_run(call: LoopCall, options: LoopOptions) -> RunSetup:
         options = replace(options, prompt_cache="auto")
     check_prompt_cache(options.prompt_cache)
     options = replace(options, timeout=as_timeout(options.timeout))  # InvalidRequestError
+    as_transforms(options.transform)  # InvalidRequestError for one that is not a function
     tools = tools_by_name(call.tools)
     strategies_by_name(tools)  # one name, one strategy: tokens are kept by name
     output, finish = call.output, None
@@ -196,6 +198,7 @@ def loop_config(
         prompt_cache=options.prompt_cache,
         auth=_auth(options),
         timeout=as_timeout(options.timeout),
+        transform=as_transforms(options.transform),
     )
 
 
