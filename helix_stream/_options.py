@@ -82,6 +82,10 @@ class LoopOptions:
             generator function over the chunk stream, or a list of them applied in order,
             after the loop and before every consumer (``hs.smooth_stream()``).
         on_chunk, on_step_finish, on_finish, on_error: Callbacks, sync or async.
+        on_start, on_step_start, on_model_call_start, on_model_call_end, on_tool_call_start,
+            on_tool_call_end, on_step_end, on_end, on_abort: Lifecycle callbacks, sync or
+            async, each given one event (:mod:`helix_stream.loop._lifecycle`; a callback that
+            raises is logged and never breaks the run).
         settings: litellm params for every model call (``**litellm_params`` of
             ``stream_text`` and ``Executor.run``; an Agent's ``settings``).
     """
@@ -102,6 +106,15 @@ class LoopOptions:
     on_step_finish: Callback | None = None
     on_finish: Callback | None = None
     on_error: Callback | None = None
+    on_start: Callback | None = None
+    on_step_start: Callback | None = None
+    on_model_call_start: Callback | None = None
+    on_model_call_end: Callback | None = None
+    on_tool_call_start: Callback | None = None
+    on_tool_call_end: Callback | None = None
+    on_step_end: Callback | None = None
+    on_end: Callback | None = None
+    on_abort: Callback | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
 
 

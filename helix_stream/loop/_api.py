@@ -50,6 +50,15 @@ def stream_text(
     on_step_finish: Callable[..., Any] | None = None,
     on_finish: Callable[..., Any] | None = None,
     on_error: Callable[..., Any] | None = None,
+    on_start: Callable[..., Any] | None = None,
+    on_step_start: Callable[..., Any] | None = None,
+    on_model_call_start: Callable[..., Any] | None = None,
+    on_model_call_end: Callable[..., Any] | None = None,
+    on_tool_call_start: Callable[..., Any] | None = None,
+    on_tool_call_end: Callable[..., Any] | None = None,
+    on_step_end: Callable[..., Any] | None = None,
+    on_end: Callable[..., Any] | None = None,
+    on_abort: Callable[..., Any] | None = None,
     **litellm_params: Any,
 ) -> StreamTextResult:
     """Stream a multi-step, tool-calling generation through ``litellm.acompletion``.

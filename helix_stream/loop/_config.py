@@ -169,6 +169,7 @@ class Callbacks:
     on_step_finish: tuple[Callback, ...] = ()
     on_finish: Callback | None = None
     on_error: Callback | None = None
+    lifecycle: Mapping[str, Callback] = field(default_factory=dict)  # on_start, ... by name
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

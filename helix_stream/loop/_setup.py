@@ -34,6 +34,7 @@ from ..steps import StopCondition, step_count_is
 from ..telemetry import Recorder
 from ..tools import FINISH_TOOL_NAME, Tool, finish_tool, tools_by_name
 from ._config import NO_SESSION, Callbacks, LoopConfig, SessionLink
+from ._lifecycle import LIFECYCLE_NAMES
 from ._run import resolve_contexts
 from ._timeout import as_timeout
 from ._transform import as_transforms
@@ -193,6 +194,7 @@ def loop_config(
             on_step_finish=_as_tuple(options.on_step_finish),
             on_finish=options.on_finish,
             on_error=options.on_error,
+            lifecycle={n: getattr(options, n) for n in LIFECYCLE_NAMES if getattr(options, n)},
         ),
         session=session,
         prompt_cache=options.prompt_cache,

@@ -11,7 +11,7 @@ meanwhile (``before_retry``), and the attempt carries its rows.
 from __future__ import annotations
 
 import asyncio
-import time
+import statistics
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +24,7 @@ from ..models._output import OutputSpec
 from ..models._parse import ResponseInfo, StepParser, has_content, map_finish_reason
 from ..models._retry import RetryPolicy, open_content_stream
 from ..prepare_step import STEP_OVERRIDE_KEYS, StepInput
-from ..steps import ToolCall
+from ..steps import ModelCallPerformance, ToolCall
 from ..telemetry import Recorder
 from ..telemetry._filters import credential_strings
 from ..tools import Tool
@@ -130,7 +130,14 @@ class ModelCall:
     ) -> None:
         self._params = params
         self._timer = timer
-        self._clock = asyncio.get_running_loop().time if timer is not None else time.monotonic
+        # Loop time: the timer's clock (a chunk reads it once or twice).
+        self._clock = asyncio.get_running_loop().time
+        self._began = self._clock()
+        self._first: float | None = None
+        self._last = 0.0
+        self._ended: float | None = None
+        self._gaps: list[float] = []
+        self.done = False  # the stream ended cleanly
         self._before_retry = before_retry
         self.retry_messages: list[dict[str, Any]] = []
         self._retry_chunks: list[Chunk] = []
@@ -147,53 +154,84 @@ class ModelCall:
 
     async def chunks(self) -> AsyncGenerator[Chunk, None]:
         """The model's chunks as they stream, then the ones that close its open parts."""
-        parser, timer = self._parser, self._timer
+        parser, timer, clock, gaps = self._parser, self._timer, self._clock, self._gaps
+        self._began = clock()
         prefix, stream = await self._open()
         for chunk in self._retry_chunks:
             yield chunk
+        read = stream.__anext__
         try:
             if prefix:
                 self._recorder.first_chunk()
             for raw in prefix:
                 for chunk in parser.feed(raw):
+                    if self._first is None:
+                        self._first = self._last = clock()
                     yield chunk
-            if timer is None:
-                async for raw in stream:
-                    for chunk in parser.feed(raw):
-                        yield chunk
-            else:
-                # One timer for the whole call (loop/_timeout.py): a chunk costs a clock read.
-                clock, read = self._clock, stream.__anext__
+            if timer is not None:
                 timer.content(clock())
-                while True:
+            while True:
+                if timer is not None:
                     timer.waiting = True
-                    try:
-                        raw = await read()
-                    except StopAsyncIteration:
-                        break
-                    except asyncio.CancelledError as exc:
-                        timed_out = timer.timed_out(exc)
-                        if timed_out is None:
-                            raise
-                        raise timed_out from None
-                    finally:
+                try:
+                    raw = await read()
+                except StopAsyncIteration:
+                    break
+                except asyncio.CancelledError as exc:
+                    # One timer for the whole call (loop/_timeout.py): its own cancellation
+                    # is the limit that fired; any other is the consumer's.
+                    timed_out = timer.timed_out(exc) if timer is not None else None
+                    if timed_out is None:
+                        raise
+                    raise timed_out from None
+                finally:
+                    if timer is not None:
                         timer.waiting = False
-                    out = parser.feed(raw)
-                    if out:
-                        for chunk in out:
-                            yield chunk
-                        timer.since = clock()  # the consumer's time is not the provider's silence
+                out = parser.feed(raw)
+                if out:
+                    now = clock()
+                    if self._first is None:
+                        self._first = now
+                    else:
+                        gaps.append(now - self._last)
+                    self._last = now
+                    for chunk in out:
+                        yield chunk
+                    if timer is not None:  # the consumer's time is not the provider's silence
+                        timer.since = clock()
         except Exception as exc:
             raise translate_error(exc) from exc
         finally:
+            self._ended = clock()
             if timer is not None:
                 timer.close()
             close = getattr(stream, "aclose", None)
             if close is not None:
                 await close()
         closing, self._calls = parser.finish()
+        self.done = True
         for chunk in closing:
             yield chunk
+
+    def performance(self) -> ModelCallPerformance:
+        """How fast the call answered (once :meth:`chunks` has ended, however it ended)."""
+        began, first, gaps = self._began, self._first, self._gaps
+        ended = self._ended if self._ended is not None else self._clock()
+        response_time = max(0.0, ended - began)
+        usage = self._parser.usage
+        after_first = ended - first if first is not None else 0.0
+        return ModelCallPerformance(
+            response_time=response_time,
+            time_to_first_chunk=None if first is None else first - began,
+            output_tokens_per_second=usage.output_tokens / after_first
+            if after_first > 0 and usage.output_tokens
+            else None,
+            effective_total_tokens_per_second=usage.total_tokens / response_time
+            if response_time > 0 and usage.total_tokens
+            else None,
+            longest_gap=max(gaps, default=0.0),
+            median_gap=statistics.median(gaps) if gaps else 0.0,
+        )
 
     async def _open(self) -> tuple[list[Any], AsyncIterator[Any]]:
         """Send the request (retried before its first content) and open its stream."""

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncGenerator, Mapping, Sequence
+import time
+from collections.abc import AsyncGenerator, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -31,6 +32,7 @@ from ..telemetry import Recorder
 from ..telemetry._filters import redact, secret_strings
 from ..tools import Tool, ToolContext, approval_id, dump_output
 from ._config import NO_SESSION, SessionLink
+from ._lifecycle import ToolWatch, outcome_of
 from ._timeout import NO_CLOCK, RunClock, describe_seconds
 
 __all__ = ["ToolCalls", "ToolOutcome", "not_executed_message", "tool_message"]
@@ -91,8 +93,11 @@ class ToolCalls:
         secrets: frozenset[str] = frozenset(),
         auth: AuthSettings = DEFAULT_AUTH,
         clock: RunClock = NO_CLOCK,
+        watch: ToolWatch | None = None,
     ) -> None:
         self._calls = list(calls)
+        self._watch = watch  # lifecycle callbacks (on_tool_call_start/_end)
+        self.executed: set[str] = set()  # the calls that ran (their events are sent live)
         self._clock = clock  # the run's tool limits (timeout=)
         self._tools = tools
         self._contexts = contexts
@@ -200,17 +205,19 @@ class ToolCalls:
                 context = self._contexts.get(tool.name)
                 ctx = self._session.tool_context(call, tool, context, self._written.put_nowait)
                 ctx = self._tokens.bind(ctx, tool)
-                task = asyncio.ensure_future(
-                    _execute(
-                        tool,
-                        parsed,
-                        ctx,
-                        call,
-                        self._recorder,
-                        self._secrets,
-                        self._clock.for_tool(call.name),
-                    )
+                job = _execute(
+                    tool,
+                    parsed,
+                    ctx,
+                    call,
+                    self._recorder,
+                    self._secrets,
+                    self._clock.for_tool(call.name),
                 )
+                if self._watch is not None:
+                    job = _watched(job, self._watch, call, approved=call.id in self._approved)
+                self.executed.add(call.id)
+                task = asyncio.ensure_future(job)
                 tasks[task] = call
         return tasks
 
@@ -292,6 +299,23 @@ async def _execute(
         )
         recorder.tool_finished(handle, result=result)
         return result, content
+
+
+async def _watched(
+    job: Coroutine[Any, Any, tuple[ToolResult, str]],
+    watch: ToolWatch,
+    call: ToolCall,
+    *,
+    approved: bool,
+) -> tuple[ToolResult, str]:
+    """``job`` (one tool execution) between its lifecycle events."""
+    await watch.start(call)
+    began = time.perf_counter()
+    result, content = await job
+    timed_out = result.status == "error" and content.startswith(f"tool {call.name!r} timed out")
+    outcome = "timed_out" if timed_out else outcome_of(result)
+    await watch.end(call, result, time.perf_counter() - began, outcome, approved=approved)
+    return result, content
 
 
 def _timed_out_text(call: ToolCall, limit: tuple[float | None, float | None]) -> str:
