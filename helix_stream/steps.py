@@ -102,7 +102,8 @@ class StepResult:
     Besides its text, calls, results and usage, a step records what it showed a chat UI that
     its messages do not hold: ``sources`` (the sources the model cited, once each) and
     ``data`` (the ``data-*`` parts its tools wrote with ``ctx.write_data``, transient ones
-    left out), in the order they were streamed.
+    left out), in the order they were streamed; ``performance`` where its time went
+    (:class:`StepPerformance`; not compared: two runs of one step differ in it).
     """
 
     step_number: int
