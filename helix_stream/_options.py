@@ -27,13 +27,22 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .auth import TokenStore
+    from .loop._timeout import Timeout
+    from .loop._transform import StreamTransform
     from .middleware import ModelMiddleware
     from .models._cache import PromptCache
     from .prepare_step import PrepareStep
     from .steps import StopCondition
     from .telemetry import TelemetrySettings
 
-__all__ = ["DEFAULT_MAX_RETRIES", "OPTION_NAMES", "LoopOptions", "options_over", "split_options"]
+__all__ = [
+    "DEFAULT_MAX_RETRIES",
+    "OPTION_NAMES",
+    "LoopOptions",
+    "options_over",
+    "split_options",
+    "timeout_over",
+]
 
 DEFAULT_MAX_RETRIES = 2  # as the AI SDK's maxRetries
 
@@ -56,13 +65,27 @@ class LoopOptions:
             for ``stream_text`` without one, ``step_count_is(20)``.
         telemetry: OpenTelemetry settings (off when ``None``).
         middleware: Model middleware around every call.
-        router: A ``litellm.Router``; the model names one of its model groups.
-        max_retries: Retries of a model call that fails before its first chunk.
+        router: A ``litellm.Router``; the model names one of its model groups, and each model
+            call goes through ``router.acompletion`` (fallbacks, load balancing, cooldowns).
+        max_retries: Retries of a model call that fails before its first chunk (429, 5xx,
+            timeout, lost connection), with exponential backoff and jitter, honouring
+            ``Retry-After``; never after a chunk was emitted. litellm's, the Router's and the
+            OpenAI client's own retries are switched off. Default 2.
         prompt_cache: ``"auto"``: cache breakpoints where the provider needs them; ``False``:
             none.
         token_store: Where the tokens of tools with ``auth=`` are kept between calls
             (default: one in-memory store per process).
+        timeout: Time limits: seconds (the total) or a ``Timeout`` (``total``, ``step``,
+            ``first_chunk``, ``chunk``, ``tool``, ``tools``; README, "Timeouts"). A run's
+            limits go over an agent's, limit by limit.
+        transform: Stream transforms (the AI SDK's ``experimental_transform``): an async
+            generator function over the chunk stream, or a list of them applied in order,
+            after the loop and before every consumer (``hs.smooth_stream()``).
         on_chunk, on_step_finish, on_finish, on_error: Callbacks, sync or async.
+        on_start, on_step_start, on_model_call_start, on_model_call_end, on_tool_call_start,
+            on_tool_call_end, on_step_end, on_end, on_abort: Lifecycle callbacks, sync or
+            async, each given one event (:mod:`helix_stream.loop._lifecycle`; a callback that
+            raises is logged and never breaks the run).
         settings: litellm params for every model call (``**litellm_params`` of
             ``stream_text`` and ``Executor.run``; an Agent's ``settings``).
     """
@@ -77,10 +100,21 @@ class LoopOptions:
     max_retries: int = DEFAULT_MAX_RETRIES
     prompt_cache: PromptCache = "auto"
     token_store: TokenStore | None = None
+    timeout: float | Timeout | None = None
+    transform: StreamTransform | Sequence[StreamTransform] | None = None
     on_chunk: Callback | None = None
     on_step_finish: Callback | None = None
     on_finish: Callback | None = None
     on_error: Callback | None = None
+    on_start: Callback | None = None
+    on_step_start: Callback | None = None
+    on_model_call_start: Callback | None = None
+    on_model_call_end: Callback | None = None
+    on_tool_call_start: Callback | None = None
+    on_tool_call_end: Callback | None = None
+    on_step_end: Callback | None = None
+    on_end: Callback | None = None
+    on_abort: Callback | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -103,4 +137,17 @@ def options_over(
     own = {f.name: getattr(base, f.name) for f in fields(LoopOptions)}  # an Agent's own left out
     own.update({name: value for name, value in given.items() if value is not None})
     own["settings"] = {**base.settings, **settings}
+    own["timeout"] = timeout_over(given.get("timeout"), base.timeout)
     return LoopOptions(**own)
+
+
+def timeout_over(given: Any, base: Any) -> Any:
+    """``timeout=`` given over ``base``'s, limit by limit (``None`` on either side: the
+    other)."""
+    if given is None or base is None:
+        return base if given is None else given
+    from .loop._timeout import as_timeout  # at call time: this module imports nothing
+
+    merged_given, merged_base = as_timeout(given), as_timeout(base)
+    assert merged_given is not None
+    return merged_given.over(merged_base)

@@ -483,11 +483,25 @@ class ModelRateLimitError(ModelError):
 
 
 class ModelTimeoutError(ModelError):
-    """The provider did not answer in time."""
+    """The provider did not answer in time: a limit of the run's ``timeout=`` fired, or the
+    HTTP client's read timeout did.
+
+    Attributes:
+        limit: Which limit fired: ``"total"``, ``"step"``, ``"first_chunk"`` or ``"chunk"``
+            (a ``timeout=`` limit, README "Timeouts"), ``None`` for the HTTP client's own.
+        after: Seconds the limit allowed (``None`` when not known).
+    """
 
     code = "model_timeout"
     http_status = 504
     retryable = True
+
+    def __init__(
+        self, message: str, *, limit: str | None = None, after: float | None = None
+    ) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.after = after
 
 
 class ModelUnavailableError(ModelError):

@@ -2,8 +2,9 @@
 
 Each link receives a :class:`StepInput` and returns ``None`` or a dict of overrides: ``model``,
 ``system``, ``messages``, ``tool_choice``, ``active_tools``, ``runtime_context``,
-``tools_context``, ``prompt_cache`` or any litellm param. A list of links is a chain: each
-sees the input as the links before it left it (their ``messages``, ``model``,
+``tools_context``, ``prompt_cache``, ``timeout`` (this step's ``step``, ``first_chunk`` and
+``chunk`` limits: seconds, the ``step``, or an ``hs.Timeout``) or any litellm param. A list of
+links is a chain: each sees the input as the links before it left it (their ``messages``, ``model``,
 ``runtime_context`` and ``tools_context`` applied); later links win. ``runtime_context`` and
 ``tools_context`` carry forward to later steps (as in the AI SDK); everything else applies to
 that step only.
@@ -31,6 +32,7 @@ STEP_OVERRIDE_KEYS = frozenset(
         "runtime_context",
         "tools_context",
         "prompt_cache",
+        "timeout",
     }
 )
 # The overrides later links of the chain see applied to their input.

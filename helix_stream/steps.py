@@ -12,6 +12,8 @@ if TYPE_CHECKING:
     from .tools import Tool
 
 __all__ = [
+    "ModelCallPerformance",
+    "StepPerformance",
     "StepResult",
     "StopCondition",
     "ToolCall",
@@ -54,13 +56,54 @@ class ToolResult:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ModelCallPerformance:
+    """How fast one model call answered (``on_model_call_end``, ``StepResult.performance``).
+
+    Attributes:
+        response_time: Seconds from the request to the stream's end (retries included).
+        time_to_first_chunk: Seconds from the request to the first content-bearing chunk
+            (``None`` when none came).
+        output_tokens_per_second: Output tokens over the time after the first chunk
+            (``None`` when it cannot be told).
+        effective_total_tokens_per_second: Output tokens over the whole response time.
+        longest_gap: The longest silence between two content chunks, in seconds.
+        median_gap: The median of those silences.
+    """
+
+    response_time: float
+    time_to_first_chunk: float | None = None
+    output_tokens_per_second: float | None = None
+    effective_total_tokens_per_second: float | None = None
+    longest_gap: float = 0.0
+    median_gap: float = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepPerformance:
+    """Where one step's time went (``on_step_end``, ``StepResult.performance``).
+
+    Attributes:
+        step_time: Seconds from the step's start to its end.
+        model_time: Seconds in the model call.
+        tool_time: Seconds running the step's tools.
+        model: The model call's own figures.
+    """
+
+    step_time: float
+    model_time: float
+    tool_time: float
+    model: ModelCallPerformance | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StepResult:
     """One model call and the tool calls it made.
 
     Besides its text, calls, results and usage, a step records what it showed a chat UI that
     its messages do not hold: ``sources`` (the sources the model cited, once each) and
     ``data`` (the ``data-*`` parts its tools wrote with ``ctx.write_data``, transient ones
-    left out), in the order they were streamed.
+    left out), in the order they were streamed; ``performance`` where its time went
+    (:class:`StepPerformance`; not compared: two runs of one step differ in it).
     """
 
     step_number: int
@@ -75,6 +118,8 @@ class StepResult:
     runtime_context: Any = None
     sources: list[SourceUrl] = field(default_factory=list)
     data: list[DataChunk] = field(default_factory=list)
+    # Timing differs between two runs of the same step: not part of what a step is.
+    performance: StepPerformance | None = field(default=None, compare=False, repr=False)
 
     @property
     def pending(self) -> list[ToolResult]:

@@ -40,6 +40,11 @@ class Reply:
     fail_after: int | None = None  # after this many deltas, an SSE error event ends the stream
     truncate: bool = False  # after the deltas, the body ends: no finish reason, no [DONE]
     response_id: str = "chatcmpl-loopback"
+    # Stalls, silent ones (nothing written, not even a keep-alive), each ``stall_for`` seconds:
+    wait_headers: bool = False  # before the status line: the first byte never comes
+    headers_only: bool = False  # the headers, then nothing
+    stall_after: int | None = None  # after this many deltas, nothing more
+    stall_for: float = 5.0
 
 
 def text(content: str, pieces: int = 3, **kw: Any) -> Reply:
@@ -108,6 +113,9 @@ class LoopbackServer:
                 with server._lock:
                     server.requests.append(body)
                     reply = server.replies.popleft() if server.replies else text("ok")
+                if reply.wait_headers:
+                    time.sleep(reply.stall_for)
+                    return  # the client gave up long ago; close without an answer
                 if reply.status != 200:
                     payload = json.dumps(
                         {"error": {"message": reply.error, "type": "test", "code": reply.status}}
@@ -135,6 +143,10 @@ class LoopbackServer:
                 with server._lock:
                     server.open_streams += 1
                 try:
+                    if reply.headers_only:
+                        self.wfile.flush()
+                        time.sleep(reply.stall_for)
+                        return
                     self._stream(reply)
                 except (BrokenPipeError, ConnectionResetError):
                     with server._lock:
@@ -213,6 +225,9 @@ class LoopbackServer:
                         self.wfile.write(b"0\r\n\r\n")
                         self.wfile.flush()
                         return
+                    if reply.stall_after is not None and sent == reply.stall_after:
+                        time.sleep(reply.stall_for)
+                        return
                     if reply.delay:
                         time.sleep(reply.delay)
                     self._event(self._chunk(delta))
@@ -269,7 +284,10 @@ class LoopbackServer:
                     "content_block_start",
                     {"type": "content_block_start", "index": 0, "content_block": block},
                 )
-                for delta in reply.deltas:
+                for sent, delta in enumerate(reply.deltas):
+                    if reply.stall_after is not None and sent == reply.stall_after:
+                        time.sleep(reply.stall_for)
+                        return
                     piece = {"type": "text_delta", "text": delta.get("content", "")}
                     event(
                         "content_block_delta",

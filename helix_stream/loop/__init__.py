@@ -2,20 +2,55 @@
 
 from __future__ import annotations
 
-from ..steps import StepResult, StopCondition, ToolCall, ToolResult, has_tool_call, step_count_is
+from ..steps import (
+    ModelCallPerformance,
+    StepPerformance,
+    StepResult,
+    StopCondition,
+    ToolCall,
+    ToolResult,
+    has_tool_call,
+    step_count_is,
+)
 from ._api import DEFAULT_MAX_STEPS, generate_text, stream_text
+from ._lifecycle import (
+    AbortEvent,
+    EndEvent,
+    ModelCallEndEvent,
+    ModelCallStartEvent,
+    StartEvent,
+    StepEndEvent,
+    StepStartEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
+)
 from ._result import GenerateTextResult, StreamTextResult
+from ._timeout import Timeout
+from ._transform import smooth_stream
 
 __all__ = [
     "DEFAULT_MAX_STEPS",
+    "AbortEvent",
+    "EndEvent",
     "GenerateTextResult",
+    "ModelCallEndEvent",
+    "ModelCallPerformance",
+    "ModelCallStartEvent",
+    "StartEvent",
+    "StepEndEvent",
+    "StepPerformance",
     "StepResult",
+    "StepStartEvent",
     "StopCondition",
     "StreamTextResult",
+    "Timeout",
     "ToolCall",
+    "ToolCallEndEvent",
+    "ToolCallStartEvent",
     "ToolResult",
     "generate_text",
     "has_tool_call",
+    "smooth_stream",
     "step_count_is",
     "stream_text",
 ]

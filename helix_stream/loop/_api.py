@@ -16,6 +16,8 @@ from ..tools import Tool
 from ._result import GenerateTextResult, StreamTextResult
 from ._run import run_loop
 from ._setup import DEFAULT_MAX_STEPS, LoopCall, loop_config, setup_run
+from ._timeout import Timeout
+from ._transform import StreamTransform
 
 if TYPE_CHECKING:
     from ..auth import TokenStore
@@ -42,10 +44,21 @@ def stream_text(
     output: type[BaseModel] | None = None,
     prompt_cache: PromptCache = "auto",
     token_store: TokenStore | None = None,
+    timeout: float | Timeout | None = None,
+    transform: StreamTransform | Sequence[StreamTransform] | None = None,
     on_chunk: Callable[..., Any] | None = None,
     on_step_finish: Callable[..., Any] | None = None,
     on_finish: Callable[..., Any] | None = None,
     on_error: Callable[..., Any] | None = None,
+    on_start: Callable[..., Any] | None = None,
+    on_step_start: Callable[..., Any] | None = None,
+    on_model_call_start: Callable[..., Any] | None = None,
+    on_model_call_end: Callable[..., Any] | None = None,
+    on_tool_call_start: Callable[..., Any] | None = None,
+    on_tool_call_end: Callable[..., Any] | None = None,
+    on_step_end: Callable[..., Any] | None = None,
+    on_end: Callable[..., Any] | None = None,
+    on_abort: Callable[..., Any] | None = None,
     **litellm_params: Any,
 ) -> StreamTextResult:
     """Stream a multi-step, tool-calling generation through ``litellm.acompletion``.
@@ -63,42 +76,25 @@ def stream_text(
         messages: The conversation so far, OpenAI format. ``prompt`` appends a user message.
         system: The system prompt (sent first on every call, never changed by the loop).
         tools: A list of tools or a ``{name: Tool}`` dict.
-        tools_context: Per-tool contexts by tool name; a tool with a ``context_schema`` gets
-            only its own entry, validated (a missing or invalid one raises
-            :class:`~helix_stream.errors.ToolContextError` here, before any model call).
-        runtime_context: Shared state for the loop, ``prepare_step`` and callbacks; never sent
-            to the model or to a tool.
-        prepare_step: A step middleware or a list of them (a chain); see
-            :class:`~helix_stream.prepare_step.StepInput`.
-        stop_when: A stop condition or a list (any stops); default ``step_count_is(20)``.
-            The loop also stops after a step without tool calls.
-        telemetry: OpenTelemetry settings (off when ``None``).
-        middleware: Model middleware around every call.
-        router: A ``litellm.Router``: ``model`` names one of its model groups and each model
-            call goes through ``router.acompletion`` (fallbacks, load balancing, cooldowns);
-            a step's ``response_model`` names the deployment's model that answered.
-        max_retries: Retries of a model call that fails before its first chunk (429, 5xx,
-            timeout, lost connection), with exponential backoff and jitter, honouring
-            ``Retry-After``; never after a chunk was emitted. litellm's, the Router's and the
-            OpenAI client's own retries are switched off. Default 2.
         output: A pydantic model for a structured answer: ``result.output`` is an instance,
-            ``result.partial_output_stream()`` yields the partial object as it streams. Asked
-            for through the provider's JSON-schema ``response_format`` where litellm reports
-            support, else through a ``__finish__`` tool.
-        prompt_cache: ``"auto"`` (the default) adds the provider's cache marker where it needs
-            one (Anthropic, Bedrock); ``False`` sends none; a ``prepare_step`` override wins
-            for its step (README, "Prompt caching").
-        token_store: Where tools with ``auth=`` keep their tokens (default: in memory).
-        on_chunk, on_step_finish, on_finish, on_error: Callbacks, sync or async.
+            ``result.partial_output_stream()`` yields the partial object as it streams.
         **litellm_params: Passed through to ``litellm.acompletion`` (temperature, api_base,
             api_key, fallbacks, ...).
+
+    The other keywords are the run options, described on
+    :class:`~helix_stream._options.LoopOptions`: ``tools_context`` (validated here),
+    ``runtime_context``, ``prepare_step``, ``stop_when`` (default ``step_count_is(20)``),
+    ``telemetry``, ``middleware``, ``router``, ``max_retries`` (retries before a call's first
+    chunk, default 2; litellm's own are switched off), ``prompt_cache`` (README, "Prompt
+    caching"), ``token_store``, ``timeout`` (README, "Timeouts"), ``transform``
+    (``hs.smooth_stream()``) and the callbacks.
 
     Raises:
         ToolContextError: a tool's context is missing or invalid (nothing was sent).
         InvalidRequestError: a keyword that belongs elsewhere (``output_schema=`` is an
             Agent's) or cannot be sent, litellm's own ``num_retries``, a wrong ``output``,
-            a ``prompt_cache`` that is neither ``"auto"`` nor ``False``, two different auth
-            strategies of one name (nothing was sent).
+            ``prompt_cache`` or ``timeout``, two different auth strategies of one name
+            (nothing was sent).
     """
     # The named arguments above (locals() holds only them here): the call's own and the run
     # options (helix_stream/_options.py), which _start sorts by name.

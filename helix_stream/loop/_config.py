@@ -42,6 +42,8 @@ from ..prepare_step import PrepareStep
 from ..steps import StepResult, StopCondition, ToolCall
 from ..telemetry import Recorder
 from ..tools import Tool, ToolContext
+from ._timeout import Timeout
+from ._transform import StreamTransform
 
 __all__ = [
     "NO_SESSION",
@@ -197,6 +199,7 @@ class Callbacks:
     on_step_finish: tuple[Callback, ...] = ()
     on_finish: Callback | None = None
     on_error: Callback | None = None
+    lifecycle: Mapping[str, Callback] = field(default_factory=dict)  # on_start, ... by name
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -220,6 +223,8 @@ class LoopConfig:
             ``False`` for none (a ``prepare_step`` override wins for its step).
         auth: How tools with ``auth=`` resolve their tokens (the token store; a session
             also gives the principal's ``identify``).
+        timeout: The run's time limits (README, "Timeouts").
+        transform: The stream transforms, in order (:mod:`._transform`).
     """
 
     model: str | WrappedModel
@@ -246,6 +251,8 @@ class LoopConfig:
     session: SessionLink = NO_SESSION
     prompt_cache: PromptCache = "auto"
     auth: AuthSettings = DEFAULT_AUTH
+    timeout: Timeout | None = None
+    transform: tuple[StreamTransform, ...] = ()
 
 
 async def call_user(fn: Callback | None, *args: Any, session: SessionLink = NO_SESSION) -> Any:

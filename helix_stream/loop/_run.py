@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import time
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..chunks import (
@@ -37,12 +38,33 @@ from ..models._cache import PromptCache, check_prompt_cache
 from ..models._litellm import translate_error
 from ..models._output import OutputSpec, output_from_value, parse_output
 from ..prepare_step import StepInput, run_step_chain
-from ..steps import StepResult, StopCondition, ToolResult
+from ..steps import (
+    ModelCallPerformance,
+    StepPerformance,
+    StepResult,
+    StopCondition,
+    ToolCall,
+    ToolResult,
+)
 from ..tools import Tool
 from ._config import LoopConfig, RunEnd, StepCommit, call_user
+from ._lifecycle import (
+    AbortEvent,
+    EndEvent,
+    Lifecycle,
+    ModelCallEndEvent,
+    ModelCallStartEvent,
+    StartEvent,
+    StepEndEvent,
+    StepStartEvent,
+    ToolWatch,
+    outcome_of,
+)
 from ._result import GenerateTextResult
 from ._step import ModelCall, ModelResult, model_name, request_params
+from ._timeout import NO_CLOCK, RunClock, StreamTimer, as_timeout
 from ._tools import ToolCalls
+from ._transform import apply_transforms
 
 __all__ = ["resolve_contexts", "run_loop"]
 
@@ -68,13 +90,25 @@ async def run_loop(cfg: LoopConfig) -> AsyncGenerator[Chunk, None]:
     on_chunk = cfg.callbacks.on_chunk
     run = _Run(cfg)
     try:
-        async with aclosing(run.chunks()) as chunks:
-            async for chunk in chunks:
-                if on_chunk is not None:
-                    await call_user(on_chunk, chunk, session=cfg.session)
-                yield chunk
+        async with aclosing(run.chunks()) as source:
+            # After the loop, before every consumer (on_chunk, the result, the UI stream).
+            chunks = apply_transforms(source, cfg.transform)
+            try:
+                async for chunk in chunks:
+                    if on_chunk is not None:
+                        await call_user(on_chunk, chunk, session=cfg.session)
+                    yield chunk
+            finally:
+                if chunks is not source:
+                    await _aclose(chunks)
     finally:
         await cfg.session.end(run.how_it_ended())
+
+
+async def _aclose(stream: Any) -> None:
+    close = getattr(stream, "aclose", None)
+    if close is not None:
+        await close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +120,7 @@ class _Prepared:
     params: dict[str, Any]
     middleware: tuple[ModelMiddleware, ...]
     prompt_cache: PromptCache
+    timeout: Any = None  # the step's own limits (a prepare_step override)
 
 
 _GO_ON, _FORCE, _STOP = "go on", "force", "stop"
@@ -108,6 +143,10 @@ class _Run:
         self.error: BaseException | None = None  # the run's error, once it failed
         self.finished = False  # the finish chunk was made
         self.unfinished: ModelCall | None = None  # the model call of the step in progress
+        self.clock = NO_CLOCK  # the run's total limit, set when it starts
+        self.lifecycle = Lifecycle(
+            cfg.callbacks.lifecycle, lambda fn, event: call_user(fn, event, session=cfg.session)
+        )
 
     def how_it_ended(self) -> RunEnd:
         unfinished = self.unfinished.text if self.unfinished is not None else ""
@@ -122,8 +161,17 @@ class _Run:
             system=cfg.system,
         )
         ended = False
+        self.clock = RunClock(cfg.timeout)  # the total runs from here
         try:
             self.output_spec = await self._output_spec()
+            await self._emit(
+                "on_start",
+                StartEvent(
+                    model=model_name(cfg.model)[0],
+                    session_id=cfg.session_id,
+                    runtime_context=self.runtime_context,
+                ),
+            )
             yield Start(message_id=cfg.message_id)
             async with aclosing(cfg.session.preamble()) as preamble:
                 async for chunk in preamble:
@@ -148,6 +196,7 @@ class _Run:
                 text=self.steps[-1].text if self.steps else "",
             )
             await call_user(cfg.callbacks.on_finish, self.summary(finish), session=cfg.session)
+            await self._emit("on_end", EndEvent(result=self.summary(finish), session_id=None))
             self.finished = True
             yield finish
         except Exception as exc:
@@ -156,10 +205,14 @@ class _Run:
         finally:
             if not ended:  # closed by the consumer or cancelled: the call was aborted
                 recorder.call_failed(asyncio.CancelledError("the run was cancelled"))
+                await self._emit("on_abort", AbortEvent(steps=list(self.steps), session_id=None))
 
     async def _step(self, step_number: int, forced: bool) -> AsyncGenerator[Chunk, None]:
         """One step's chunks; sets :attr:`next`, what the loop does after it."""
         cfg, recorder = self.cfg, self.cfg.recorder
+        self.clock.check()  # the total limit, between steps
+        began = time.perf_counter()
+        await self._emit("on_step_start", StepStartEvent(step_number=step_number, session_id=None))
         prepared = await self._prepare(step_number, forced)
         yield StartStep(step_number=step_number)
         for chunk in prepared.context.chunks:
@@ -172,19 +225,9 @@ class _Run:
             context_rows=[c.row for c in prepared.context.chunks if isinstance(c, ContextRowChunk)],
             skipped=[c for c in prepared.context.chunks if isinstance(c, ContextSkipped)],
         )
-        call = ModelCall(
-            prepared.params,
-            prepared.middleware,
-            recorder,
-            step_number,
-            prepared.prompt_cache,
-            router=cfg.router,
-            retry=cfg.retry,
-            where=cfg.where,
-            before_retry=lambda: cfg.session.before_retry(step_number),
-        )
+        call = self._model_call(step_number, prepared)
         self.unfinished = call
-        async with aclosing(call.chunks()) as model_chunks:
+        async with aclosing(self._model_chunks(step_number, call, prepared)) as model_chunks:
             async for chunk in model_chunks:
                 yield chunk
         model = call.result()
@@ -196,10 +239,15 @@ class _Run:
             session=cfg.session,
             secrets=model.credentials,
             auth=cfg.auth,
+            clock=self.clock,
+            watch=self._tool_watch(step_number),
         )
+        performance = _performance(began, call.performance())
         recorder.step_finished(
-            step=self._step_result(step_number, model, [], []), response=model.response
+            step=self._step_result(step_number, model, [], [], performance=performance),
+            response=model.response,
         )
+        tools_began = time.perf_counter()
         if model.calls:
             # aclosing: if this run is closed mid-way, the tools still running are cancelled
             # now, not whenever the inner generator is collected.
@@ -207,12 +255,15 @@ class _Run:
                 async for chunk in tool_chunks:
                     yield chunk
         outcome = tools.outcome()
+        await self._not_executed(step_number, model.calls, outcome.results, tools.executed)
+        performance = _performance(began, performance.model, time.perf_counter() - tools_began)
         step = self._step_result(
             step_number,
             model,
             outcome.results,
             [model.assistant, *outcome.messages],
             data=outcome.data,
+            performance=performance,
         )
         self.steps.append(step)
         self.usage = self.usage + model.usage
@@ -225,6 +276,8 @@ class _Run:
         await cfg.session.after_step(step, final=self.next == _STOP)
         for callback in cfg.callbacks.on_step_finish:
             await call_user(callback, step, session=cfg.session)
+        end = StepEndEvent(step=step, performance=performance, session_id=None)
+        await self._emit("on_step_end", end)
         self.unfinished = None
         yield FinishStep(
             step_number=step_number,
@@ -232,6 +285,82 @@ class _Run:
             usage=step.usage,
             response_model=step.response_model,
             step=step,
+        )
+
+    async def _emit(self, name: str, event: Any) -> None:
+        """A lifecycle event (its ``session_id`` is the run's)."""
+        if self.lifecycle.wants(name):
+            sid = self.cfg.session_id
+            await self.lifecycle.emit(name, replace(event, session_id=sid), sid)
+
+    def _tool_watch(self, step_number: int) -> ToolWatch | None:
+        lifecycle = self.lifecycle
+        if not (lifecycle.wants("on_tool_call_start") or lifecycle.wants("on_tool_call_end")):
+            return None
+        return ToolWatch(
+            lifecycle=lifecycle, step_number=step_number, session_id=self.cfg.session_id
+        )
+
+    async def _not_executed(
+        self,
+        step_number: int,
+        calls: Sequence[ToolCall],
+        results: Sequence[ToolResult],
+        executed: set[str],
+    ) -> None:
+        """``on_tool_call_end`` for the calls that did not run (refused, invalid, waiting)."""
+        watch = self._tool_watch(step_number)
+        if watch is None:
+            return
+        by_id = {r.tool_call_id: r for r in results}
+        for call in calls:
+            if call.id not in executed and call.id in by_id:
+                result = by_id[call.id]
+                await watch.end(call, result, 0.0, outcome_of(result))
+
+    async def _model_chunks(
+        self, step_number: int, call: ModelCall, prepared: _Prepared
+    ) -> AsyncGenerator[Chunk, None]:
+        """The model call's chunks, between ``on_model_call_start`` and ``_end``."""
+        model = prepared.params["model"]
+        await self._emit(
+            "on_model_call_start",
+            ModelCallStartEvent(step_number=step_number, model=model, session_id=None),
+        )
+        error: BaseException | None = None
+        try:
+            async with aclosing(call.chunks()) as chunks:
+                async for chunk in chunks:
+                    yield chunk
+        except Exception as exc:
+            error = exc
+            raise
+        finally:
+            if error is not None or call.done:
+                end = ModelCallEndEvent(
+                    step_number=step_number,
+                    model=model,
+                    session_id=None,
+                    performance=call.performance(),
+                    error=error,
+                )
+                await self._emit("on_model_call_end", end)
+
+    def _model_call(self, step_number: int, prepared: _Prepared) -> ModelCall:
+        cfg = self.cfg
+        limits = self.clock.limits.for_step(prepared.timeout)
+        timer = StreamTimer(limits, self.clock)
+        return ModelCall(
+            prepared.params,
+            prepared.middleware,
+            cfg.recorder,
+            step_number,
+            prepared.prompt_cache,
+            router=cfg.router,
+            retry=cfg.retry,
+            where=cfg.where,
+            before_retry=lambda: cfg.session.before_retry(step_number),
+            timer=timer if timer.active else None,
         )
 
     async def _prepare(self, step_number: int, forced: bool) -> _Prepared:
@@ -262,12 +391,15 @@ class _Run:
         middleware = (*cfg.middleware, *model_name(step_in.model)[1])
         prompt_cache = overrides.get("prompt_cache", cfg.prompt_cache)
         check_prompt_cache(prompt_cache)  # a bad override fails before the call
+        timeout = overrides.get("timeout")
+        as_timeout(timeout)  # a bad override fails before the call too
         return _Prepared(
             context=context,
             step=step_in,
             params=params,
             middleware=middleware,
             prompt_cache=prompt_cache,
+            timeout=timeout,
         )
 
     def _step_result(
@@ -277,6 +409,7 @@ class _Run:
         results: list[ToolResult],
         messages: list[dict[str, Any]],
         data: Sequence[DataChunk] = (),
+        performance: StepPerformance | None = None,
     ) -> StepResult:
         return StepResult(
             step_number=step_number,
@@ -291,6 +424,7 @@ class _Run:
             runtime_context=self.runtime_context,
             sources=list(model.sources),
             data=list(data),
+            performance=performance,
         )
 
     async def _decide(self, step: StepResult, forced: bool) -> str:
@@ -371,3 +505,16 @@ class _Run:
         self.cfg.recorder.call_failed(error)
         await call_user(self.cfg.callbacks.on_error, error, session=self.cfg.session)
         return ErrorChunk(error=error)
+
+
+def _performance(
+    began: float, model: ModelCallPerformance | None, tool_time: float = 0.0
+) -> StepPerformance:
+    """A step's figures, ``began`` (``perf_counter``) to now."""
+    model_time = model.response_time if model is not None else 0.0
+    return StepPerformance(
+        step_time=time.perf_counter() - began,
+        model_time=model_time,
+        tool_time=tool_time,
+        model=model,
+    )

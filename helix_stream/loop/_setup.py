@@ -34,7 +34,10 @@ from ..steps import StopCondition, step_count_is
 from ..telemetry import Recorder
 from ..tools import FINISH_TOOL_NAME, Tool, finish_tool, tools_by_name
 from ._config import NO_SESSION, Callbacks, LoopConfig, SessionLink
+from ._lifecycle import LIFECYCLE_NAMES
 from ._run import resolve_contexts
+from ._timeout import as_timeout
+from ._transform import as_transforms
 
 __all__ = ["DEFAULT_MAX_STEPS", "LoopCall", "RunSetup", "loop_config", "setup_run"]
 
@@ -119,6 +122,8 @@ def setup_run(call: LoopCall, options: LoopOptions) -> RunSetup:
     if options.prompt_cache is None:  # a caller's explicit None: the default
         options = replace(options, prompt_cache="auto")
     check_prompt_cache(options.prompt_cache)
+    options = replace(options, timeout=as_timeout(options.timeout))  # InvalidRequestError
+    as_transforms(options.transform)  # InvalidRequestError for one that is not a function
     tools = tools_by_name(call.tools)
     strategies_by_name(tools)  # one name, one strategy: tokens are kept by name
     output, finish = call.output, None
@@ -189,10 +194,13 @@ def loop_config(
             on_step_finish=_as_tuple(options.on_step_finish),
             on_finish=options.on_finish,
             on_error=options.on_error,
+            lifecycle={n: getattr(options, n) for n in LIFECYCLE_NAMES if getattr(options, n)},
         ),
         session=session,
         prompt_cache=options.prompt_cache,
         auth=_auth(options),
+        timeout=as_timeout(options.timeout),
+        transform=as_transforms(options.transform),
     )
 
 

@@ -10,7 +10,9 @@ meanwhile (``before_retry``), and the attempt carries its rows.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+import asyncio
+import statistics
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,14 +21,15 @@ from ..middleware import ModelMiddleware, WrappedModel, call_with_middleware
 from ..models._cache import PromptCache, with_cache_breakpoints
 from ..models._litellm import acompletion, translate_error
 from ..models._output import OutputSpec
-from ..models._parse import ResponseInfo, StepParser, map_finish_reason
-from ..models._retry import RetryPolicy, open_stream
+from ..models._parse import ResponseInfo, StepParser, has_content, map_finish_reason
+from ..models._retry import RetryPolicy, open_content_stream
 from ..prepare_step import STEP_OVERRIDE_KEYS, StepInput
-from ..steps import ToolCall
+from ..steps import ModelCallPerformance, ToolCall
 from ..telemetry import Recorder
 from ..telemetry._filters import credential_strings
 from ..tools import Tool
 from ._config import LoopConfig, StepCommit
+from ._timeout import StreamTimer
 
 __all__ = ["ModelCall", "ModelResult", "model_name", "request_params"]
 
@@ -108,6 +111,7 @@ class ModelCall:
         before_retry: The session's commit before a retried attempt; what it commits is
             sent with that attempt, its chunks come first, and its messages are in
             :attr:`retry_messages` (for the loop's own list, before the step's response).
+        timer: The call's time limits (``timeout=``), or ``None`` when it has none.
     """
 
     def __init__(
@@ -122,8 +126,18 @@ class ModelCall:
         retry: RetryPolicy | None = None,
         where: str = "stream_text",
         before_retry: Callable[[], Awaitable[StepCommit]] | None = None,
+        timer: StreamTimer | None = None,
     ) -> None:
         self._params = params
+        self._timer = timer
+        # Loop time: the timer's clock (a chunk reads it once or twice).
+        self._clock = asyncio.get_running_loop().time
+        self._began = self._clock()
+        self._first: float | None = None
+        self._last = 0.0
+        self._ended: float | None = None
+        self._gaps: list[float] = []
+        self.done = False  # the stream ended cleanly
         self._before_retry = before_retry
         self.retry_messages: list[dict[str, Any]] = []
         self._retry_chunks: list[Chunk] = []
@@ -140,12 +154,88 @@ class ModelCall:
 
     async def chunks(self) -> AsyncGenerator[Chunk, None]:
         """The model's chunks as they stream, then the ones that close its open parts."""
-        recorder, parser, router, middleware = (
-            self._recorder,
-            self._parser,
-            self._router,
-            self._middleware,
+        parser, timer, clock, gaps = self._parser, self._timer, self._clock, self._gaps
+        self._began = clock()
+        prefix, stream = await self._open()
+        for chunk in self._retry_chunks:
+            yield chunk
+        read = stream.__anext__
+        try:
+            if prefix:
+                self._recorder.first_chunk()
+            for raw in prefix:
+                for chunk in parser.feed(raw):
+                    if self._first is None:
+                        self._first = self._last = clock()
+                    yield chunk
+            if timer is not None:
+                timer.content(clock())
+            while True:
+                if timer is not None:
+                    timer.waiting = True
+                try:
+                    raw = await read()
+                except StopAsyncIteration:
+                    break
+                except asyncio.CancelledError as exc:
+                    # One timer for the whole call (loop/_timeout.py): its own cancellation
+                    # is the limit that fired; any other is the consumer's.
+                    timed_out = timer.timed_out(exc) if timer is not None else None
+                    if timed_out is None:
+                        raise
+                    raise timed_out from None
+                finally:
+                    if timer is not None:
+                        timer.waiting = False
+                out = parser.feed(raw)
+                if out:
+                    now = clock()
+                    if self._first is None:
+                        self._first = now
+                    else:
+                        gaps.append(now - self._last)
+                    self._last = now
+                    for chunk in out:
+                        yield chunk
+                    if timer is not None:  # the consumer's time is not the provider's silence
+                        timer.since = clock()
+        except Exception as exc:
+            raise translate_error(exc) from exc
+        finally:
+            self._ended = clock()
+            if timer is not None:
+                timer.close()
+            close = getattr(stream, "aclose", None)
+            if close is not None:
+                await close()
+        closing, self._calls = parser.finish()
+        self.done = True
+        for chunk in closing:
+            yield chunk
+
+    def performance(self) -> ModelCallPerformance:
+        """How fast the call answered (once :meth:`chunks` has ended, however it ended)."""
+        began, first, gaps = self._began, self._first, self._gaps
+        ended = self._ended if self._ended is not None else self._clock()
+        response_time = max(0.0, ended - began)
+        usage = self._parser.usage
+        after_first = ended - first if first is not None else 0.0
+        return ModelCallPerformance(
+            response_time=response_time,
+            time_to_first_chunk=None if first is None else first - began,
+            output_tokens_per_second=usage.output_tokens / after_first
+            if after_first > 0 and usage.output_tokens
+            else None,
+            effective_total_tokens_per_second=usage.total_tokens / response_time
+            if response_time > 0 and usage.total_tokens
+            else None,
+            longest_gap=max(gaps, default=0.0),
+            median_gap=statistics.median(gaps) if gaps else 0.0,
         )
+
+    async def _open(self) -> tuple[list[Any], AsyncIterator[Any]]:
+        """Send the request (retried before its first content) and open its stream."""
+        recorder, router, middleware = self._recorder, self._router, self._middleware
         prompt_cache = self._prompt_cache
 
         async def send(**final: Any) -> Any:
@@ -161,33 +251,22 @@ class ModelCall:
         async def attempt(params: dict[str, Any]) -> Any:
             return await call_with_middleware(send, middleware, params)
 
-        first, stream = await open_stream(
-            attempt,
-            self._params,
-            self._retry,
-            on_attempt=recorder.attempt_failed,
-            where=self._where,
-            before_retry=self._again if self._before_retry is not None else None,
-        )
-        for chunk in self._retry_chunks:
-            yield chunk
+        timer = self._timer
         try:
-            if first is not None:
-                recorder.first_chunk()
-                for chunk in parser.feed(first):
-                    yield chunk
-            async for raw in stream:
-                for chunk in parser.feed(raw):
-                    yield chunk
-        except Exception as exc:
-            raise translate_error(exc) from exc
-        finally:
-            close = getattr(stream, "aclose", None)
-            if close is not None:
-                await close()
-        closing, self._calls = parser.finish()
-        for chunk in closing:
-            yield chunk
+            return await open_content_stream(
+                attempt,
+                self._params,
+                self._retry,
+                on_attempt=recorder.attempt_failed,
+                where=self._where,
+                before_retry=self._again if self._before_retry is not None else None,
+                is_content=has_content if timer is not None else None,
+                guard=timer,
+            )
+        except BaseException:
+            if timer is not None:
+                timer.close()
+            raise
 
     async def _again(self, request: dict[str, Any]) -> dict[str, Any]:
         """The request of a retried attempt: with the rows the session committed for it."""

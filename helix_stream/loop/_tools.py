@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncGenerator, Mapping, Sequence
+import time
+from collections.abc import AsyncGenerator, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -38,6 +39,8 @@ from ..telemetry import Recorder
 from ..telemetry._filters import redact, secret_strings
 from ..tools import Tool, ToolContext, approval_id, dump_output
 from ._config import NO_SESSION, SessionLink
+from ._lifecycle import ToolWatch, outcome_of
+from ._timeout import NO_CLOCK, RunClock, describe_seconds
 
 __all__ = ["ToolCalls", "ToolOutcome", "not_executed_message", "tool_message"]
 
@@ -100,8 +103,13 @@ class ToolCalls:
         auth: AuthSettings = DEFAULT_AUTH,
         signed_in: frozenset[str] = frozenset(),
         can_park: bool = True,
+        clock: RunClock = NO_CLOCK,
+        watch: ToolWatch | None = None,
     ) -> None:
         self._calls = list(calls)
+        self._watch = watch  # lifecycle callbacks (on_tool_call_start/_end)
+        self.executed: set[str] = set()  # the calls that ran (their events are sent live)
+        self._clock = clock  # the run's tool limits (timeout=)
         self._tools = tools
         self._contexts = contexts
         self._recorder = recorder
@@ -213,9 +221,20 @@ class ToolCalls:
                 context = self._contexts.get(tool.name)
                 ctx = self._session.tool_context(call, tool, context, self._written.put_nowait)
                 ctx = self._tokens.bind(ctx, tool)
-                task = asyncio.ensure_future(
-                    _execute(tool, parsed, ctx, call, self._recorder, self._secrets, self._session)
+                job = _execute(
+                    tool,
+                    parsed,
+                    ctx,
+                    call,
+                    self._recorder,
+                    self._secrets,
+                    self._session,
+                    self._clock.for_tool(call.name),
                 )
+                if self._watch is not None:
+                    job = _watched(job, self._watch, call, approved=call.id in self._approved)
+                self.executed.add(call.id)
+                task = asyncio.ensure_future(job)
                 tasks[task] = call
         return tasks
 
@@ -269,31 +288,28 @@ async def _execute(
     recorder: Recorder,
     secrets: frozenset[str],
     session: SessionLink = NO_SESSION,
+    limit: tuple[float | None, float | None] = (None, None),
 ) -> tuple[ToolResult, str | None]:
     with recorder.tool_call(call=call, tool_context=ctx.context) as handle:
+        timer = asyncio.timeout(None if limit[0] is None else max(limit[0], 0.001))
         try:
-            output = await tool.run(parsed, ctx)
+            async with timer:  # the tool's limit (timeout=): it is cancelled when it fires
+                output = await tool.run(parsed, ctx)
             if ctx._auth is not None:
                 await ctx._auth.settle(None)  # a token the tool rejected leaves the store
         except asyncio.CancelledError:
             raise
-        except Exception as exc:
-            # The text goes to the model, the log and telemetry: never with the tool's own
-            # context values (its keys), the call's credentials or its tokens in it.
-            hidden = set(secrets) | secret_strings(ctx.context, None)
-            error: Exception = exc
-            if ctx._auth is not None:
-                decided = await ctx._auth.settle(exc)
-                if isinstance(decided, ParkForSignIn):
-                    return await _park(decided, ctx, call, session, recorder, handle)
-                error = decided if decided is not None else exc
-                hidden |= ctx._auth.secrets
-            text = redact(f"Tool {call.name!r} failed: {type(error).__name__}: {error}", hidden)
+        except TimeoutError as exc:
+            if not timer.expired():
+                return await _failed(exc, ctx, call, recorder, secrets, handle, session)
+            text = _timed_out_text(call, limit)
             result = ToolResult(
                 tool_call_id=call.id, tool_name=call.name, status="error", error=text
             )
-            recorder.tool_finished(handle, result=result, error=error)
+            recorder.tool_finished(handle, result=result, error=exc)
             return result, text
+        except Exception as exc:
+            return await _failed(exc, ctx, call, recorder, secrets, handle, session)
         content = dump_output(output)
         if isinstance(output, BaseModel):
             output = output.model_dump(mode="json")
@@ -321,3 +337,56 @@ async def _park(
     recorder.sign_in_required(handle, strategy=park.strategy.name)
     recorder.tool_finished(handle, result=result)
     return result, None
+
+
+async def _watched(
+    job: Coroutine[Any, Any, tuple[ToolResult, str | None]],
+    watch: ToolWatch,
+    call: ToolCall,
+    *,
+    approved: bool,
+) -> tuple[ToolResult, str | None]:
+    """``job`` (one tool execution) between its lifecycle events."""
+    await watch.start(call)
+    began = time.perf_counter()
+    result, content = await job
+    timed_out = result.status == "error" and (content or "").startswith(
+        f"tool {call.name!r} timed out"
+    )
+    outcome = "timed_out" if timed_out else outcome_of(result)
+    await watch.end(call, result, time.perf_counter() - began, outcome, approved=approved)
+    return result, content
+
+
+def _timed_out_text(call: ToolCall, limit: tuple[float | None, float | None]) -> str:
+    """The error result of a tool its limit cancelled (the AI SDK's wording)."""
+    seconds, own = limit
+    if own is not None and seconds is not None and seconds >= own:
+        return f"tool {call.name!r} timed out after {describe_seconds(own)}"
+    return f"tool {call.name!r} timed out: the run's total time limit was reached"
+
+
+async def _failed(
+    exc: Exception,
+    ctx: ToolContext,
+    call: ToolCall,
+    recorder: Recorder,
+    secrets: frozenset[str],
+    handle: Any,
+    session: SessionLink,
+) -> tuple[ToolResult, str | None]:
+    """The error result of a tool that raised, or its park on a sign-in (no content)."""
+    # The text goes to the model, the log and telemetry: never with the tool's own context
+    # values (its keys), the call's credentials or its tokens in it.
+    hidden = set(secrets) | secret_strings(ctx.context, None)
+    error: Exception = exc
+    if ctx._auth is not None:
+        decided = await ctx._auth.settle(exc)
+        if isinstance(decided, ParkForSignIn):
+            return await _park(decided, ctx, call, session, recorder, handle)
+        error = decided if decided is not None else exc
+        hidden |= ctx._auth.secrets
+    text = redact(f"Tool {call.name!r} failed: {type(error).__name__}: {error}", hidden)
+    result = ToolResult(tool_call_id=call.id, tool_name=call.name, status="error", error=text)
+    recorder.tool_finished(handle, result=result, error=error)
+    return result, text

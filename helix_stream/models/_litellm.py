@@ -194,8 +194,11 @@ def translate_error(exc: BaseException, *, secrets: set[str] | None = None) -> B
     """
     if isinstance(exc, errors.HelixError) or _litellm is None:
         return exc
+    import httpx
     import openai  # loaded with litellm
 
+    if isinstance(exc, httpx.TimeoutException):  # read directly from the body (_direct_stream)
+        return errors.ModelTimeoutError(f"{type(exc).__name__}: {exc or 'timed out'}")
     if not isinstance(exc, openai.OpenAIError):
         return exc
     lx = _litellm.exceptions
@@ -213,10 +216,32 @@ def translate_error(exc: BaseException, *, secrets: set[str] | None = None) -> B
                 "sent as JSON causes this: check the keyword arguments given to the call. "
                 "This is not a provider failure."
             )
+    if _timed_out(exc, lx):
+        # A read timeout while the stream is silent reaches us wrapped (litellm's
+        # MidStreamFallbackError is a ServiceUnavailableError): it is a timeout all the same.
+        return errors.ModelTimeoutError(message)
     for types, target in _error_table(lx):
         if isinstance(exc, types):
             return target(message)
     return _by_status(getattr(exc, "status_code", None))(message)
+
+
+def _timed_out(exc: BaseException, lx: Any) -> bool:
+    """``exc`` is, or wraps, a timeout of the HTTP call (litellm's, openai's or httpx's)."""
+    import httpx  # loaded with litellm
+    import openai
+
+    kinds = (lx.Timeout, openai.APITimeoutError, httpx.TimeoutException)
+    current: BaseException | None = exc
+    for _ in range(8):  # the chain is short; a cycle must not loop
+        if current is None:
+            return False
+        if isinstance(current, kinds):
+            return True
+        current = (
+            getattr(current, "original_exception", None) or current.__cause__ or current.__context__
+        )
+    return False
 
 
 def _error_table(lx: Any) -> list[tuple[tuple[type[BaseException], ...], type[errors.ModelError]]]:

@@ -68,6 +68,7 @@ _RUN_OPTIONS: dict[str, str] = {
     "stop_when": "stop conditions",
     "telemetry": "telemetry settings",
     "middleware": "model middleware",
+    "timeout": "the run's time limits, seconds or hs.Timeout",
     "on_chunk": "a callback",
     "on_step_finish": "a callback",
     "on_finish": "a callback",

@@ -49,7 +49,14 @@ from ..chunks import (
 )
 from ..steps import ToolCall
 
-__all__ = ["ResponseInfo", "StepParser", "map_finish_reason", "parse_arguments", "read_usage"]
+__all__ = [
+    "ResponseInfo",
+    "StepParser",
+    "has_content",
+    "map_finish_reason",
+    "parse_arguments",
+    "read_usage",
+]
 
 logger = logging.getLogger("helix_stream.models")
 
@@ -81,6 +88,20 @@ class _PartialCall:
 
 
 _MISSING = object()
+
+
+_CONTENT_FIELDS = ("content", "reasoning_content", "refusal", "tool_calls")
+
+
+def has_content(raw: Any) -> bool:
+    """A streamed chunk carries content (text, reasoning, a refusal, tool calls): what the
+    ``first_chunk`` limit waits for. A role-only or empty delta, a finish reason or usage
+    alone do not count."""
+    choices = read_field(raw, "choices")
+    if not choices:
+        return False
+    delta = read_field(choices[0], "delta")
+    return delta is not None and any(read_field(delta, name) for name in _CONTENT_FIELDS)
 
 
 def read_field(obj: Any, name: str) -> Any:

@@ -23,7 +23,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from .._options import DEFAULT_MAX_RETRIES
 from ..errors import InvalidRequestError, ModelError, NoActiveContextError
@@ -34,7 +34,9 @@ __all__ = [
     "DEFAULT_MAX_RETRIES",
     "LOG_SESSION",
     "Attempt",
+    "Guard",
     "RetryPolicy",
+    "open_content_stream",
     "open_stream",
     "retry_after",
 ]
@@ -126,7 +128,35 @@ Send = Callable[[dict[str, Any]], Awaitable[Any]]
 BeforeRetry = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
+class Guard(Protocol):
+    """The timer of a model call's time limits (``helix_stream.loop._timeout.StreamTimer``):
+    told of each attempt and of each wait on the provider, it turns its own cancellation of
+    a wait into a :class:`~helix_stream.errors.ModelTimeoutError`."""
+
+    waiting: bool
+
+    def attempt(self) -> None: ...
+
+    def timed_out(self, exc: BaseException) -> BaseException | None: ...
+
+
 async def open_stream(
+    send: Send,
+    params: Mapping[str, Any],
+    policy: RetryPolicy | None = None,
+    **options: Any,
+) -> tuple[Any | None, AsyncIterator[Any]]:
+    """Open a step's model stream: call, wait for the first chunk, retry before it.
+
+    :func:`open_content_stream` with every chunk counted as content: returns ``(first,
+    stream)``, the first chunk (``None`` if the stream ended without any) and the stream,
+    positioned after it.
+    """
+    prefix, stream = await open_content_stream(send, params, policy, **options)
+    return (prefix[0] if prefix else None), stream
+
+
+async def open_content_stream(
     send: Send,
     params: Mapping[str, Any],
     policy: RetryPolicy | None = None,
@@ -135,8 +165,10 @@ async def open_stream(
     where: str = "stream_text",
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     before_retry: BeforeRetry | None = None,
-) -> tuple[Any | None, AsyncIterator[Any]]:
-    """Open a step's model stream: call, wait for the first chunk, retry before it.
+    is_content: Callable[[Any], bool] | None = None,
+    guard: Guard | None = None,
+) -> tuple[list[Any], AsyncIterator[Any]]:
+    """Open a step's model stream: call, wait for its first content, retry before it.
 
     Args:
         send: Makes the call with the given params and returns litellm's stream (in the loop:
@@ -152,11 +184,15 @@ async def open_stream(
         before_retry: Called after the wait, before each retried attempt, with the request;
             returns the request to send (a session commits the context that came meanwhile
             and appends its rows: the context pass runs before every model call).
+        is_content: Whether a chunk carries content: chunks are read until one does (or
+            the stream ends) before the stream is the caller's. Default: the first chunk.
+        guard: The call's time limits (a ``first_chunk`` timeout is retried, a ``step`` or
+            ``total`` one is not).
 
     Returns:
-        ``(first, stream)``: the first chunk (``None`` if the stream ended without any) and
-        the stream, positioned after it. The caller iterates and closes the stream; an error
-        from it is never retried.
+        ``(prefix, stream)``: the chunks read, up to and with the first content-bearing
+        one, and the stream positioned after them. The caller iterates and closes the
+        stream; an error from it is never retried.
 
     Raises:
         InvalidRequestError: an argument cannot be sent (before any request; see
@@ -173,20 +209,12 @@ async def open_stream(
     while True:
         number += 1
         started = time.perf_counter()
-        stream: Any = None
         try:
-            stream = await send(dict(request))
-            iterator = stream.__aiter__()
-            try:
-                first = await iterator.__anext__()
-            except StopAsyncIteration:
-                return None, iterator
-            return first, iterator
+            return await _open_once(send, request, is_content, guard)
         except Exception as exc:
             error = translate_error(exc)
             if error is not exc:
                 error.__cause__ = exc
-            await _close(stream)
             delay = _next_delay(policy, number, error)
             attempt = Attempt(
                 number=number, error=error, delay=delay, elapsed=time.perf_counter() - started
@@ -201,6 +229,42 @@ async def open_stream(
             await sleep(delay)
             if before_retry is not None:
                 request = await before_retry(request)
+
+
+async def _open_once(
+    send: Send,
+    request: dict[str, Any],
+    is_content: Callable[[Any], bool] | None,
+    guard: Guard | None,
+) -> tuple[list[Any], AsyncIterator[Any]]:
+    """One attempt: the request, then chunks up to the first content-bearing one."""
+    stream: Any = None
+    prefix: list[Any] = []
+    try:
+        if guard is not None:
+            guard.attempt()
+            guard.waiting = True
+        stream = await send(dict(request))
+        iterator = stream.__aiter__()
+        while True:
+            try:
+                raw = await iterator.__anext__()
+            except StopAsyncIteration:
+                return prefix, iterator
+            prefix.append(raw)
+            if is_content is None or is_content(raw):
+                return prefix, iterator
+    except BaseException as exc:
+        # This attempt's first_chunk, its step or the total (taken before the close: the
+        # task must not stay cancelled while the stream closes).
+        timed_out = guard.timed_out(exc) if guard is not None else None
+        await _close(stream)
+        if timed_out is not None:
+            raise timed_out from None
+        raise
+    finally:
+        if guard is not None:
+            guard.waiting = False
 
 
 def _log_attempt(attempt: Attempt) -> None:
@@ -226,6 +290,8 @@ def _log_attempt(attempt: Attempt) -> None:
 def _next_delay(policy: RetryPolicy, number: int, error: BaseException) -> float | None:
     if number > policy.max_retries or not is_retryable(error):
         return None
+    if getattr(error, "limit", None) in ("step", "total"):
+        return None  # a limit over all attempts: another one would exceed it too
     return policy.delay(number, error)
 
 

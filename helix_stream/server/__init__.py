@@ -78,6 +78,7 @@ from ..session import Executor
 from ._fastapi import fastapi_router
 from ._routes import (
     DETACHED_TIMEOUT,
+    SERVER_TIMEOUT,
     Authenticate,
     Authorize,
     RunOptions,
@@ -92,6 +93,7 @@ from ._turns import RunningTurns, StopElsewhere
 
 __all__ = [
     "DETACHED_TIMEOUT",
+    "SERVER_TIMEOUT",
     "SHUTDOWN_GRACE",
     "ActiveStream",
     "Authenticate",

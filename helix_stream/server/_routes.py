@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -25,8 +25,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from .._limits import check_session_id
+from .._options import timeout_over
 from ..agent import Agent
 from ..errors import FrameworkNotSupportedError, HelixError, SessionNotFoundError
+from ..loop import Timeout
 from ..models._pool import set_max_connections
 from ..session import Executor
 from ..session._records import UserRecord, new_message_id
@@ -40,6 +42,7 @@ from ._streams import StreamRegistry
 from ._turns import RunningTurns, StopElsewhere
 
 __all__ = [
+    "SERVER_TIMEOUT",
     "Authenticate",
     "Authorize",
     "RunOptions",
@@ -54,6 +57,13 @@ INTERNAL_ERROR = {"error": {"code": "internal_error", "message": "An internal er
 
 DETACHED_TIMEOUT = 600.0
 """Default seconds a turn whose client went away runs on (``on_disconnect="continue"``)."""
+
+SERVER_TIMEOUT = Timeout(first_chunk=120.0, chunk=30.0)
+"""The chat server's default limits of every turn (README, "Timeouts"). ``first_chunk``: two
+minutes, for a reasoning model that thinks before its first token (OpenAI's o-series at high
+effort, long extended thinking); ``chunk``: half a minute of silence once output has started,
+far past any live stream's pause (providers that keep a connection alive send pings, not
+silence), so a dead stream is noticed and the chat is not held open."""
 
 # Keys of executor.run() that the chat route sets itself; run_options may not override them.
 _RESERVED_RUN_OPTIONS = frozenset({"agent", "session_id", "input", "message_id", "auth", "channel"})
@@ -154,6 +164,7 @@ def routes(
     max_connections: int | None = None,
     auth_callback_path: str | None = DEFAULT_AUTH_CALLBACK_PATH,
     auth_redirect: str | None = None,
+    timeout: Timeout | Literal["default"] | None = "default",
 ) -> list[BaseRoute]:
     """The chat server's routes (a list of Starlette routes), to mount in a Starlette or
     FastAPI app; :mod:`helix_stream.server` lists them.
@@ -165,33 +176,31 @@ def routes(
     Args:
         executor: Runs the turns and holds the sessions.
         agent: The agent every chat turn runs.
-        authenticate: Called with the request first on every route (:class:`Authenticate`).
-        authorize: Called with the caller and the session id on every route, to keep callers
-            to their own sessions (see :class:`Authorize`).
-        client_version: Major version of the ``ai`` npm package the clients run (5, 6 or 7);
-            approval chunks need 6 or later.
+        authenticate: Checks the request first, on every route (:class:`Authenticate`).
+        authorize: Keeps callers to their own sessions, on every route (:class:`Authorize`).
+        client_version: The clients' ``ai`` npm major version (5, 6 or 7; approvals: 6+).
         max_body_bytes: Larger request bodies are refused with 413.
-        api_path: Where the chat routes live (``useChat``'s ``api``).
-        context_path: Where ``POST /context`` lives.
+        api_path, context_path: Where the chat routes (``useChat``'s ``api``) and context live.
         run_options: Extra ``executor.run`` arguments per request (see :class:`RunOptions`).
         on_error: Chooses the ``errorText`` sent for a failed turn (default: masked).
         generate_message_id: Makes the id of each new assistant message (default: random).
-        streams: Where active streams are kept for resume; default: a PostgresStore's
-            :class:`SharedStreamRegistry` (any process resumes), else a :class:`StreamRegistry`.
+        streams: Where active streams are kept for resume (default: by the store's kind).
         send_sources: Send ``source-url`` parts for the sources the model cited.
         on_disconnect: What a chat client that goes away does to its turn: ``"continue"``
             (default) lets the turn run to its end, resumable from ``GET .../stream``, until
             the stop route ends it; ``"cancel"`` cancels it at once (stored as interrupted).
         detached_timeout: With ``"continue"``: seconds a turn whose client went away may run
             on (default 600; ``None``: only the run's own limits), then cancelled.
-        turns: Where the turns running in this process are registered for the stop route
-            (default: a new :class:`RunningTurns`).
-        stop_elsewhere: Stops a turn that runs in another process (see
-            :class:`StopElsewhere`). Without it, stopping such a turn is refused with 501.
-        max_connections: Connections to the model provider at once (litellm's pool, per host;
-            process-wide). Default 4,096: 1,000 chats never wait (litellm's own: 500).
+        turns: This process's running turns, for the stop route (a :class:`RunningTurns`).
+        stop_elsewhere: Stops a turn running in another process (:class:`StopElsewhere`);
+            without it, stopping such a turn is refused with 501.
+        max_connections: litellm's pool per host, process-wide (default 4,096; litellm's: 500).
         auth_callback_path: Where a browser comes back from a tool's sign-in (``None``: no such
             route); ``auth_redirect``: the app's page to send it on to (default: a page of ours).
+        timeout: Turns' default limits (:data:`SERVER_TIMEOUT`; README "Timeouts").
+
+    Returns:
+        A list of Starlette routes.
     """
     _check_startup(agent, client_version, max_connections)
     handlers = _Handlers(
@@ -210,6 +219,7 @@ def routes(
         detached_timeout=detached_timeout,
         turns=turns if turns is not None else RunningTurns(),
         stop_elsewhere=stop_elsewhere,
+        timeout=SERVER_TIMEOUT if timeout == "default" else timeout,
     )
     return _route_table(handlers, api_path, context_path, auth_callback_path, auth_redirect)
 
@@ -278,6 +288,7 @@ class _Handlers:
     detached_timeout: float | None
     turns: RunningTurns
     stop_elsewhere: StopElsewhere | None
+    timeout: Timeout | None = None
 
     async def _caller(self, request: Request, session_id: str | None = None) -> Any:
         """Who is calling (``authenticate``), checked against ``session_id`` (``authorize``)."""
@@ -292,11 +303,19 @@ class _Handlers:
 
     async def _run_options(self, request: Request, auth: Any) -> dict[str, Any]:
         if self.run_options is None:
-            return {}
+            return self._limits({})
         options = dict(await _maybe_await(self.run_options(request, auth)) or {})
         if reserved := _RESERVED_RUN_OPTIONS & options.keys():
             raise TypeError(f"run_options may not set {sorted(reserved)}")
-        return options
+        return self._limits(options)
+
+    def _limits(self, options: dict[str, Any]) -> dict[str, Any]:
+        """``options`` with the turn's time limits: the request's over the agent's over the
+        server's defaults, limit by limit."""
+        if self.timeout is None:
+            return options
+        agent_over = timeout_over(self.agent.timeout, self.timeout)
+        return {**options, "timeout": timeout_over(options.get("timeout"), agent_over)}
 
     async def chat(self, request: Request) -> Response:
         auth = await self._caller(request)

@@ -335,6 +335,7 @@ class OtelRecorder(Recorder):
             "helix.tool_calls": len(calls),
             "helix.attempts": self._failed_attempts + 1,
         }
+        attrs.update(performance_attributes(getattr(step, "performance", None)))
         response_model = getattr(step, "response_model", None)
         if response_model:
             attrs["gen_ai.response.model"] = str(response_model)
@@ -513,3 +514,19 @@ class OtelRecorder(Recorder):
         }
         span.add_event("exception", exception)
         span.set_status(Status(StatusCode.ERROR, message))
+
+
+def performance_attributes(performance: Any) -> dict[str, AttributeValue]:
+    """A step's model-call figures as ``helix.*`` span attributes (seconds, tokens/s)."""
+    model = getattr(performance, "model", None)
+    if model is None:
+        return {}
+    figures = {
+        "helix.response_time": model.response_time,
+        "helix.time_to_first_chunk": model.time_to_first_chunk,
+        "helix.output_tokens_per_second": model.output_tokens_per_second,
+        "helix.effective_total_tokens_per_second": model.effective_total_tokens_per_second,
+        "helix.longest_chunk_gap": model.longest_gap,
+        "helix.median_chunk_gap": model.median_gap,
+    }
+    return {name: round(float(v), 6) for name, v in figures.items() if v is not None}

@@ -65,12 +65,19 @@ def test_a_class_as_a_value_is_refused_except_a_pydantic_response_format() -> No
     check_params({"response_format": Answer})
 
 
+def test_litellm_timeout_in_settings_points_to_the_run_option() -> None:
+    # timeout= is the run's (hs.Timeout); litellm's own would be a second, silent limit.
+    with pytest.raises(errors.InvalidRequestError) as info:
+        check_params({"timeout": 30.0}, where="Agent(settings=...)")
+    assert "time limits" in info.value.message and "as timeout=" in info.value.message
+
+
 def test_values_litellm_would_send_must_be_json_once_litellm_is_loaded() -> None:
     litellm_module()
     params: dict[str, Any] = {
         "temperature": 0.2,
         "metadata": {"trace": object()},  # litellm's own: never sent to the provider
-        "timeout": 30.0,
+        "stream_timeout": 30.0,
         "messages": [{"role": "user", "content": "hi"}],
         "extra_body": {"top_k": 3},
     }
