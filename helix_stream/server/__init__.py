@@ -168,7 +168,8 @@ def create_app(
             ``on_disconnect``, ``detached_timeout``, ...).
 
     Returns:
-        The app (serve it with ``uvicorn``). Its startup imports litellm.
+        The app (serve it with ``uvicorn``). Its startup imports litellm; its shutdown
+        closes the executor (``executor.close()``: the agents' MCP servers).
     """
     mounted = routes(
         executor,
@@ -179,9 +180,16 @@ def create_app(
         **options,
     )
     middleware = [Middleware(CORSMiddleware, **cors_options(cors_origins))] if cors_origins else []
+
+    @contextlib.asynccontextmanager
+    async def app_lifespan(app: Any) -> AsyncIterator[None]:
+        async with lifespan(app):
+            yield
+        await executor.close()  # the agents' MCP servers (README, "Tools from MCP servers")
+
     return Starlette(
         routes=mounted,
         middleware=middleware,
-        lifespan=lifespan,
+        lifespan=app_lifespan,
         exception_handlers={HTTPException: http_error_handler},
     )
