@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("mcp", reason="the MCP tests need the mcp package: pip install 'helix-stream[mcp]'")
+pytest.importorskip(
+    "mcp", reason="the MCP tests need the mcp package: pip install 'helix-stream[mcp]'"
+)
 
 import helix_stream as hs
 from helix_stream.server import create_app
@@ -90,7 +92,9 @@ async def test_a_slow_mcp_call_is_cancelled_when_the_turn_is_stopped_or_its_clie
     loopback.script(tool_calls(("demo__slow", {"seconds": 30})))
     try:
         async with LiveRequest(app, "POST", "/api/chat", chat("s1", user("slow"))) as live:
-            await live.read_until(lambda c: isinstance(c, dict) and c["type"] == "tool-input-available")
+            await live.read_until(
+                lambda c: isinstance(c, dict) and c["type"] == "tool-input-available"
+            )
             await wait_for(lambda: state.lines("calls") == ["slow"])
             if how == "stop":
                 async with LiveRequest(app, "POST", "/api/chat/s1/stop") as stop:

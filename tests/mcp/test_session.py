@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("mcp", reason="the MCP tests need the mcp package: pip install 'helix-stream[mcp]'")
+pytest.importorskip(
+    "mcp", reason="the MCP tests need the mcp package: pip install 'helix-stream[mcp]'"
+)
 
 import helix_stream as hs
 from helix_stream.errors import InvalidRequestError, SessionNotFoundError, ToolProviderError
@@ -48,7 +50,9 @@ def demo_server(stdio_env: dict[str, str], **kw: Any) -> hs.MCPServer:
     return hs.MCPServer.stdio(sys.executable, stdio_args(), env=stdio_env, name="demo", **kw)
 
 
-async def turn(executor: hs.Executor, agent: hs.Agent, sid: str, prompt: str, **kw: Any) -> list[Any]:
+async def turn(
+    executor: hs.Executor, agent: hs.Agent, sid: str, prompt: str, **kw: Any
+) -> list[Any]:
     run = executor.run(agent, sid, prompt, **kw)
     chunks = [c async for c in run]
     errors = [c for c in chunks if c.type == "error"]
@@ -164,7 +168,9 @@ async def test_executor_close_lets_the_server_go_and_the_next_turn_connects_agai
     agent = make_agent(loopback, server)
     other = make_agent(loopback, server, name="other")  # one server, two agents, two sessions
     executor = hs.Executor(store=hs.MemoryStore())
-    loopback.script(tool_calls(("demo__pid", {})), text("a"), tool_calls(("demo__pid", {})), text("b"))
+    loopback.script(
+        tool_calls(("demo__pid", {})), text("a"), tool_calls(("demo__pid", {})), text("b")
+    )
     one = await turn(executor, agent, "s1", "pid?")
     two = await turn(executor, other, "s2", "pid?")
     assert settled(one) == settled(two)  # one connection (one process) for both sessions
