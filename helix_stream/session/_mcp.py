@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..auth._cache import DEFAULT_AUTH, AuthSettings
-from ..errors import InvalidRequestError, SessionNotFoundError
+from ..errors import InvalidRequestError, SessionNotFoundError, ToolContextError
 from ..loop._setup import setup_run
 from ..state import AuthInfo, ParentInfo, SessionInfo, TurnInfo
 from ..store import Snapshot, Store
@@ -66,12 +66,22 @@ async def server_tools(
         text = stored.get(server.name)
         offer = MCPOffer.decode(text) if text is not None else None
         context = setup.tools_context.get(server.name)
+        if context is None and server.context_schema is not None:
+            raise ToolContextError(  # before anything is sent, as for any tool's context
+                f"MCP server {server.name!r} takes per-request credentials, and tools_context "
+                f"has no {server.name!r} entry. Pass tools_context={{{server.name!r}: {{...}}}}."
+            )
         settings = _auth_settings(setup.options.token_store)
         kept, tools = await _offered(server, offer, context, caller, settings)
         if offer is None:
             taken[server.name] = kept.encode()
         served[server.name] = tools
-    call = replace(setup.call, tools=agent.tools_with(served))
+    try:
+        call = replace(setup.call, tools=agent.tools_with(served))
+    except ValueError as exc:  # an MCP tool named like another tool of the agent
+        raise InvalidRequestError(
+            f"agent {agent.name!r}: {exc}; give the MCP server a prefix= of its own"
+        ) from None
     # Checked again with the servers' tools: their contexts, and a telemetry filter naming them.
     return replace(request, setup=setup_run(call, setup.options)), offers_patch(taken)
 
