@@ -244,3 +244,42 @@ async def test_refresh_tools_takes_a_new_offer_which_changes_the_request_once(
     offered = [tools_bytes(r) for r in loopback.requests]
     assert offered[0] == offered[1] != offered[2]  # the cache breaks once ...
     assert offered[2:] == [offered[2]] * 4  # ... and holds again
+
+
+async def test_an_mcp_agents_turns_make_the_store_calls_of_any_turn(
+    stdio_env: dict[str, str], loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    from tests.executor.test_store_calls import CountingStore
+
+    inner = hs.SQLiteStore(tmp_path / "count.db")
+    counting = CountingStore(inner)
+    executor = hs.Executor(store=counting)  # type: ignore[arg-type]
+    agent = make_agent(loopback, demo_server(stdio_env))
+    loopback.script(text("one"), text("two"))
+    try:
+        await turn(executor, agent, "s", "first")  # takes the offer: in the claim's write
+        first = counting.take()
+        await turn(executor, agent, "s", "second")
+        second = counting.take()
+    finally:
+        await executor.close()
+        await inner.close()
+    assert first == second == ["read_snapshot", "write_turn", "write_turn"]
+
+
+async def test_a_server_added_to_the_agent_later_is_offered_from_its_first_turn_there(
+    stdio_env: dict[str, str], state: State, loopback: LoopbackServer
+) -> None:
+    executor = hs.Executor(store=hs.MemoryStore())
+    server = demo_server(stdio_env)
+    loopback.script(text("one"), text("two"), text("three"))
+    try:
+        await turn(executor, make_agent(loopback, lookup), "s", "before")
+        await turn(executor, make_agent(loopback, lookup, server), "s", "with it")
+        state.hide("echo")
+        await turn(executor, make_agent(loopback, lookup, server), "s", "and after")
+    finally:
+        await executor.close()
+    before, with_it, after = (offered_names(r) for r in loopback.requests)
+    assert before == ["lookup"]
+    assert with_it == after and "demo__echo" in after
