@@ -29,6 +29,7 @@ from ..errors import InvalidRequestError, SessionNotFoundError, ToolContextError
 from ..loop._setup import setup_run
 from ..state import AuthInfo, ParentInfo, SessionInfo, TurnInfo
 from ..store import Snapshot, Store
+from ._commits import RUNNABLE
 from ._meta import offers_patch, stored_offers
 
 if TYPE_CHECKING:
@@ -53,12 +54,16 @@ async def server_tools(
         ToolProviderAuthError: a server refused the credentials.
         ToolContextError: a server's ``tools_context`` entry is missing or invalid.
     """
-    agent, setup = request.agent, request.setup
+    agent, setup, session = request.agent, request.setup, snapshot.session
     if not agent.servers:
         return request, {}
+    if (session is None and request.message is None) or (
+        session is not None and session.status not in RUNNABLE
+    ):
+        return request, {}  # refused anyway (no session, or a busy one): no listing for it
     from ..mcp import MCPOffer
 
-    stored = stored_offers(snapshot.session.meta) if snapshot.session is not None else {}
+    stored = stored_offers(session.meta) if session is not None else {}
     caller = _caller(request.session_id, request.auth, request.parent)
     taken: dict[str, str | None] = {}
     served: dict[str, list[Tool]] = {}

@@ -14,7 +14,7 @@ pytest.importorskip(
 )
 
 import helix_stream as hs
-from helix_stream.errors import InvalidRequestError, ToolContextError
+from helix_stream.errors import InvalidRequestError, SessionNotFoundError, ToolContextError
 from tests.loopback import LoopbackServer, text, tool_calls
 
 from .conftest import State, stdio_args
@@ -103,3 +103,13 @@ async def test_an_mcp_call_waiting_for_approval_runs_once_approved(
         await executor.close()
     assert settled(resumed) == [("output", {"result": "approved"})]
     assert state.lines("calls") == ["echo"]
+
+
+async def test_a_turn_refused_anyway_does_not_wait_for_a_server(
+    loopback: LoopbackServer, tmp_path: Any
+) -> None:
+    broken = hs.MCPServer.stdio(str(tmp_path / "no-such-server"), name="broken")
+    executor = hs.Executor(store=hs.MemoryStore())
+    run = executor.run(make_agent(loopback, broken), "nowhere")  # nothing to continue
+    await run.consume()
+    assert isinstance(run.error, SessionNotFoundError)
