@@ -19,6 +19,12 @@ instruction before turns 5, 10 and 15:
 * **helix, prompt_cache=False** — the same rows, no cache markers;
 * **helix, skills on** — the same, for an agent with two skills: their index is part of the
   fixed system prompt, and the model loads one with ``load_skill`` in turns 3 and 11;
+* **helix, MCP server changing** — the same, for an agent that also owns an MCP server (the
+  tests' stdio server, ``tests/mcp/server_app.py``) whose tool list changes before turns 7 and
+  13: the session keeps offering what the server listed at its first turn, and the model
+  calls one of its tools every third turn;
+* **MCP tools as listed each turn** — the same server, its tools as it lists them before each
+  turn (what peers offer): the request changes from the tool list on whenever the list does;
 * **system prompt** — the instruction is appended to the system prompt, as dynamic
   instructions do in the AI SDK and pydantic-ai; it gets the same markers as helix's
   default, so the only difference is where the instruction goes.
@@ -32,7 +38,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import sys
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import _common  # noqa: F401  (puts the repo on sys.path)
@@ -70,6 +78,9 @@ SKILLS = [
     ),
 ]
 SKILL_TURNS = {3: "returns", 11: "repairs"}
+MCP_APP = Path(__file__).resolve().parents[1] / "tests" / "mcp" / "server_app.py"
+# What the MCP server hides before a turn: it adds one tool and drops two along the session.
+MCP_CHANGES = {1: "added_later", 7: "chart", 13: "chart\necho"}
 
 
 class Query(BaseModel):
@@ -122,10 +133,12 @@ class Outcome:
         return sum(u.cache_read_input_tokens for u in self.usage) / sum(u.total for u in self.usage)
 
 
-def script(server: AnthropicServer, *, skills: bool = False) -> None:
+def script(server: AnthropicServer, *, skills: bool = False, mcp: bool = False) -> None:
     for turn in range(1, TURNS + 1):
         if skills and turn in SKILL_TURNS:
             server.script(Say(calls=[("load_skill", {"name": SKILL_TURNS[turn]})]))
+        if mcp and turn % 3 == 0:
+            server.script(Say(calls=[("demo__forecast", {"city": f"City {turn}"})]))
         if turn % 2 == 0:
             tool = "search_orders" if turn % 4 == 0 else "search_manual"
             server.script(Say(calls=[(tool, {"query": f"question {turn}"})]))
@@ -133,22 +146,33 @@ def script(server: AnthropicServer, *, skills: bool = False) -> None:
 
 
 async def run(
-    name: str, *, prompt_cache: Any = "auto", in_system: bool = False, skills: bool = False
+    name: str,
+    *,
+    prompt_cache: Any = "auto",
+    in_system: bool = False,
+    skills: bool = False,
+    mcp: str | None = None,
 ) -> Outcome:
     server = AnthropicServer().start()
+    state = tempfile.TemporaryDirectory()
+    executor = hs.Executor(store=hs.MemoryStore())
     try:
-        script(server, skills=skills)
-        executor = hs.Executor(store=hs.MemoryStore())
+        script(server, skills=skills, mcp=mcp is not None)
         llm = server.llm()
         settings = {k: v for k, v in llm.items() if k != "model"}
-        tools = make_tools()
+        env = {"HELIX_MCP_STATE": state.name}
+        demo = hs.MCPServer.stdio(sys.executable, [str(MCP_APP), "stdio"], env=env, name="demo")
+        # "offer": the agent owns the server (the session's first offer, every turn);
+        # "live": the tools the server lists before each turn, as peers offer them.
+        owned = [demo] if mcp == "offer" else []
 
-        def agent(system: str) -> hs.Agent:
+        async def agent(system: str) -> hs.Agent:
+            live = await demo.tools() if mcp == "live" else []
             return hs.Agent(
                 name="support",
                 system=system,
                 model=llm["model"],
-                tools=tools,
+                tools=[*make_tools(), *owned, *live],
                 settings=settings,
                 prompt_cache=prompt_cache,
                 skills=SKILLS if skills else (),
@@ -159,6 +183,8 @@ async def run(
         last: Any = None
         before_last = 0
         for turn in range(1, TURNS + 1):
+            if mcp is not None and turn in MCP_CHANGES:
+                (Path(state.name) / "hidden").write_text(MCP_CHANGES[turn] + "\n")
             if turn in INSTRUCTION_TURNS:
                 if in_system:
                     instructions.append(INSTRUCTION_TURNS[turn])
@@ -167,13 +193,18 @@ async def run(
                     await executor.add_context(SID, [hs.instruction(INSTRUCTION_TURNS[turn])])
             before_last = len(server.usage)
             text = f"Question {turn}: where is my order and how do I adjust it?"
-            last = executor.run(agent(system), SID, text)
+            last = executor.run(await agent(system), SID, text)
             await last.consume()
             if last.error is not None:
                 raise last.error
+            if mcp and turn % 3 == 0 and not (Path(state.name) / "calls").exists():
+                raise AssertionError("the MCP tool was not called")
         return Outcome(name, list(server.usage), last.usage, len(server.usage) - before_last)
     finally:
+        await executor.close()
+        await demo.aclose()
         server.stop()
+        state.cleanup()
 
 
 async def main() -> int:
@@ -182,6 +213,8 @@ async def main() -> int:
         await run("helix (context rows, prompt_cache='auto')"),
         await run("helix, prompt_cache=False", prompt_cache=False),
         await run("helix, skills on", skills=True),
+        await run("helix, MCP server changing", mcp="offer"),
+        await run("MCP tools as listed each turn", mcp="live"),
         await run("instruction in the system prompt", in_system=True),
     ]
     requests = len(outcomes[0].usage)
@@ -204,7 +237,9 @@ async def main() -> int:
     )
     skills_ok = outcomes[2].prior_share() >= BUDGET
     print(f"budget: helix with skills on >= {BUDGET:.0%}: {'ok' if skills_ok else 'MISSED'}")
-    ok = ok and skills_ok
+    mcp_ok = outcomes[3].prior_share() >= BUDGET
+    print(f"budget: helix with an MCP server changing >= {BUDGET:.0%}: {'ok' if mcp_ok else 'MISSED'}")
+    ok = ok and skills_ok and mcp_ok
     print("\nThe last turn's result.usage beside the server's figures for the same requests:")
     for o in outcomes:
         turn = o.usage[-o.last_turn_requests :]

@@ -1,10 +1,12 @@
 """An agent whose tools come from an MCP server: a local one, started over stdio.
 
 The server is this file itself, run with ``--server`` (the ``mcp`` package's own server API).
-``hs.MCPServer.stdio`` starts it when its tools are first needed; its tools are offered as
+The agent owns it (``Agent(tools=[server])``): it is started at the first turn that needs it,
+shared by every session, and stopped by ``executor.close()``. Its tools are offered as
 ``meteo__forecast`` and ``meteo__alerts`` (the server's name, two underscores, the tool's
-name), with the server's JSON schemas. The offer is taken once and kept (``offer.encode()``),
-so that later turns offer the same tools, byte for byte, whatever the server lists by then.
+name), with the server's JSON schemas. A session keeps what the server offered at its first
+turn, so that later turns offer the same tools, byte for byte, whatever the server lists by
+then (``executor.refresh_tools(session_id)`` takes a new offer).
 
 Needs the ``mcp`` extra (``pip install 'helix-stream[mcp]'``). Run it:
 
@@ -21,7 +23,6 @@ import sys
 from collections.abc import Sequence
 
 import helix_stream as hs
-from helix_stream.mcp import MCPOffer
 
 
 def serve() -> None:
@@ -46,21 +47,23 @@ def serve() -> None:
 async def ask(question: str) -> list[str]:
     """One turn of an agent using the weather server's tools; what it did, line by line."""
     server = hs.MCPServer.stdio(sys.executable, [__file__, "--server"], name="meteo")
-    async with server:  # leaving it stops the server process
-        stored = (await server.offer()).encode()  # a session keeps this from its first turn
-        tools = await server.tools(MCPOffer.decode(stored))
-        agent = hs.Agent(name="forecaster", system="You answer weather questions.", tools=tools)
-        lines = [f"tools: {', '.join(t.name for t in tools)}"]
-        names: dict[str, str] = {}
-        answer = []
-        async for chunk in hs.Executor().run(agent, "weather-chat", question):
+    agent = hs.Agent(name="forecaster", system="You answer weather questions.", tools=[server])
+    executor = hs.Executor()
+    lines: list[str] = []
+    names: dict[str, str] = {}
+    answer = []
+    try:
+        offered = (await server.offer()).names()  # what a new session's first turn will keep
+        async for chunk in executor.run(agent, "weather-chat", question):
             if chunk.type == "tool-input-available":
                 names[chunk.tool_call_id] = chunk.tool_name
             elif chunk.type == "tool-output-available":
                 lines.append(f"{names[chunk.tool_call_id]} -> {json.dumps(chunk.output)}")
             elif chunk.type == "text-delta":
                 answer.append(chunk.delta)
-    return [*lines, f"answer: {''.join(answer)}"]
+    finally:
+        await executor.close()  # stops the server process (an app's shutdown does this)
+    return [f"tools: {', '.join(offered)}", *lines, f"answer: {''.join(answer)}"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -18,6 +18,9 @@ from .models._params import check_params
 from .models._retry import RetryPolicy
 from .sandbox import LOAD_SKILL_TOOL, SandboxProvider, Skill, SkillSet
 from .tools import FINISH_TOOL_NAME, Tool, finish_tool, tools_by_name
+
+if TYPE_CHECKING:
+    from .mcp import MCPServer
 
 __all__ = ["Agent", "StepContextLimits"]
 
@@ -42,7 +45,10 @@ class Agent(LoopOptions):
         name: Recorded on the session.
         system: The system prompt.
         model: A litellm model string or a :func:`~helix_stream.wrap_model` result.
-        tools: A list of tools or a ``{name: Tool}`` dict.
+        tools: A list of tools or a ``{name: Tool}`` dict. The list may hold
+            :class:`~helix_stream.MCPServer` values too: the agent owns them, and each
+            session offers the server's tools where the server stands in the list, as its
+            first turn found them (README, "Tools from MCP servers").
         max_steps: Model calls per turn at most — plus, for an agent with an
             ``output_schema``, the one forced-completion call that follows when the limit is
             reached without ``__finish__`` (so at most ``max_steps + 1`` calls).
@@ -73,7 +79,7 @@ class Agent(LoopOptions):
     name: str
     system: str | None = None
     model: str | WrappedModel = "helix/demo"
-    tools: Sequence[Tool] | Mapping[str, Tool] = ()
+    tools: Sequence[Tool | MCPServer] | Mapping[str, Tool] = ()
     max_steps: int = 50
     step_context: Callable[..., Any] | None = None
     step_context_limits: StepContextLimits = field(default_factory=StepContextLimits)
@@ -93,7 +99,8 @@ class Agent(LoopOptions):
             raise ValueError("an Agent needs a name")
         if self.max_steps < 1:
             raise ValueError("max_steps must be at least 1")
-        tools_by_name(self.tools)  # fail now on duplicate or non-Tool entries
+        _check_servers(self.servers)
+        tools_by_name(self._own_tools)  # fail now on duplicate or non-Tool entries
         RetryPolicy(max_retries=self.max_retries)  # InvalidRequestError for a wrong count
         if self.output_schema is not None:
             check_output_schema(self.output_schema, argument="output_schema")
@@ -116,7 +123,7 @@ class Agent(LoopOptions):
                     "Agent(sandbox_on_session=...) prepares the agent's sandbox: give it "
                     "Agent(sandbox=...) too"
                 )
-        if self.skill_set.skills and LOAD_SKILL_TOOL in tools_by_name(self.tools):
+        if self.skill_set.skills and LOAD_SKILL_TOOL in tools_by_name(self._own_tools):
             raise InvalidRequestError(
                 f"a tool is named {LOAD_SKILL_TOOL!r}, the built-in tool of an agent with "
                 "skills: rename it"
@@ -187,13 +194,59 @@ class Agent(LoopOptions):
         return f"{self.system}\n\n{index}" if self.system else index
 
     @property
+    def servers(self) -> tuple[MCPServer, ...]:
+        """The MCP servers in ``tools``, in order."""
+        if isinstance(self.tools, Mapping):
+            return ()
+        return tuple(entry for entry in self.tools if not isinstance(entry, Tool))
+
+    @property
+    def _own_tools(self) -> Sequence[Tool] | Mapping[str, Tool]:
+        if isinstance(self.tools, Mapping):
+            return self.tools
+        return [entry for entry in self.tools if isinstance(entry, Tool)]
+
+    @property
     def tool_map(self) -> dict[str, Tool]:
         """The agent's tools by name, with ``load_skill`` when it has skills and
-        ``__finish__`` when it has an output schema."""
-        tools = tools_by_name(self.tools)
+        ``__finish__`` when it has an output schema (an MCP server's tools: see
+        :meth:`tools_with`)."""
+        return self.tools_with({})
+
+    def tools_with(self, served: Mapping[str, Sequence[Tool]]) -> dict[str, Tool]:
+        """:attr:`tool_map` with ``served[server.name]`` where each MCP server stands in
+        ``tools`` (a server missing from ``served`` brings none).
+
+        Raises:
+            ValueError: two tools have one name.
+        """
+        if isinstance(self.tools, Mapping):
+            tools = tools_by_name(self.tools)
+        else:
+            entries = (
+                [entry] if isinstance(entry, Tool) else served.get(entry.name, ())
+                for entry in self.tools
+            )
+            tools = tools_by_name([tool for group in entries for tool in group])
         skill_set = self.skill_set
         if skill_set.skills:
             tools[LOAD_SKILL_TOOL] = skill_set.tool
         if self.output_schema is not None:
             tools[FINISH_TOOL_NAME] = finish_tool(self.output_schema)
         return tools
+
+
+def _check_servers(servers: Sequence[Any]) -> None:
+    """Refuse a ``tools`` entry that is neither a Tool nor an MCP server, and two servers of
+    one name (their stored offers and ``tools_context`` entries would be one)."""
+    if not servers:
+        return
+    from .mcp import MCPServer
+
+    names: set[str] = set()
+    for server in servers:
+        if not isinstance(server, MCPServer):
+            raise TypeError(f"{server!r} is not a Tool; define it with hs.tool() (or hs.MCPServer)")
+        if server.name in names:
+            raise ValueError(f"two MCP servers are named {server.name!r}")
+        names.add(server.name)

@@ -142,8 +142,8 @@ def timeout_error(limit: str, seconds: float) -> ModelTimeoutError:
         "chunk": "the model's stream stalled (chunk limit)",
     }[limit]
     return ModelTimeoutError(
-        f"Timed out: {what} of {describe_seconds(seconds)}. Set timeout= (README, "
-        '"Timeouts") to change it.',
+        f"Timed out: {what} of {describe_seconds(seconds)}. "
+        'Set timeout= to change it (README, "Timeouts").',
         limit=limit,
         after=seconds,
     )

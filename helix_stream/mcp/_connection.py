@@ -52,7 +52,10 @@ class Connection:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.in_flight = 0
         self._protocol = protocol
-        self._secrets = secrets | {value for _, value in (*credentials.headers, *credentials.env)}
+        values = {value for _, value in (*credentials.headers, *credentials.env)}
+        # A header's credential without its scheme too ("Bearer <token>": the token alone).
+        values |= {value.split(" ", 1)[-1] for _, value in credentials.headers}
+        self._secrets = secrets | values
         self._client: Any = None
         self._stop = asyncio.Event()
         self._ready: asyncio.Future[None] | None = None

@@ -28,6 +28,7 @@ from ..errors import (
 )
 from ..telemetry import annotate_tool_call, mcp_attributes
 from ..tools import Tool
+from ._auth import split_auth, with_listing_token, with_token
 from ._connection import Connection
 from ._credentials import NO_CREDENTIALS, Credentials, credentials_of, request_schema
 from ._names import check_server_name
@@ -38,6 +39,8 @@ from ._transport import HttpTransport, StdioTransport, Transport
 
 if TYPE_CHECKING:
     import httpx2
+
+    from ..auth import AuthStrategy, Token
 
 __all__ = ["MCPServer"]
 
@@ -81,6 +84,7 @@ class MCPServer:
             default prefix of its tools' names.
         prefix: The offered names are ``{prefix}__{tool}`` (``""``: the tools' own names).
         context_schema: What a run's ``tools_context[name]`` must hold (``None``: nothing).
+        auth: The auth strategy each of its tools has (``MCPServer.http(url, auth=...)``).
     """
 
     def __init__(
@@ -94,6 +98,7 @@ class MCPServer:
         protocol: Protocol = "auto",
         connect_timeout: float = 30.0,
         max_connections: int = 8,
+        auth: AuthStrategy | None = None,
     ) -> None:
         """Prefer :meth:`stdio` and :meth:`http`, which describe the transport for you."""
         _require_sdk()
@@ -106,6 +111,7 @@ class MCPServer:
         if not connect_timeout > 0 or not (isinstance(max_connections, int) and max_connections):
             raise InvalidRequestError("connect_timeout= and max_connections= must be positive")
         self.context_schema = context_schema
+        self.auth = auth
         self._transport = transport
         self._approval = check_approval_rule(needs_approval)
         secrets = {value for _, value in getattr(transport, "headers", ())}
@@ -185,7 +191,7 @@ class MCPServer:
         cls,
         url: str,
         headers: Mapping[str, str] | None = None,
-        auth: httpx2.Auth | None = None,
+        auth: AuthStrategy | httpx2.Auth | None = None,
         *,
         name: str,
         prefix: str | None = None,
@@ -201,7 +207,11 @@ class MCPServer:
         Args:
             url: The MCP endpoint (``https://host/mcp``; for SSE, the ``/sse`` URL).
             headers: Headers for every request (an API key of the app's own).
-            auth: An ``httpx2.Auth``, e.g. the ``mcp`` package's ``OAuthClientProvider``.
+            auth: An auth strategy (``hs.token_auth(...)``, ``hs.oauth_auth(...)``): each
+                tool gets it as its ``auth=``, and sends its token as the ``Authorization``
+                header (README, "Tools that act for the user: authorization"). Or an
+                ``httpx2.Auth``, e.g. the ``mcp`` package's ``OAuthClientProvider``, for the
+                transport.
             name, prefix, needs_approval, protocol, connect_timeout: As for :meth:`stdio`.
             request_headers: Header names a run may set per request in
                 ``tools_context[name] = {"headers": {...}}`` (a user's ``Authorization``);
@@ -215,10 +225,11 @@ class MCPServer:
             raise InvalidRequestError(
                 f"transport= is 'streamable-http' or 'sse', not {transport!r}"
             )
+        strategy, http_auth = split_auth(auth, request_headers)
         spec = HttpTransport(
             url=url,
             headers=_strings(headers, "headers"),
-            auth=auth,
+            auth=http_auth,
             kind="sse" if transport == "sse" else "http",
         )
         return cls(
@@ -230,6 +241,7 @@ class MCPServer:
             protocol=protocol,
             connect_timeout=connect_timeout,
             max_connections=max_connections,
+            auth=strategy,
         )
 
     def __repr__(self) -> str:
@@ -246,20 +258,35 @@ class MCPServer:
         again."""
         await self._pool.aclose()
 
-    async def offer(self, *, context: Mapping[str, Any] | None = None) -> MCPOffer:
+    async def offer(
+        self, *, context: Mapping[str, Any] | None = None, token: Token | None = None
+    ) -> MCPOffer:
         """What the server offers now, as a snapshot to store (see :class:`MCPOffer`).
 
         Args:
             context: Per-request credentials to list with (what ``tools_context[name]``
                 holds), for a server that lists only to an authenticated caller.
+            token: For a server with an auth strategy, the token to list with; by default
+                the app's own, from the strategy (a session lists with its caller's).
 
         Raises:
             ToolProviderError: the server cannot be used (naming it and what to check).
+            AuthorizationRequiredError: the server's strategy needs a sign-in first.
         """
-        return make_offer(self.name, self.prefix, await self._list(self._credentials(context)))
+        credentials = self._credentials(context)
+        if self.auth is not None and token is None:
+            return await with_listing_token(
+                self.auth, lambda t: self.offer(context=context, token=t), server=self.name
+            )
+        listed = await self._list(with_token(credentials, token))
+        return make_offer(self.name, self.prefix, listed)
 
     async def tools(
-        self, offer: MCPOffer | None = None, *, context: Mapping[str, Any] | None = None
+        self,
+        offer: MCPOffer | None = None,
+        *,
+        context: Mapping[str, Any] | None = None,
+        token: Token | None = None,
     ) -> list[Tool]:
         """The server's tools, for ``tools=``.
 
@@ -267,7 +294,7 @@ class MCPServer:
             offer: The stored offer of a session: exactly its tools are offered, in its
                 order, and those the server no longer lists answer ``tool_unavailable``
                 without a call. ``None``: what the server lists now.
-            context: As for :meth:`offer`.
+            context, token: As for :meth:`offer`.
 
         With an ``offer``, a server that cannot be listed now (it is down) does not fail the
         turn: its offered tools are built all the same, each call becomes an error result the
@@ -280,12 +307,23 @@ class MCPServer:
             ToolProviderAuthError: the server refused the credentials.
             InvalidRequestError: ``offer`` is another server's.
         """
+        return (await self.offered(offer, context=context, token=token))[1]
+
+    async def offered(
+        self,
+        offer: MCPOffer | None = None,
+        *,
+        context: Mapping[str, Any] | None = None,
+        token: Token | None = None,
+    ) -> tuple[MCPOffer, list[Tool]]:
+        """:meth:`tools`, with the offer they were built from: ``offer`` itself, or (without
+        one) the new offer the server's list made, to store. One listing either way."""
         if offer is not None and offer.server != self.name:
             raise InvalidRequestError(
                 f"that offer is MCP server {offer.server!r}'s, not {self.name!r}'s"
             )
         try:
-            current = await self.offer(context=context)
+            current = await self.offer(context=context, token=token)
         except ToolProviderAuthError:
             raise
         except ToolProviderError as exc:
@@ -295,7 +333,7 @@ class MCPServer:
             current = offer
         offer = offer or current
         gone = offer.unavailable(spec.remote_name for spec in current.tools)
-        return [
+        tools = [
             build_tool(
                 spec,
                 server=self.name,
@@ -303,9 +341,11 @@ class MCPServer:
                 context_schema=self.context_schema,
                 approval=needs_approval(self._approval, spec),
                 available=spec.name not in gone,
+                auth=self.auth,
             )
             for spec in offer.tools
         ]
+        return offer, tools
 
     def _credentials(self, context: Mapping[str, Any] | None) -> Credentials:
         if context is None:
@@ -347,10 +387,12 @@ class MCPServer:
             tool=tool,
         )
 
-    async def _call(self, tool: str, arguments: dict[str, Any], context: Any) -> Any:
+    async def _call(
+        self, tool: str, arguments: dict[str, Any], context: Any, token: Token | None
+    ) -> Any:
         """Send ``tools/call`` on the connection for the call's credentials."""
         try:
-            connection = await self._pool.acquire(credentials_of(context))
+            connection = await self._pool.acquire(with_token(credentials_of(context), token))
         except ToolProviderError:
             annotate_tool_call(self._attributes(None, tool))
             raise

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
 from .._json_schema import JsonSchemaInput, json_schema_model
-from ..errors import InvalidRequestError, ToolProviderError
+from ..errors import InvalidRequestError, ToolProviderAuthError, ToolProviderError
 from ..tools import Tool, ToolContext
 from ._offer import MCPToolSpec
 from ._results import tool_output
@@ -25,8 +25,8 @@ ApprovalRule = bool | Collection[str] | Callable[[MCPToolSpec], bool]
 """``needs_approval=``: every tool or none, the tools named (by their name on the server or
 the offered one), or a predicate of the offered tool."""
 
-CallFn = Callable[[str, dict[str, Any], Any], Awaitable[Any]]
-"""``call(remote_name, arguments, context)``: send ``tools/call``, return its result."""
+CallFn = Callable[[str, dict[str, Any], Any, Any], Awaitable[Any]]
+"""``call(remote_name, arguments, context, token)``: send ``tools/call``, return its result."""
 
 
 def needs_approval(rule: ApprovalRule, spec: MCPToolSpec) -> bool:
@@ -63,6 +63,7 @@ def build_tool(
     context_schema: Any,
     approval: bool,
     available: bool,
+    auth: Any = None,
 ) -> Tool:
     """The tool for ``spec``.
 
@@ -80,7 +81,15 @@ def build_tool(
     remote = spec.remote_name
 
     async def execute(input: JsonSchemaInput, ctx: ToolContext) -> Any:
-        return tool_output(await call(remote, input.root, ctx.context))
+        # A server with an auth strategy: the token as any tool with auth= gets it (a sign-in
+        # the turn waits for, the step's cache, the token store); it rides as a credential.
+        token = await ctx.get_token() if auth is not None else None
+        try:
+            return tool_output(await call(remote, input.root, ctx.context, token))
+        except ToolProviderAuthError:
+            if token is None:
+                raise
+            ctx.reject_token()  # the server refused it: out of the token store, ask again
 
     return Tool(
         name=spec.name,
@@ -91,4 +100,5 @@ def build_tool(
         needs_approval=approval,
         context_key=server,
         available=available,
+        auth=auth,
     )

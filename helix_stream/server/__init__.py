@@ -170,7 +170,8 @@ def create_app(
             ``on_disconnect``, ``detached_timeout``, ...).
 
     Returns:
-        The app (serve it with ``uvicorn``). Its startup imports litellm.
+        The app (serve it with ``uvicorn``). Its startup imports litellm; its shutdown
+        closes the executor (``executor.close()``: the agents' MCP servers).
     """
     turns = options.pop("turns", None) or RunningTurns()
     mounted = routes(
@@ -183,9 +184,10 @@ def create_app(
         **options,
     )
     middleware = [Middleware(CORSMiddleware, **cors_options(cors_origins))] if cors_origins else []
+
     return Starlette(
         routes=mounted,
         middleware=middleware,
-        lifespan=functools.partial(lifespan, turns=turns, grace=shutdown_grace),
+        lifespan=functools.partial(lifespan, turns=turns, grace=shutdown_grace, executor=executor),
         exception_handlers={HTTPException: http_error_handler},
     )

@@ -22,10 +22,13 @@ import signal
 import threading
 from collections.abc import AsyncIterator, Callable
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..models import load_litellm
 from ._turns import RunningTurns
+
+if TYPE_CHECKING:
+    from ..session import Executor
 
 __all__ = ["SHUTDOWN_GRACE", "lifespan"]
 
@@ -39,23 +42,40 @@ _SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 @contextlib.asynccontextmanager
 async def lifespan(
-    app: Any, turns: RunningTurns | None = None, *, grace: float = SHUTDOWN_GRACE
+    app: Any,
+    turns: RunningTurns | None = None,
+    *,
+    grace: float = SHUTDOWN_GRACE,
+    executor: Executor | None = None,
 ) -> AsyncIterator[None]:
-    """An app lifespan: imports litellm at startup, ends the running turns at shutdown.
+    """An app lifespan: imports litellm at startup; at shutdown, ends the running turns, then
+    closes ``executor`` (``executor.close()``: its agents' MCP servers).
 
     Importing litellm during a request would block every connection of the process for
     seconds. :func:`create_app` uses it with its routes' turns. Mounting :func:`routes` in your
     own app, pass the routes a ``turns=RunningTurns()`` and use
-    ``functools.partial(lifespan, turns=turns)`` as the app's lifespan (FastAPI:
-    ``FastAPI(lifespan=...)``), or call ``await turns.stop_all()`` in your own lifespan's
-    shutdown.
+    ``functools.partial(lifespan, turns=turns, executor=executor)`` as the app's lifespan
+    (FastAPI: ``FastAPI(lifespan=...)``), or call ``await turns.stop_all()`` and
+    ``await executor.close()`` in your own lifespan's shutdown.
 
     Args:
         app: The app (unused).
         turns: The turns the routes run; ``None``: only the import.
         grace: Seconds the shutdown waits for the turns to end.
+        executor: Closed last; ``None``: nothing to close.
     """
     load_litellm()
+    try:
+        async with _ending(turns, grace):
+            yield
+    finally:
+        if executor is not None:
+            await executor.close()
+
+
+@contextlib.asynccontextmanager
+async def _ending(turns: RunningTurns | None, grace: float) -> AsyncIterator[None]:
+    """Ends ``turns`` at shutdown (on the server's signal already, or on leaving)."""
     if turns is None:
         yield
         return

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._limits import check_json, check_key, check_session_id
 from .._media import check_content
-from .._options import options_over, split_options
+from .._options import LoopOptions, options_over, split_options
 from ..chunks import ErrorChunk
 from ..context import (
     APP_SOURCE,
@@ -26,13 +26,14 @@ from ..context import (
 )
 from ..errors import InvalidRequestError, StateError
 from ..loop import StreamTextResult, has_tool_call, step_count_is
-from ..loop._setup import LoopCall, setup_run
+from ..loop._setup import LoopCall, RunSetup, setup_run
 from ..state import ParentInfo
 from ..store import LogRecord, MemoryStore, Store
 from ..tools import FINISH_TOOL_NAME
 from ._answers import ApprovalAnswer, ToolAnswer, by_call
 from ._authorization import DEFAULT_SIGN_IN_TTL, SessionAuthorization
 from ._history import SessionHistory, check_idle
+from ._mcp import SessionServers
 from ._meta import TurnMeta
 from ._pending import late_answer_row, waiting_calls
 from ._sandbox import close_sandboxes
@@ -74,7 +75,7 @@ def _input_message(value: Input) -> dict[str, Any] | None:
     )
 
 
-class Executor(SessionHistory, SessionAuthorization):
+class Executor(SessionHistory, SessionAuthorization, SessionServers):
     """Runs agents in sessions stored in ``store``.
 
     Example::
@@ -116,6 +117,7 @@ class Executor(SessionHistory, SessionAuthorization):
         self._init_authorization(auth_secret, token_store, sign_in_ttl)
         # The sandbox providers of the agents run here, by agent name (close_sandbox).
         self._sandboxes: dict[str, SandboxProvider] = {}
+        self._servers = {}  # the MCP servers of the agents run here, to close (SessionServers)
 
     # -- running ---------------------------------------------------------------------------
 
@@ -200,6 +202,7 @@ class Executor(SessionHistory, SessionAuthorization):
         merged = options_over(agent, given, litellm_params)
         if merged.telemetry is None:
             merged = replace(merged, telemetry=self.telemetry)
+        self._own_servers(agent)  # the turn adds their tools (and checks telemetry with them)
         request = TurnRequest(
             store=self.store,
             identify=self.identify,
@@ -207,7 +210,7 @@ class Executor(SessionHistory, SessionAuthorization):
             agent=agent,
             session_id=session_id,
             message=message,
-            setup=setup_run(_agent_call(agent, session_id), merged),
+            setup=_checked(_agent_call(agent, session_id), merged, servers=bool(agent.servers)),
             answers=list(answers),
             message_id=message_id,
             auth=auth,
@@ -398,6 +401,14 @@ def _check_identity(initiator: Any) -> None:
             f"Executor(identify=...) returned a {type(initiator).__name__}, which cannot be "
             f"stored as the session's initiator: it must be JSON-safe ({exc}). Return an id."
         ) from None
+
+
+def _checked(call: LoopCall, options: LoopOptions, *, servers: bool) -> RunSetup:
+    """``setup_run`` now; for an agent with MCP servers, its telemetry filter is checked at
+    the turn, once their tools are known (``session/_mcp.py``)."""
+    if not servers:
+        return setup_run(call, options)
+    return replace(setup_run(call, replace(options, telemetry=None)), options=options)
 
 
 def _agent_call(agent: Agent, session_id: str) -> LoopCall:

@@ -14,7 +14,10 @@ keys; the engine's lives under keys that start with ``helix.`` (reserved, like
   answers arriving at once never overwrite each other (the meta merge is per key); for a call
   parked on a sign-in, where its sign-in stands (``session/_authorization.py``);
 * ``helix.sandbox.<agent name>``: the id of that agent's sandbox in the session, and whether
-  it was prepared (``{"id": ..., "ready": true}``).
+  it was prepared (``{"id": ..., "ready": true}``);
+* ``helix.mcp.<server name>``: the tools an MCP server of the agent offers the session, fixed
+  at its first turn (an encoded :class:`~helix_stream.mcp.MCPOffer`: the same bytes every
+  turn, whatever the server lists later).
 
 :class:`TurnMeta` reads them; its methods return the patches that change them.
 """
@@ -35,9 +38,11 @@ __all__ = [
     "TurnMeta",
     "app_meta",
     "forget_sandboxes",
+    "offers_patch",
     "parent_meta",
     "sandbox_patch",
     "sign_in_links",
+    "stored_offers",
     "stored_sandboxes",
 ]
 
@@ -47,6 +52,7 @@ _INITIATOR = "helix.initiator"
 _PARENT = "helix.parent"
 _ANSWER = "helix.answer."
 _SANDBOX = "helix.sandbox."
+_MCP = "helix.mcp."
 
 
 def app_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
@@ -135,6 +141,20 @@ def sandbox_patch(agent: str, sandbox: StoredSandbox | None) -> dict[str, Any]:
 def forget_sandboxes(meta: Mapping[str, Any]) -> dict[str, Any]:
     """The patch that forgets every sandbox a session's ``meta`` records (a branch's copy)."""
     return {key: None for key in meta if key.startswith(_SANDBOX)}
+
+
+def stored_offers(meta: Mapping[str, Any]) -> dict[str, str]:
+    """The MCP offers a session records (encoded), by server name."""
+    return {
+        key.removeprefix(_MCP): value
+        for key, value in meta.items()
+        if key.startswith(_MCP) and isinstance(value, str)
+    }
+
+
+def offers_patch(offers: Mapping[str, str | None]) -> dict[str, Any]:
+    """The patch that records encoded MCP offers by server name (``None``: forgets one)."""
+    return {f"{_MCP}{server}": text for server, text in offers.items()}
 
 
 def parent_meta(parent: ParentInfo) -> dict[str, Any]:

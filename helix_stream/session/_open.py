@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .._messages import message_text
@@ -35,6 +35,7 @@ from ._answers import ApprovalAnswer, ToolAnswer
 from ._commits import RUNNABLE, Commits, Written, busy, last_seq, opened_meta, opening
 from ._events import TurnEvents
 from ._finish import finish_turn, log_failure
+from ._mcp import server_tools
 from ._meta import TurnMeta, stored_sandboxes
 from ._pending import check_answerable
 from ._records import interrupted_record, new_message_id
@@ -102,6 +103,7 @@ class Opened:
         messages: The log as the model sees it, before this turn's first commit.
         first: The first model call's commit, made with the claim; ``None`` when the turn
             settles waiting calls first (it commits after settling them).
+        offers: The MCP offers the turn took (a meta patch the claim writes).
     """
 
     request: TurnRequest
@@ -115,6 +117,7 @@ class Opened:
     commits: Commits
     messages: list[dict[str, Any]]
     first: StepCommit | None = None
+    offers: dict[str, Any] = field(default_factory=dict)
 
 
 async def open_turn(request: TurnRequest) -> Opened:
@@ -153,8 +156,9 @@ async def open_turn(request: TurnRequest) -> Opened:
 
 async def _prepare(request: TurnRequest) -> Opened:
     """Read the session once and refuse what cannot run; nothing is written here."""
+    snapshot = await request.store.read_snapshot(request.session_id)
+    request, offers = await server_tools(request, snapshot)  # the agent's MCP servers' tools
     session_id, agent, setup = request.session_id, request.agent, request.setup
-    snapshot = await request.store.read_snapshot(session_id)
     view = SessionView(snapshot, agent, request.answers)
     _refuse(request, snapshot, view)
     context_pass = ContextPass(
@@ -200,6 +204,7 @@ async def _prepare(request: TurnRequest) -> Opened:
         events=events,
         commits=Commits(request.store, session_id, context_pass, scope),
         messages=list(context_pass.messages),
+        offers=offers,
     )
 
 
@@ -291,7 +296,8 @@ async def _claim(opened: Opened) -> tuple[Written, TurnMeta] | None:
     it), or alone when calls wait to be settled."""
     request, view, meta = opened.request, opened.view, opened.meta
     if view.waiting:
-        write = TurnWrite(expect=RUNNABLE, status="running", meta=meta.starting_at(last_seq(view)))
+        patch = {**meta.starting_at(last_seq(view)), **opened.offers}
+        write = TurnWrite(expect=RUNNABLE, status="running", meta=patch)
         result = await request.store.write_turn(request.session_id, write)
         if not result.applied:
             raise busy(request.session_id)
@@ -305,6 +311,7 @@ async def _claim(opened: Opened) -> tuple[Written, TurnMeta] | None:
         )
     message = request.message
     first = opening(view, meta, message=message, recovered=_recovered(opened))
+    first = replace(first, meta={**(first.meta or {}), **opened.offers})
     written = await opened.commits.write(
         0,
         replace(first, create=create, expect=RUNNABLE, status="running"),

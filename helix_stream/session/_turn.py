@@ -53,7 +53,7 @@ async def run_turn(request: TurnRequest) -> AsyncGenerator[Chunk, None]:
             yield ErrorChunk(error=exc)
             return
         config = loop_config(
-            request.setup,
+            opened.request.setup,  # with the MCP servers' tools
             messages=opened.messages,
             message_id=opened.message_id,
             session=TurnLink(opened),
