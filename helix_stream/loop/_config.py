@@ -3,7 +3,7 @@
 The loop knows nothing of stores or sessions. An executor session takes part in a run through
 the small :class:`SessionLink` protocol, which the loop calls at fixed points:
 
-* ``preamble()`` once after ``start``: work a paused turn left (answered approvals, client tool
+* ``preamble(tools)`` once after ``start``: work a paused turn left (answered approvals, client tool
   outputs), as chunks; then ``paused()`` before each step: whether that work left the turn
   paused again (a call that waits for a sign-in), so that no model call is made;
 * ``before_step(n)`` before each model call: commit the context, return the new messages
@@ -42,7 +42,8 @@ from ..prepare_step import PrepareStep
 from ..steps import StepResult, StopCondition, ToolCall
 from ..telemetry import Recorder
 from ..tools import Tool, ToolContext
-from ._timeout import Timeout
+from ._lifecycle import ToolWatch
+from ._timeout import NO_CLOCK, RunClock, Timeout
 from ._transform import StreamTransform
 
 __all__ = [
@@ -94,6 +95,14 @@ class RunEnd:
     unfinished_text: str = ""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolRun:
+    """How a run's tool calls run: its limits (``timeout=``) and its tool callbacks."""
+
+    clock: RunClock = NO_CLOCK
+    watch: ToolWatch | None = None
+
+
 class SessionLink(Protocol):
     """How a session takes part in a run (see the module docstring)."""
 
@@ -101,8 +110,9 @@ class SessionLink(Protocol):
         """Bind the session scope around code the loop runs for the user."""
         ...
 
-    def preamble(self) -> AsyncGenerator[Chunk, None]:
-        """Chunks of the work a paused turn left, before the first step."""
+    def preamble(self, tools: ToolRun) -> AsyncGenerator[Chunk, None]:
+        """Chunks of the work a paused turn left, before the first step; the calls it runs
+        (approved, signed in) run under ``tools``' limits and callbacks, as a step's do."""
         ...
 
     async def paused(self) -> bool:
@@ -153,7 +163,7 @@ class _NoSession:
     def bind(self) -> AbstractContextManager[None]:
         return nullcontext()
 
-    async def preamble(self) -> AsyncGenerator[Chunk, None]:
+    async def preamble(self, tools: ToolRun) -> AsyncGenerator[Chunk, None]:
         return
         yield  # an empty async generator
 

@@ -47,7 +47,7 @@ from ..steps import (
     ToolResult,
 )
 from ..tools import Tool
-from ._config import LoopConfig, RunEnd, StepCommit, call_user
+from ._config import LoopConfig, RunEnd, StepCommit, ToolRun, call_user
 from ._lifecycle import (
     AbortEvent,
     EndEvent,
@@ -173,7 +173,8 @@ class _Run:
                 ),
             )
             yield Start(message_id=cfg.message_id)
-            async with aclosing(cfg.session.preamble()) as preamble:
+            tool_run = ToolRun(clock=self.clock, watch=self._tool_watch(0))
+            async with aclosing(cfg.session.preamble(tool_run)) as preamble:
                 async for chunk in preamble:
                     yield chunk
             step_number, forced = 0, False

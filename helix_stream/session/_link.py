@@ -31,7 +31,7 @@ from ..auth._cache import AuthSettings
 from ..auth._flow import ParkForSignIn
 from ..chunks import Chunk, ContextRowChunk, ContextSkipped, ToolAuthorizationRequest
 from ..context import TOOL_SOURCE, validate_items
-from ..loop._config import GateReason, RunEnd, StepCommit
+from ..loop._config import GateReason, RunEnd, StepCommit, ToolRun
 from ..state import bind_scope
 from ..steps import StepResult, ToolCall
 from ..store import Checkpoint, TurnWrite
@@ -76,7 +76,7 @@ class TurnLink:
     def bind(self) -> AbstractContextManager[None]:
         return bind_scope(self._opened.scope)
 
-    async def preamble(self) -> AsyncGenerator[Chunk, None]:
+    async def preamble(self, tools: ToolRun) -> AsyncGenerator[Chunk, None]:
         opened = self._opened
         if opened.created:
             await self._events.emit("session.started", {"agent": opened.request.agent.name})
@@ -94,6 +94,7 @@ class TurnLink:
             recorder=self._setup.recorder,
             session=self,
             moved_on=opened.request.message is not None,
+            tool_run=tools,
         )
         async with aclosing(settlement.chunks()) as chunks:
             async for chunk in chunks:

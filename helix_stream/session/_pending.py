@@ -46,7 +46,7 @@ from ..chunks import (
 )
 from ..context import LATE_ANSWER_SOURCE, validate_items
 from ..errors import StateError
-from ..loop._config import SessionLink
+from ..loop._config import SessionLink, ToolRun
 from ..loop._tools import ToolCalls, not_executed_message, tool_message
 from ..models._parse import parse_arguments
 from ..steps import ToolCall
@@ -211,8 +211,10 @@ class Settlement:
         recorder: Recorder,
         session: SessionLink,
         moved_on: bool = False,
+        tool_run: ToolRun | None = None,
     ) -> None:
         self._waiting = list(waiting)
+        self._tool_run = tool_run if tool_run is not None else ToolRun()
         self._moved_on = moved_on
         self._answers = answers
         self._tools = tools
@@ -283,6 +285,8 @@ class Settlement:
             signed_in=signed_in,
             # After a new message nothing can wait: the conversation has moved on.
             can_park=not self._moved_on,
+            clock=self._tool_run.clock,
+            watch=self._tool_run.watch,
         )
         async with aclosing(calls.chunks()) as chunks:
             async for chunk in chunks:

@@ -4,15 +4,17 @@ turn works."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 import helix_stream as hs
 from helix_stream import chunks as c
 from helix_stream.errors import ModelTimeoutError
-from tests.loopback import LoopbackServer, Reply, text
+from tests.loopback import LoopbackServer, Reply, text, tool_calls
 
 SLACK = 0.5
 
@@ -69,3 +71,32 @@ async def test_a_run_s_limits_go_over_the_agent_s(loopback: LoopbackServer) -> N
     loopback.script(text("fine"))
     seen = await _turn(executor, agent, "again")
     assert not [x for x in seen if isinstance(x, c.ErrorChunk)]
+
+
+async def test_an_approved_call_runs_under_the_tool_limit_and_its_callbacks(
+    loopback: LoopbackServer,
+) -> None:
+    class Q(BaseModel):
+        q: str
+
+    async def slow(q: Q, ctx: Any) -> str:
+        await asyncio.sleep(5)
+        return "never"
+
+    deploy = hs.tool(name="deploy", input_schema=Q, execute=slow, needs_approval=True)
+    ends: list[Any] = []
+    agent = _agent(loopback, tools=[deploy], timeout=hs.Timeout(tool=0.3))
+    executor = hs.Executor(store=hs.MemoryStore())
+    loopback.script(tool_calls(("deploy", {"q": "prod"})), text("it timed out"))
+    await _turn(executor, agent, "deploy")
+    answer = hs.session.ApprovalAnswer("approval-call_0_deploy", True)
+    started = time.monotonic()
+    seen = [
+        x async for x in executor.run(agent, "s1", answers=[answer], on_tool_call_end=ends.append)
+    ]
+    assert time.monotonic() - started < 0.3 + SLACK + 1.0
+    [error] = [x for x in seen if isinstance(x, c.ToolOutputError)]
+    assert "timed out after 0.3 s" in error.error_text
+    [end] = ends
+    assert (end.call.name, end.outcome, end.approved) == ("deploy", "timed_out", True)
+    assert (await executor.session("s1")).status == "idle"
