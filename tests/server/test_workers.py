@@ -44,7 +44,11 @@ def _serve(*args: str) -> subprocess.Popen[str]:
 def two_workers(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     port = _free_port()
     store = str(tmp_path / "shared.db")
-    server = _serve("--port", str(port), "--store", store, "--workers", "2", "--model", "helix/demo")
+    # The demo model's paced form: a turn takes about a second, so that chats sent at once
+    # overlap even on a loaded machine (with the instant one, a turn could end before another
+    # POST of the race arrived, which then rightly ran a second turn).
+    model = "helix/demo-slow"
+    server = _serve("--port", str(port), "--store", store, "--workers", "2", "--model", model)
     try:
         yield f"http://127.0.0.1:{port}", server
     finally:
