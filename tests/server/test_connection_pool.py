@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -21,21 +21,25 @@ from tests.server._asgi import sse_data
 from tests.server.conftest import chat, user
 
 
-def _flush_clients() -> None:
-    """Drop litellm's cached clients, so that the next call builds one with the pool size."""
+async def _flush_clients() -> None:
+    """Close and drop litellm's cached clients, so that the next call builds one with the pool
+    size (dropped unclosed, their sockets would warn in whichever test collects them)."""
+    from litellm.llms.custom_httpx.async_client_cleanup import close_litellm_async_clients
+
+    await close_litellm_async_clients()
     cache = getattr(litellm_module(), "in_memory_llm_clients_cache", None)
     if cache is not None:
         cache.flush_cache()
 
 
 @pytest.fixture
-def pool() -> Iterator[None]:
+async def pool() -> AsyncIterator[None]:
     """Restores the process's pool size (and litellm's clients) after the test."""
     chosen = _pool._chosen
     yield
     _pool._chosen = chosen
     _pool.apply_pool(litellm_module())
-    _flush_clients()
+    await _flush_clients()
 
 
 async def _peak_streams(loopback: LoopbackServer, app: Any, chats: int) -> int:
@@ -72,10 +76,10 @@ async def test_max_connections_reaches_litellms_client(
 ) -> None:
     agent = hs.Agent(name="pool", model="openai/loopback", settings=loopback.llm())
     executor = hs.Executor(store=hs.MemoryStore())
-    _flush_clients()
+    await _flush_clients()
     capped = create_app(executor, agent, max_connections=2)
     assert await _peak_streams(loopback, capped, 5) == 2  # the other three waited
-    _flush_clients()
+    await _flush_clients()
     roomy = create_app(executor, agent, max_connections=8)
     assert await _peak_streams(loopback, roomy, 5) == 5
 
