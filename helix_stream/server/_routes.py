@@ -27,7 +27,7 @@ from starlette.routing import BaseRoute, Route
 from .._limits import check_session_id
 from .._options import timeout_over
 from ..agent import Agent
-from ..errors import FrameworkNotSupportedError, HelixError, SessionNotFoundError
+from ..errors import HelixError, SessionNotFoundError
 from ..loop import Timeout
 from ..models._pool import set_max_connections
 from ..session import Executor
@@ -66,7 +66,9 @@ far past any live stream's pause (providers that keep a connection alive send pi
 silence), so a dead stream is noticed and the chat is not held open."""
 
 # Keys of executor.run() that the chat route sets itself; run_options may not override them.
-_RESERVED_RUN_OPTIONS = frozenset({"agent", "session_id", "input", "message_id", "auth", "channel"})
+_RESERVED_RUN_OPTIONS = frozenset(
+    {"agent", "session_id", "input", "message_id", "auth", "channel", "on_stop_requested"}
+)
 
 
 class Authenticate(Protocol):
@@ -192,8 +194,8 @@ def routes(
         detached_timeout: With ``"continue"``: seconds a turn whose client went away may run
             on (default 600; ``None``: only the run's own limits), then cancelled.
         turns: This process's running turns, for the stop route (a :class:`RunningTurns`).
-        stop_elsewhere: Stops a turn running in another process (:class:`StopElsewhere`);
-            without it, stopping such a turn is refused with 501.
+        stop_elsewhere: Stops a turn running in another process (:class:`StopElsewhere`),
+            instead of the stop through the store (``Executor.request_stop``).
         max_connections: litellm's pool per host, process-wide (default 4,096; litellm's: 500).
         auth_callback_path: Where a browser comes back from a tool's sign-in (``None``: no such
             route); ``auth_redirect``: the app's page to send it on to (default: a page of ours).
@@ -338,6 +340,8 @@ class _Handlers:
                 message_id=message_id,
                 auth=auth,
                 channel="http",  # what hooks see as ctx.channel.kind
+                # A stop posted to another replica reaches the turn through the store.
+                on_stop_requested=functools.partial(self.turns.stop_soon, session_id),
                 **options,
             )
         except BaseException:
@@ -465,10 +469,8 @@ class _Handlers:
         running = session is not None and session.status == "running"
         if not running or session is None or session.lease_expired(time.time()):
             return JSONResponse({"stopped": False})
-        if self.stop_elsewhere is None:
-            raise FrameworkNotSupportedError(
-                f"session {session_id!r} runs its turn in another process, and this server "
-                "cannot stop a turn there: send the stop to the process that runs it, or "
-                "pass routes(stop_elsewhere=...)"
-            )
-        return JSONResponse({"stopped": await self.stop_elsewhere(session_id)})
+        if self.stop_elsewhere is not None:
+            return JSONResponse({"stopped": await self.stop_elsewhere(session_id)})
+        # The turn runs in another process: the request goes through the store, and its
+        # heartbeat stops it there (Executor.request_stop).
+        return JSONResponse({"stopped": await self.executor.request_stop(session_id)})

@@ -12,9 +12,9 @@ is the stop's own: :meth:`track` takes it back (``Task.uncancel``) and ends the 
 it, a tab that resumed it) gets the open parts ended and the AI SDK's ``abort``.
 
 A turn runs in one process at a time; this registry sees only its own. Stopping a turn that
-runs in another process is :class:`StopElsewhere`'s job (the routes' ``stop_elsewhere``
-option): a PostgreSQL ``NOTIFY`` that the turn's process answers by calling :meth:`stop`, or a
-status the running turn checks between chunks.
+runs in another process goes through the store (``Executor.request_stop``: the turn's lease
+heartbeat reads the request back and calls :meth:`stop_soon`), or through
+:class:`StopElsewhere` (the routes' ``stop_elsewhere`` option) when one is given.
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ class RunningTurns:
 
     def __init__(self) -> None:
         self._turns: dict[str, _Turn] = {}
+        self._stopping: set[asyncio.Task[bool]] = set()
 
     def __len__(self) -> int:
         return len(self._turns)
@@ -128,6 +129,13 @@ class RunningTurns:
             *(self.stop(sid, timeout=timeout) for sid in ids), return_exceptions=True
         )
         return sum(1 for r in results if r is True)
+
+    def stop_soon(self, session_id: str) -> None:
+        """Stop the turn of ``session_id`` from a callback that cannot wait (a turn's
+        ``on_stop_requested``: a stop that came through the store from another process)."""
+        task = asyncio.get_running_loop().create_task(self.stop(session_id))
+        self._stopping.add(task)  # referenced until done: a task nobody holds may vanish
+        task.add_done_callback(self._stopping.discard)
 
     async def stop(self, session_id: str, *, timeout: float = CLEANUP_TIMEOUT) -> bool:
         """Stop the turn of ``session_id`` if it runs in this process; return once it ended.

@@ -7,7 +7,9 @@ the stored UI messages). The chat server calls nothing else.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -33,6 +35,7 @@ from ..tools import FINISH_TOOL_NAME
 from ._answers import ApprovalAnswer, ToolAnswer, by_call
 from ._authorization import DEFAULT_SIGN_IN_TTL, SessionAuthorization
 from ._history import SessionHistory, check_idle
+from ._lease import STOP_KEY
 from ._mcp import SessionServers
 from ._meta import TurnMeta
 from ._pending import late_answer_row, waiting_calls
@@ -131,6 +134,7 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers):
         message_id: str | None = None,
         auth: Any = None,
         channel: str = "python",
+        on_stop_requested: Callable[[], None] | None = None,
         **options: Any,
     ) -> StreamTextResult:
         """Run one turn of ``agent`` in session ``session_id`` (created on first use).
@@ -151,6 +155,9 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers):
             auth: Who is calling (``current_session().auth.current``); see ``identify``.
             channel: Where the turn came in, as hooks see it (``ctx.channel.kind``): the
                 chat server passes ``"http"``.
+            on_stop_requested: Called when another process asks this turn to stop
+                (:meth:`request_stop`), within one lease renewal; it should stop the turn
+                (the chat server's stops it as its stop route does). ``None``: not asked.
             **options: The run options of ``stream_text`` (``runtime_context``,
                 ``tools_context``, ``telemetry``, ``prepare_step``, ``stop_when``,
                 ``middleware``, ``router``, ``max_retries``, ``prompt_cache``, ``on_chunk``,
@@ -175,6 +182,7 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers):
             message_id=message_id,
             auth=auth,
             channel=channel,
+            on_stop_requested=on_stop_requested,
             options=options,
         )
 
@@ -189,6 +197,7 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers):
         auth: Any = None,
         parent: ParentInfo | None = None,
         channel: str = "python",
+        on_stop_requested: Callable[[], None] | None = None,
         options: Mapping[str, Any] | None = None,
     ) -> StreamTextResult:
         """A turn of ``agent``, checked before anything runs (``parent``: of a sub-agent)."""
@@ -217,6 +226,7 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers):
             parent=parent,
             channel=channel,
             authorization=self._turn_authorization(agent),
+            on_stop_requested=on_stop_requested,
         )
         if agent.sandbox is not None:
             self._sandboxes[agent.name] = agent.sandbox
@@ -247,6 +257,38 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers):
             await result.aclose()
             raise first.error
         return StreamTextResult.started(first, iterator)
+
+    async def request_stop(self, session_id: str, *, timeout: float = 30.0) -> bool:
+        """Stop the session's running turn, wherever it runs: in this process or another one
+        sharing the store (a replica). Returns once the turn has ended.
+
+        The request is written to the session; the running turn's lease heartbeat reads it
+        back within ``lease_renew_seconds`` and calls the turn's ``on_stop_requested`` (see
+        :meth:`run`), which the chat server gives every turn: it ends as its stop route ends
+        one (what was streamed stored as interrupted, the session idle).
+
+        Returns:
+            ``True`` once the turn has ended, ``False`` if no turn was running (or its
+            process is gone: its lease expired) or it had not ended after ``timeout``.
+
+        Raises:
+            SessionNotFoundError: no such session.
+        """
+        loop = asyncio.get_running_loop()
+        session = await self.session(session_id)
+        token = session.lease_token
+        if session.status != "running" or token is None or session.lease_expired(time.time()):
+            return False
+        await self.store.update_session_meta(session_id, {STOP_KEY: token})
+        deadline = loop.time() + timeout
+        while loop.time() < deadline:
+            await asyncio.sleep(0.1)  # a stop is rare: polling its end costs nothing that counts
+            now = await self.store.get_session(session_id)
+            if now is None or now.lease_token != token or now.status != "running":
+                return True
+            if now.lease_expired(time.time()):
+                return False  # its process is gone: the next turn takes the session over
+        return False
 
     # -- answers to a paused turn ----------------------------------------------------------
 

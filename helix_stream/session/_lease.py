@@ -8,6 +8,11 @@ those writes renews the lease. Between writes, a heartbeat task renews it every
 ``lease_renew_seconds`` (one small write), whatever the turn is doing: a tool that runs for
 minutes keeps its session, a process that died frees it ``lease_seconds`` after its last
 renewal, and the next turn on any process takes it over (``open_turn``).
+
+The heartbeat also carries a stop from another process (``Executor.request_stop``): that writes
+the lease's token under :data:`STOP_KEY` in the session's meta, and the beat that reads it back
+calls the turn's ``on_stop_requested`` (the chat server's: it stops the turn as its own stop
+route does). So a stop reaches a turn on any replica within one renew interval.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -34,7 +39,10 @@ from ..store import (
 )
 from ..store._shared import LEASE_RENEW_SECONDS, LEASE_SECONDS
 
-__all__ = ["FencedStore", "TurnLease"]
+__all__ = ["STOP_KEY", "FencedStore", "TurnLease"]
+
+STOP_KEY = "helix.stop"
+"""Session meta key of a stop request: the token of the lease whose turn is to stop."""
 
 logger = logging.getLogger("helix_stream.session")
 
@@ -131,13 +139,21 @@ class TurnLease:
         store: The session's store (its ``lease_seconds`` and ``lease_renew_seconds``; a store
             without them gets the defaults, 10 s and 3 s).
         session_id: The session.
+        on_stop_requested: Called (once) when a stop request for this turn is read back;
+            ``None``: the heartbeat does not look for one.
     """
 
-    def __init__(self, store: Store, session_id: str) -> None:
+    def __init__(
+        self,
+        store: Store,
+        session_id: str,
+        on_stop_requested: Callable[[], None] | None = None,
+    ) -> None:
         seconds = float(getattr(store, "lease_seconds", LEASE_SECONDS))
         self.renew_every = float(getattr(store, "lease_renew_seconds", LEASE_RENEW_SECONDS))
         self.store = FencedStore(store, Lease(token=uuid.uuid4().hex, seconds=seconds))
         self.session_id = session_id
+        self._on_stop = on_stop_requested
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -174,3 +190,15 @@ class TurnLease:
                 return
             except Exception:  # the store is away: the next beat tries again
                 logger.debug("lease renewal of %r failed", self.session_id, exc_info=True)
+                continue
+            if self._on_stop is not None and await self._stop_requested():
+                on_stop, self._on_stop = self._on_stop, None
+                on_stop()
+
+    async def _stop_requested(self) -> bool:
+        """Whether another process asked this turn to stop (one small read, per beat)."""
+        try:
+            record = await self.store.inner.get_session(self.session_id)
+        except Exception:  # the store is away: the next beat looks again
+            return False
+        return record is not None and record.meta.get(STOP_KEY) == self.store.lease.token

@@ -69,6 +69,8 @@ class TurnRequest:
         parent: For a sub-agent's session, the call that started it.
         channel: Where the turn came in (``"python"``, ``"http"``, ``"subagent"``).
         authorization: How the turn's tools resolve tokens and park on a sign-in.
+        on_stop_requested: Called when another process asks the turn to stop
+            (``Executor.request_stop``); ``None``: such requests are not looked for.
     """
 
     store: Store
@@ -84,6 +86,7 @@ class TurnRequest:
     parent: ParentInfo | None = None
     channel: str = "python"
     authorization: TurnAuthorization | None = None
+    on_stop_requested: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

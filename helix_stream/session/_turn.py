@@ -41,7 +41,7 @@ __all__ = ["TurnRequest", "run_turn"]
 
 async def run_turn(request: TurnRequest) -> AsyncGenerator[Chunk, None]:
     """The chunks of one turn (the generator behind its ``StreamTextResult``)."""
-    lease = TurnLease(request.store, request.session_id)
+    lease = TurnLease(request.store, request.session_id, request.on_stop_requested)
     request = replace(request, store=lease.store)  # every write of the turn is fenced
     lease.start()  # it renews once the claim applied
     try:

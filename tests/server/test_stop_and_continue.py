@@ -156,27 +156,46 @@ async def test_stop_with_nothing_running_answers_false_and_writes_nothing(
     assert await executor.log(SID) == log
 
 
-async def test_a_turn_running_in_another_process_is_refused_unless_stop_elsewhere_is_given(
+async def test_a_stop_posted_to_another_replica_stops_the_turn_through_the_store(
+    gated_agent: hs.Agent, gate: asyncio.Event
+) -> None:
+    # Two replicas: one store, each app with its own process state (its own RunningTurns).
+    store = hs.MemoryStore(lease_seconds=2.0, lease_renew_seconds=0.2)
+    executor = hs.Executor(store=store)
+    here = create_app(executor, gated_agent)
+    other = create_app(executor, gated_agent)
+    async with LiveRequest(here, "POST", "/api/chat", chat(SID, user("Open the gate"))) as live:
+        await live.read_until(_is("tool-input-available"))
+        started = time.monotonic()
+        assert await _answer(other, "POST", f"/api/chat/{SID}/stop") == (200, b'{"stopped":true}')
+        assert time.monotonic() - started < 2.0  # within a few renewals, not a lease expiry
+        kinds = _types(await live.read_all())
+        assert kinds[-2:] == ["abort", "[DONE]"], kinds
+    session = await executor.session(SID)
+    assert (session.status, session.lease_token) == ("idle", None)
+    [assistant] = [m for m in await executor.ui_messages(SID) if m["role"] == "assistant"]
+    assert assistant["metadata"] == {"interrupted": True}
+    # Nothing runs any more: a second stop has nothing to stop, and the next chat works.
+    assert await _answer(other, "POST", f"/api/chat/{SID}/stop") == (200, b'{"stopped":false}')
+    gate.set()
+
+
+async def test_stop_elsewhere_replaces_the_stop_through_the_store(
     executor: hs.Executor, gated_agent: hs.Agent, gate: asyncio.Event
 ) -> None:
     here = create_app(executor, gated_agent)
-    # Another replica: same store, its own process state (no turn of its own).
     calls: list[str] = []
 
     async def stop_elsewhere(session_id: str) -> bool:
         calls.append(session_id)
         return True
 
-    other = create_app(executor, gated_agent)
     wired = create_app(executor, gated_agent, stop_elsewhere=stop_elsewhere)
     async with LiveRequest(here, "POST", "/api/chat", chat(SID, user("Open the gate"))) as live:
         await live.read_until(_is("tool-input-available"))
-        status, body = await _answer(other, "POST", f"/api/chat/{SID}/stop")
-        assert status == 501
-        assert b'"code":"framework_not_supported"' in body and b"another process" in body
         assert await _answer(wired, "POST", f"/api/chat/{SID}/stop") == (200, b'{"stopped":true}')
         assert calls == [SID]
-        assert (await executor.session(SID)).status == "running"  # neither stopped it here
+        assert (await executor.session(SID)).status == "running"  # it did not stop it here
         gate.set()
         assert _types(await live.read_all())[-2:] == ["finish", "[DONE]"]
 
