@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+import sys
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
@@ -49,3 +50,23 @@ def oauth(_oauth_server: OAuthServer) -> Iterator[OAuthServer]:
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     # Here, at the root, so that any run that skipped a postgres test says so, loudly.
     _pg.report(terminalreporter)
+
+
+@pytest.fixture(scope="module", autouse=True)
+async def _litellm_clients_closed_per_module() -> AsyncIterator[None]:
+    """Close litellm's cached HTTP clients after each test module.
+
+    litellm keeps up to 200 clients, one per provider, base URL and key. The suite's many
+    loopback servers and keys fill that cache, and litellm then evicts the oldest clients.
+    Their sockets are closed by the garbage collector rather than by aiohttp, and the
+    ResourceWarning shows up in whichever later test the collector runs in. A server talks to
+    a few providers and never gets near the limit.
+    """
+    yield
+    litellm = sys.modules.get("litellm")
+    if litellm is None:
+        return  # nothing made a client: litellm was never imported here
+    from litellm.llms.custom_httpx.async_client_cleanup import close_litellm_async_clients
+
+    await close_litellm_async_clients()
+    litellm.in_memory_llm_clients_cache.flush_cache()
