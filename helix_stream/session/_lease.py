@@ -177,7 +177,9 @@ class TurnLease:
             if not fenced.held:
                 continue  # not claimed yet (or released): nothing to renew
             try:
-                await fenced.inner.write_turn(self.session_id, TurnWrite(lease=fenced.lease))
+                renewed = await fenced.inner.write_turn(
+                    self.session_id, TurnWrite(lease=fenced.lease)
+                )
             except SessionLeaseLostError:
                 if not fenced.held:
                     return  # the turn's final write released it meanwhile
@@ -191,14 +193,8 @@ class TurnLease:
             except Exception:  # the store is away: the next beat tries again
                 logger.debug("lease renewal of %r failed", self.session_id, exc_info=True)
                 continue
-            if self._on_stop is not None and await self._stop_requested():
+            # The renewal returns the session as it is now: a stop request is read from it.
+            stop = renewed.session.meta.get(STOP_KEY) == fenced.lease.token
+            if stop and self._on_stop is not None:
                 on_stop, self._on_stop = self._on_stop, None
                 on_stop()
-
-    async def _stop_requested(self) -> bool:
-        """Whether another process asked this turn to stop (one small read, per beat)."""
-        try:
-            record = await self.store.inner.get_session(self.session_id)
-        except Exception:  # the store is away: the next beat looks again
-            return False
-        return record is not None and record.meta.get(STOP_KEY) == self.store.lease.token

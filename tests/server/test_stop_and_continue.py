@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -156,11 +157,17 @@ async def test_stop_with_nothing_running_answers_false_and_writes_nothing(
     assert await executor.log(SID) == log
 
 
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
 async def test_a_stop_posted_to_another_replica_stops_the_turn_through_the_store(
-    gated_agent: hs.Agent, gate: asyncio.Event
+    gated_agent: hs.Agent, gate: asyncio.Event, kind: str, tmp_path: Path
 ) -> None:
     # Two replicas: one store, each app with its own process state (its own RunningTurns).
-    store = hs.MemoryStore(lease_seconds=2.0, lease_renew_seconds=0.2)
+    lease = {"lease_seconds": 2.0, "lease_renew_seconds": 0.2}
+    store: hs.Store = (
+        hs.MemoryStore(**lease)
+        if kind == "memory"
+        else hs.SQLiteStore(str(tmp_path / "replicas.db"), **lease)
+    )
     executor = hs.Executor(store=store)
     here = create_app(executor, gated_agent)
     other = create_app(executor, gated_agent)
@@ -175,9 +182,10 @@ async def test_a_stop_posted_to_another_replica_stops_the_turn_through_the_store
     assert (session.status, session.lease_token) == ("idle", None)
     [assistant] = [m for m in await executor.ui_messages(SID) if m["role"] == "assistant"]
     assert assistant["metadata"] == {"interrupted": True}
-    # Nothing runs any more: a second stop has nothing to stop, and the next chat works.
+    # Nothing runs any more: a second stop has nothing to stop.
     assert await _answer(other, "POST", f"/api/chat/{SID}/stop") == (200, b'{"stopped":false}')
     gate.set()
+    await store.close()
 
 
 async def test_stop_elsewhere_replaces_the_stop_through_the_store(
