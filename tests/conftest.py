@@ -31,6 +31,19 @@ def loopback(_loopback_server: LoopbackServer) -> Iterator[LoopbackServer]:
     _loopback_server.reset()
 
 
+@pytest.fixture
+async def warm_loopback(loopback: LoopbackServer) -> LoopbackServer:
+    """The loopback server after one answered call: litellm's first call in a process does
+    seconds of set-up, which a test that times limits must not measure."""
+    import helix_stream as hs
+    from tests.loopback import text
+
+    loopback.script(text("warm"))
+    assert await hs.stream_text(**loopback.llm(), prompt="w").text()
+    loopback.reset()
+    return loopback
+
+
 @pytest.fixture(scope="session")
 def _oauth_server() -> Iterator[OAuthServer]:
     server = OAuthServer().start()

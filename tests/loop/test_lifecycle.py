@@ -16,11 +16,7 @@ from tests.loopback import LoopbackServer, Reply, text, tool_calls
 NAMES = lc.LIFECYCLE_NAMES
 
 
-@pytest.fixture(autouse=True)
-async def _warm(loopback: LoopbackServer) -> None:
-    loopback.script(text("warm"))
-    assert await hs.stream_text(**loopback.llm(), prompt="w").text()
-    loopback.reset()
+pytestmark = pytest.mark.usefixtures("warm_loopback")  # litellm's set-up is not a stall
 
 
 def _recorder(seen: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -19,14 +19,11 @@ from tests.loopback import LoopbackServer, Reply, text, tool_calls
 SLACK = 0.5
 
 
-@pytest.fixture(autouse=True)
-async def _warm(loopback: LoopbackServer) -> None:
-    loopback.script(text("warm"))
-    assert await hs.stream_text(**loopback.llm(), prompt="w").text()
-    loopback.reset()
+pytestmark = pytest.mark.usefixtures("warm_loopback")  # litellm's set-up is not a stall
 
 
-def _agent(loopback: LoopbackServer, **kw: Any) -> hs.Agent:
+def loopback_agent(loopback: LoopbackServer, **kw: Any) -> hs.Agent:
+    """An agent on the loopback server (``kw``: the Agent's options)."""
     settings = {"api_base": loopback.api_base, "api_key": "sk-loopback"}
     return hs.Agent(name="a", model="openai/loopback", settings=settings, **kw)
 
@@ -39,7 +36,7 @@ async def test_a_stall_is_stored_interrupted_and_the_next_turn_works(
     loopback: LoopbackServer,
 ) -> None:
     executor = hs.Executor(store=hs.MemoryStore())
-    agent = _agent(loopback, timeout=hs.Timeout(chunk=0.5))
+    agent = loopback_agent(loopback, timeout=hs.Timeout(chunk=0.5))
     stall = Reply(deltas=[{"content": w} for w in ("Once ", "upon ", "a ", "time")], stall_after=3)
     loopback.script(stall, text("Hello again"))
     started = time.monotonic()
@@ -61,7 +58,7 @@ async def test_a_stall_is_stored_interrupted_and_the_next_turn_works(
 
 async def test_a_run_s_limits_go_over_the_agent_s(loopback: LoopbackServer) -> None:
     executor = hs.Executor(store=hs.MemoryStore())
-    agent = _agent(loopback, timeout=hs.Timeout(first_chunk=30, chunk=30))
+    agent = loopback_agent(loopback, timeout=hs.Timeout(first_chunk=30, chunk=30))
     loopback.script(text("never", headers_only=True, stall_for=3))
     started = time.monotonic()
     seen = await _turn(executor, agent, "hi", timeout=hs.Timeout(first_chunk=0.5), max_retries=0)
@@ -85,7 +82,7 @@ async def test_an_approved_call_runs_under_the_tool_limit_and_its_callbacks(
 
     deploy = hs.tool(name="deploy", input_schema=Q, execute=slow, needs_approval=True)
     ends: list[Any] = []
-    agent = _agent(loopback, tools=[deploy], timeout=hs.Timeout(tool=0.3))
+    agent = loopback_agent(loopback, tools=[deploy], timeout=hs.Timeout(tool=0.3))
     executor = hs.Executor(store=hs.MemoryStore())
     loopback.script(tool_calls(("deploy", {"q": "prod"})), text("it timed out"))
     await _turn(executor, agent, "deploy")

@@ -13,6 +13,7 @@ import pytest
 
 import helix_stream as hs
 from helix_stream.server import SERVER_TIMEOUT, _routes as routes_module, create_app
+from tests.loop.test_timeouts_agent import loopback_agent
 from tests.loopback import LoopbackServer, Reply, text
 from tests.server.conftest import chat, user
 
@@ -20,16 +21,7 @@ SLACK = 0.5
 Client = Callable[[Any], httpx.AsyncClient]
 
 
-@pytest.fixture(autouse=True)
-async def _warm(loopback: LoopbackServer) -> None:
-    loopback.script(text("warm"))
-    assert await hs.stream_text(**loopback.llm(), prompt="w").text()
-    loopback.reset()
-
-
-def _agent(loopback: LoopbackServer, **kw: Any) -> hs.Agent:
-    settings = {"api_base": loopback.api_base, "api_key": "sk-loopback"}
-    return hs.Agent(name="a", model="openai/loopback", settings=settings, **kw)
+pytestmark = pytest.mark.usefixtures("warm_loopback")  # litellm's set-up is not a stall
 
 
 def _stall() -> Reply:
@@ -59,7 +51,7 @@ async def test_a_stall_ends_the_turn_at_the_server_default_and_the_chat_goes_on(
     # The server's defaults, shortened for the test (routes() reads them when it is called).
     monkeypatch.setattr(routes_module, "SERVER_TIMEOUT", hs.Timeout(first_chunk=1, chunk=0.5))
     executor = hs.Executor(store=hs.MemoryStore())
-    client = make_client(create_app(executor, _agent(loopback)))
+    client = make_client(create_app(executor, loopback_agent(loopback)))
     loopback.script(_stall(), text("Hello again"))
     events, took = await _post(client, "s1", "tell me", "u1")
     assert [e["type"] for e in events][-1] in ("error", "finish")
@@ -77,7 +69,7 @@ async def test_no_first_byte_ends_the_turn_at_the_first_chunk_default(
 ) -> None:
     monkeypatch.setattr(routes_module, "SERVER_TIMEOUT", hs.Timeout(first_chunk=0.7, chunk=0.5))
     executor = hs.Executor(store=hs.MemoryStore())
-    client = make_client(create_app(executor, _agent(loopback, max_retries=0)))
+    client = make_client(create_app(executor, loopback_agent(loopback, max_retries=0)))
     loopback.script(text("never", wait_headers=True, stall_for=3))
     events, took = await _post(client, "s1", "hi", "u1")
     assert any(e["type"] == "error" for e in events) and abs(took - 0.7) < SLACK
@@ -88,7 +80,7 @@ async def test_the_agent_s_and_the_request_s_limits_go_over_the_defaults(
 ) -> None:
     monkeypatch.setattr(routes_module, "SERVER_TIMEOUT", hs.Timeout(first_chunk=30, chunk=30))
     executor = hs.Executor(store=hs.MemoryStore())
-    agent = _agent(loopback, timeout=hs.Timeout(chunk=0.5))  # over the server's chunk
+    agent = loopback_agent(loopback, timeout=hs.Timeout(chunk=0.5))  # over the server's chunk
     loopback.script(_stall())
     client = make_client(create_app(executor, agent))
     events, took = await _post(client, "s1", "hi", "u1")
@@ -109,6 +101,6 @@ async def test_timeout_none_switches_the_defaults_off(
     monkeypatch.setattr(routes_module, "SERVER_TIMEOUT", hs.Timeout(chunk=0.3))
     executor = hs.Executor(store=hs.MemoryStore())
     loopback.script(text("a b c", pieces=3, delay=0.5))  # slower than the patched default
-    client = make_client(create_app(executor, _agent(loopback), timeout=None))
+    client = make_client(create_app(executor, loopback_agent(loopback), timeout=None))
     events, _ = await _post(client, "s1", "hi", "u1")
     assert not any(e["type"] == "error" for e in events)
