@@ -31,13 +31,13 @@ from ..store import (
     LogRecord,
     RewindResult,
     SessionRecord,
-    SessionStatus,
     Snapshot,
     Store,
     TurnWrite,
     TurnWriteResult,
 )
 from ..store._shared import LEASE_RENEW_SECONDS, LEASE_SECONDS
+from ..store._writes import StoreWrites
 
 __all__ = ["STOP_KEY", "FencedStore", "TurnLease"]
 
@@ -47,9 +47,10 @@ STOP_KEY = "helix.stop"
 logger = logging.getLogger("helix_stream.session")
 
 
-class FencedStore:
-    """``store`` as one turn uses it: every ``write_turn`` (so every status and meta write)
-    carries the turn's lease; the other methods pass through.
+class FencedStore(StoreWrites):
+    """``store`` as one turn uses it: every ``write_turn`` carries the turn's lease, and so do
+    ``set_status`` and ``update_session_meta`` (``StoreWrites`` writes both through ``write_turn``);
+    the other methods pass through.
 
     Attributes:
         held: The turn's claim applied: the session is the turn's (until taken over).
@@ -74,19 +75,6 @@ class FencedStore:
         elif write.status is not None and write.status != "running" and result.applied:
             self.held, self.released = False, True
         return result
-
-    async def set_status(
-        self,
-        session_id: str,
-        status: SessionStatus,
-        *,
-        expect: Sequence[SessionStatus] | None = None,
-    ) -> bool:
-        write = TurnWrite(status=status, expect=expect)
-        return (await self.write_turn(session_id, write)).applied
-
-    async def update_session_meta(self, session_id: str, patch: Mapping[str, Any]) -> SessionRecord:
-        return (await self.write_turn(session_id, TurnWrite(meta=dict(patch)))).session
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         return await self.inner.get_session(session_id)
