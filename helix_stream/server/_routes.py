@@ -466,8 +466,7 @@ class _Handlers:
             session = None
         # Ended already, never started, or its process died (an expired lease: the next turn
         # takes it over): nothing runs, so nothing to stop (idempotent).
-        running = session is not None and session.status == "running"
-        if not running or session is None or session.lease_expired(time.time()):
+        if session is None or session.status != "running" or session.lease_expired(time.time()):
             return JSONResponse({"stopped": False})
         if self.stop_elsewhere is not None:
             return JSONResponse({"stopped": await self.stop_elsewhere(session_id)})
