@@ -4,14 +4,16 @@ One run is one async generator of chunks. It holds no background task of its own
 consumer stops (the generator is closed) or its task is cancelled, the ``finally`` blocks
 close the litellm stream and cancel the tools still running. Results travel in the chunks:
 each ``finish-step`` carries its :class:`~helix_stream.StepResult`, ``finish`` the total usage
-and the finish tool's output, ``error`` the exception. However the run ends, its session is
-told last (``SessionLink.end``).
+and the finish tool's output, ``error`` the exception. What the run needs of its session comes
+in one value, its turn environment (``cfg.env``, ``loop/_env.py``): before the first step it
+settles the calls a paused turn waited for (``loop/_resume.py``), each step commits its context
+and persists its result through the environment's log, and however the run ends, the log is
+told last (``TurnLog.end``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import time
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
@@ -22,7 +24,6 @@ from ..chunks import (
     Chunk,
     ContextRowChunk,
     ContextSkipped,
-    DataChunk,
     ErrorChunk,
     Finish,
     FinishReason,
@@ -32,22 +33,16 @@ from ..chunks import (
     Usage,
 )
 from ..context import model_message
-from ..errors import OutputValidationError
 from ..middleware import ModelMiddleware
 from ..models._cache import PromptCache, check_prompt_cache
 from ..models._litellm import translate_error
-from ..models._output import OutputSpec, output_from_value, parse_output
+from ..models._output import OutputSpec
 from ..prepare_step import StepInput, run_step_chain
-from ..steps import (
-    ModelCallPerformance,
-    StepPerformance,
-    StepResult,
-    StopCondition,
-    ToolCall,
-    ToolResult,
-)
-from ..tools import Tool
-from ._config import LoopConfig, RunEnd, StepCommit, ToolRun, call_user
+from ..steps import StepResult, ToolCall, ToolResult, should_stop
+from ..tools import resolve_contexts
+from ._answer import finish_required, run_output_spec, structured_output
+from ._config import LoopConfig, call_user
+from ._env import RunEnd, StepCommit
 from ._lifecycle import (
     AbortEvent,
     EndEvent,
@@ -61,33 +56,19 @@ from ._lifecycle import (
     outcome_of,
 )
 from ._result import GenerateTextResult
-from ._step import ModelCall, ModelResult, model_name, request_params
+from ._resume import Resumed, ResumeStep
+from ._step import ModelCall, model_name, request_params, step_performance, step_result
 from ._timeout import NO_CLOCK, RunClock, StreamTimer, as_timeout
-from ._tools import ToolCalls
+from ._tools import ToolCalls, ToolRun
 from ._transform import apply_transforms
 
-__all__ = ["resolve_contexts", "run_loop"]
-
-
-def resolve_contexts(tools: dict[str, Tool], tools_context: Any) -> dict[str, Any]:
-    """Each tool's validated, frozen context (raises ToolContextError naming the tool)."""
-    return {name: t.resolve_context(tools_context) for name, t in tools.items()}
-
-
-async def _should_stop(conditions: Sequence[StopCondition], steps: list[StepResult]) -> bool:
-    for condition in conditions:
-        out = condition(steps)
-        if inspect.isawaitable(out):
-            out = await out
-        if out:
-            return True
-    return False
+__all__ = ["run_loop"]
 
 
 async def run_loop(cfg: LoopConfig) -> AsyncGenerator[Chunk, None]:
     """Run the loop, yielding its chunks; each goes to ``on_chunk`` first (the one place).
-    Last, however the run ended, its session is told how (``SessionLink.end``)."""
-    on_chunk = cfg.callbacks.on_chunk
+    Last, however the run ended, its session is told how (``TurnLog.end``)."""
+    on_chunk, scope = cfg.callbacks.on_chunk, cfg.env.calls.scope
     run = _Run(cfg)
     try:
         async with aclosing(run.chunks()) as source:
@@ -96,13 +77,13 @@ async def run_loop(cfg: LoopConfig) -> AsyncGenerator[Chunk, None]:
             try:
                 async for chunk in chunks:
                     if on_chunk is not None:
-                        await call_user(on_chunk, chunk, session=cfg.session)
+                        await call_user(on_chunk, chunk, scope=scope)
                     yield chunk
             finally:
                 if chunks is not source:
                     await _aclose(chunks)
     finally:
-        await cfg.session.end(run.how_it_ended())
+        await cfg.env.log.end(run.how_it_ended())
 
 
 async def _aclose(stream: Any) -> None:
@@ -144,8 +125,12 @@ class _Run:
         self.finished = False  # the finish chunk was made
         self.unfinished: ModelCall | None = None  # the model call of the step in progress
         self.clock = NO_CLOCK  # the run's total limit, set when it starts
+        self.scope = cfg.env.calls.scope  # the session binding around user code
+        self.inactive: frozenset[str] = frozenset()  # the tool gate, as the last commit said
+        self.resumed: Resumed | None = None  # what settling a paused turn's calls produced
+        self.first: StepCommit | None = None  # the first call's commit, when made early
         self.lifecycle = Lifecycle(
-            cfg.callbacks.lifecycle, lambda fn, event: call_user(fn, event, session=cfg.session)
+            cfg.callbacks.lifecycle, lambda fn, event: call_user(fn, event, scope=self.scope)
         )
 
     def how_it_ended(self) -> RunEnd:
@@ -163,7 +148,7 @@ class _Run:
         ended = False
         self.clock = RunClock(cfg.timeout)  # the total runs from here
         try:
-            self.output_spec = await self._output_spec()
+            self.output_spec = await run_output_spec(cfg)
             await self._emit(
                 "on_start",
                 StartEvent(
@@ -173,14 +158,13 @@ class _Run:
                 ),
             )
             yield Start(message_id=cfg.message_id)
-            tool_run = ToolRun(clock=self.clock, watch=self._tool_watch(0))
-            async with aclosing(cfg.session.preamble(tool_run)) as preamble:
-                async for chunk in preamble:
+            if cfg.env.begin is not None:
+                await cfg.env.begin()
+            async with aclosing(self._resume()) as resume_chunks:
+                async for chunk in resume_chunks:
                     yield chunk
             step_number, forced = 0, False
-            # Settling what a paused turn left may leave a call waiting again (an approved
-            # call that needs a sign-in): then the turn pauses again with no model call.
-            while not await cfg.session.paused():
+            while not await self._paused():
                 async with aclosing(self._step(step_number, forced)) as step_chunks:
                     async for chunk in step_chunks:
                         yield chunk
@@ -196,7 +180,7 @@ class _Run:
                 usage=self.usage,
                 text=self.steps[-1].text if self.steps else "",
             )
-            await call_user(cfg.callbacks.on_finish, self.summary(finish), session=cfg.session)
+            await call_user(cfg.callbacks.on_finish, self.summary(finish), scope=self.scope)
             await self._emit("on_end", EndEvent(result=self.summary(finish), session_id=None))
             self.finished = True
             yield finish
@@ -207,6 +191,71 @@ class _Run:
             if not ended:  # closed by the consumer or cancelled: the call was aborted
                 recorder.call_failed(asyncio.CancelledError("the run was cancelled"))
                 await self._emit("on_abort", AbortEvent(steps=list(self.steps), session_id=None))
+
+    async def _resume(self) -> AsyncGenerator[Chunk, None]:
+        """The resume step: settle the calls a paused turn waited for (``loop/_resume.py``)."""
+        resume = self.cfg.env.resume
+        if resume is None:
+            return
+        step = ResumeStep(
+            resume,
+            lambda calls, signed_in: self._tool_calls(
+                calls,
+                0,
+                approved=frozenset(c.id for c in calls),
+                signed_in=signed_in,
+                # After a new message nothing can wait: the conversation has moved on.
+                can_park=not resume.moved_on,
+            ),
+        )
+        async with aclosing(step.chunks()) as chunks:
+            async for chunk in chunks:
+                yield chunk
+        self.resumed = step.outcome()
+
+    async def _paused(self) -> bool:
+        """Settling may leave a call waiting again (an approved call that needs a sign-in):
+        then the first commit pauses the turn instead, and no model call is made."""
+        resumed = self.resumed
+        if self.steps or resumed is None or not resumed.parked:
+            return False
+        self.first = await self._commit(0)
+        return self.first.paused
+
+    async def _commit(self, step_number: int, *, retry: bool = False) -> StepCommit:
+        """The session's commit before a model call; its switched-off tools gate the calls."""
+        resumed = None if retry or step_number else self.resumed
+        commit = await self.cfg.env.log.commit(step_number, retry=retry, resumed=resumed)
+        self.inactive = commit.inactive
+        return commit
+
+    def _tool_calls(
+        self,
+        calls: Sequence[ToolCall],
+        step_number: int,
+        *,
+        inactive: frozenset[str] = frozenset(),
+        secrets: frozenset[str] = frozenset(),
+        approved: frozenset[str] = frozenset(),
+        signed_in: frozenset[str] = frozenset(),
+        can_park: bool = True,
+    ) -> ToolCalls:
+        """The runner of a step's (or the resume step's) tool calls."""
+        cfg = self.cfg
+        return ToolCalls(
+            calls,
+            tools=cfg.tools,
+            contexts=self.contexts,
+            recorder=cfg.recorder,
+            factory=cfg.env.calls,
+            inactive=inactive,
+            approved=approved,
+            secrets=secrets,
+            auth=cfg.env.calls.auth or cfg.auth,
+            signed_in=signed_in,
+            can_park=can_park,
+            run=ToolRun(clock=self.clock, watch=self._tool_watch(step_number)),
+        )
 
     async def _step(self, step_number: int, forced: bool) -> AsyncGenerator[Chunk, None]:
         """One step's chunks; sets :attr:`next`, what the loop does after it."""
@@ -232,20 +281,14 @@ class _Run:
             async for chunk in model_chunks:
                 yield chunk
         model = call.result()
-        tools = ToolCalls(
-            model.calls,
-            tools=cfg.tools,
-            contexts=self.contexts,
-            recorder=recorder,
-            session=cfg.session,
-            secrets=model.credentials,
-            auth=cfg.auth,
-            clock=self.clock,
-            watch=self._tool_watch(step_number),
+        tools = self._tool_calls(
+            model.calls, step_number, inactive=self.inactive, secrets=model.credentials
         )
-        performance = _performance(began, call.performance())
+        performance = step_performance(began, call.performance())
         recorder.step_finished(
-            step=self._step_result(step_number, model, [], [], performance=performance),
+            step=step_result(
+                step_number, model, [], [], self.runtime_context, performance=performance
+            ),
             response=model.response,
         )
         tools_began = time.perf_counter()
@@ -257,12 +300,13 @@ class _Run:
                     yield chunk
         outcome = tools.outcome()
         await self._not_executed(step_number, model.calls, outcome.results, tools.executed)
-        performance = _performance(began, performance.model, time.perf_counter() - tools_began)
-        step = self._step_result(
+        performance = step_performance(began, performance.model, time.perf_counter() - tools_began)
+        step = step_result(
             step_number,
             model,
             outcome.results,
             [model.assistant, *outcome.messages],
+            self.runtime_context,
             data=outcome.data,
             performance=performance,
         )
@@ -274,9 +318,9 @@ class _Run:
         # their bytes never change between calls.
         self.messages.extend(model_message(m) for m in step.response_messages)
         self.next = await self._decide(step, forced)
-        await cfg.session.after_step(step, final=self.next == _STOP)
+        await cfg.env.log.persist(step, final=self.next == _STOP)
         for callback in cfg.callbacks.on_step_finish:
-            await call_user(callback, step, session=cfg.session)
+            await call_user(callback, step, scope=self.scope)
         end = StepEndEvent(step=step, performance=performance, session_id=None)
         await self._emit("on_step_end", end)
         self.unfinished = None
@@ -360,14 +404,14 @@ class _Run:
             router=cfg.router,
             retry=cfg.retry,
             where=cfg.where,
-            before_retry=lambda: cfg.session.before_retry(step_number),
+            before_retry=lambda: self._commit(step_number, retry=True),
             timer=timer if timer.active else None,
         )
 
     async def _prepare(self, step_number: int, forced: bool) -> _Prepared:
         """Commit the session's context, run the prepare_step chain, build the request."""
         cfg = self.cfg
-        context = await cfg.session.before_step(step_number)
+        context, self.first = self.first or await self._commit(step_number), None
         self.messages.extend(context.messages)
         step_in = StepInput(
             step_number=step_number,
@@ -380,7 +424,7 @@ class _Run:
             forced_completion=forced,
         )
         # prepare_step and the tools' description functions run in the session scope.
-        with cfg.session.bind():
+        with self.scope():
             step_in, overrides = await run_step_chain(cfg.prepare_step, step_in)
             self.runtime_context = step_in.runtime_context
             if step_in.tools_context is not self.tools_context:
@@ -403,31 +447,6 @@ class _Run:
             timeout=timeout,
         )
 
-    def _step_result(
-        self,
-        step_number: int,
-        model: ModelResult,
-        results: list[ToolResult],
-        messages: list[dict[str, Any]],
-        data: Sequence[DataChunk] = (),
-        performance: StepPerformance | None = None,
-    ) -> StepResult:
-        return StepResult(
-            step_number=step_number,
-            text=model.text,
-            reasoning=model.reasoning,
-            tool_calls=model.calls,
-            tool_results=results,
-            finish_reason=model.finish_reason,
-            usage=model.usage,
-            response_model=model.response_model,
-            response_messages=messages,
-            runtime_context=self.runtime_context,
-            sources=list(model.sources),
-            data=list(data),
-            performance=performance,
-        )
-
     async def _decide(self, step: StepResult, forced: bool) -> str:
         """Go on, force the finish tool next, or stop (keeping the finish tool's output)."""
         finish_tool = self.cfg.finish_tool
@@ -440,54 +459,17 @@ class _Run:
             return _STOP
         if not step.tool_calls:
             # A structured answer asked for through the finish tool must come through it.
-            return _FORCE if self._finish_required() else _STOP
-        with self.cfg.session.bind():  # stop conditions are user code too
-            stop = await _should_stop(self.cfg.stop_when, self.steps)
+            return _FORCE if finish_required(self.output_spec, self.cfg) else _STOP
+        with self.scope():  # stop conditions are user code too
+            stop = await should_stop(self.cfg.stop_when, self.steps)
         if stop:
             return _STOP if finish_tool is None else _FORCE
         return _GO_ON
 
     def _finish(self) -> Finish:
         reason: FinishReason = self.steps[-1].finish_reason if self.steps else "stop"
-        self.output = self._structured_output()
+        self.output = structured_output(self.output_spec, self.steps, self.output, self.cfg)
         return Finish(finish_reason=reason, usage=self.usage, output=self.output)
-
-    async def _output_spec(self) -> OutputSpec | None:
-        """How this run asks for its structured answer (needs litellm for ``auto``)."""
-        cfg = self.cfg
-        if cfg.output is None:
-            return None
-        if cfg.output_mode == "tool":
-            return OutputSpec(schema=cfg.output, mode="tool")
-        from ..models._litellm import ensure_litellm
-        from ..models._output import output_spec
-
-        await ensure_litellm()
-        return output_spec(cfg.output, model=model_name(cfg.model)[0], router=cfg.router)
-
-    def _finish_required(self) -> bool:
-        spec = self.output_spec
-        return spec is not None and spec.mode == "tool" and self.cfg.output_mode == "auto"
-
-    def _structured_output(self) -> Any:
-        """The run's structured answer as an instance of its model (raises
-        OutputValidationError with the raw text when it is not one)."""
-        spec, last = self.output_spec, self.steps[-1] if self.steps else None
-        if spec is None or last is None or last.pending:
-            return self.output
-        if spec.mode == "json_schema":
-            return parse_output(last.text, spec.schema)
-        if self.output is not None:
-            return output_from_value(self.output, spec.schema)
-        if self.cfg.output_mode == "tool":
-            return None  # an agent's turn may end without finishing (it answered in text)
-        finish = [c for c in last.tool_calls if c.name == self.cfg.finish_tool]
-        error = next((r.error for r in last.tool_results if r.status == "error"), None)
-        raise OutputValidationError(
-            finish[-1].arguments if finish else last.text,
-            schema_name=spec.schema.__name__,
-            errors=error or "the model did not call the finish tool",
-        )
 
     def summary(self, finish: Finish) -> GenerateTextResult:
         """What ``on_finish`` receives (the same as ``generate_text`` returns)."""
@@ -504,18 +486,5 @@ class _Run:
         error = translate_error(exc)
         self.error = error
         self.cfg.recorder.call_failed(error)
-        await call_user(self.cfg.callbacks.on_error, error, session=self.cfg.session)
+        await call_user(self.cfg.callbacks.on_error, error, scope=self.scope)
         return ErrorChunk(error=error)
-
-
-def _performance(
-    began: float, model: ModelCallPerformance | None, tool_time: float = 0.0
-) -> StepPerformance:
-    """A step's figures, ``began`` (``perf_counter``) to now."""
-    model_time = model.response_time if model is not None else 0.0
-    return StepPerformance(
-        step_time=time.perf_counter() - began,
-        model_time=model_time,
-        tool_time=tool_time,
-        model=model,
-    )
