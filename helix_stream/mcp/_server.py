@@ -337,7 +337,7 @@ class MCPServer:
         return offer, self._built(offer, gone)
 
     async def get_tools(self, request: ToolRequest) -> SourcedTools:
-        """The server as a tool source (``helix_stream/loop/_sources.py``), once per turn.
+        """The server as a tool source (``helix_stream/_tool_source.py``), once per turn.
 
         With the session's stored offer, its tools are built from the offer without listing
         the server: a tool the server has since removed is answered ``tool_unavailable`` when
