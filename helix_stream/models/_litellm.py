@@ -181,24 +181,36 @@ def router_credentials(router: Any) -> set[str]:
 def translate_error(exc: BaseException, *, secrets: set[str] | None = None) -> BaseException:
     """Map a litellm (or openai/httpx) exception to a :class:`~helix_stream.errors.ModelError`.
 
-    Our own errors, and anything that is not an exception of the model call, pass unchanged.
-    A litellm error that wraps a ``TypeError`` raised in this process (litellm reports "Object
-    of type ... is not JSON serializable" as a provider 500) becomes a non-retryable
+    The result is also an instance of the litellm exception's class (:func:`_as_litellm`), so
+    that a user's ``except litellm.RateLimitError:`` keeps working; every timeout, helix's own
+    ``timeout=`` limits included, is also a ``litellm.Timeout``. Our other errors, and anything
+    that is not an exception of the model call, pass unchanged. A litellm error that wraps a
+    ``TypeError`` raised in this process (litellm reports "Object of type ... is not JSON
+    serializable" as a provider 500) becomes a non-retryable
     :class:`~helix_stream.errors.InvalidRequestError`: it is a programming error, and retrying
     it would only repeat it.
+
+    Where to add a case: a provider exception shape that needs its own target goes into
+    :func:`_error_table` (by litellm class) or :func:`_by_status` (by HTTP status); the
+    combining with litellm's class applies to every case.
 
     Args:
         exc: The exception.
         secrets: Strings to redact from the message (the call's credentials: a provider may
             echo the API key it refused).
     """
-    if isinstance(exc, errors.HelixError) or _litellm is None:
+    if _litellm is None:
+        return exc
+    if isinstance(exc, errors.HelixError):
+        if type(exc) is errors.ModelTimeoutError:  # a timeout= limit of the loop
+            return _as_litellm(exc, None)
         return exc
     import httpx
     import openai  # loaded with litellm
 
     if isinstance(exc, httpx.TimeoutException):  # read directly from the body (_direct_stream)
-        return errors.ModelTimeoutError(f"{type(exc).__name__}: {exc or 'timed out'}")
+        timed_out = errors.ModelTimeoutError(f"{type(exc).__name__}: {exc or 'timed out'}")
+        return _as_litellm(timed_out, None)
     if not isinstance(exc, openai.OpenAIError):
         return exc
     lx = _litellm.exceptions
@@ -216,14 +228,80 @@ def translate_error(exc: BaseException, *, secrets: set[str] | None = None) -> B
                 "sent as JSON causes this: check the keyword arguments given to the call. "
                 "This is not a provider failure."
             )
+    return _as_litellm(_target(exc, lx)(message), exc)
+
+
+def _target(exc: BaseException, lx: Any) -> type[errors.ModelError]:
+    """The helix class for a litellm/openai exception: the one table of cases."""
     if _timed_out(exc, lx):
         # A read timeout while the stream is silent reaches us wrapped (litellm's
         # MidStreamFallbackError is a ServiceUnavailableError): it is a timeout all the same.
-        return errors.ModelTimeoutError(message)
+        return errors.ModelTimeoutError
     for types, target in _error_table(lx):
         if isinstance(exc, types):
-            return target(message)
-    return _by_status(getattr(exc, "status_code", None))(message)
+            return target
+    return _by_status(getattr(exc, "status_code", None))
+
+
+# (helix class, litellm class) -> the class that is both; made once per pair, on first use.
+_combined: dict[tuple[type[BaseException], ...], type[errors.ModelError]] = {}
+
+# Attributes of litellm's exception the combined error does not take: helix's own win
+# (``code`` is a string such as ``"429"`` on litellm's errors, ``"model_rate_limited"`` here).
+_HELIX_OWNED = frozenset({"code", "message", "http_status", "retryable"})
+
+
+def _as_litellm(error: errors.ModelError, exc: BaseException | None) -> errors.ModelError:
+    """``error`` as an instance of a class that is both its own and ``exc``'s litellm class.
+
+    The combined error keeps helix's ``code``, ``http_status``, ``retryable`` and message,
+    and carries litellm's attributes (``status_code``, ``llm_provider``, ``response``, ...).
+    A timeout is also a ``litellm.Timeout``; without a litellm exception (helix's own
+    ``timeout=`` limits, a timeout while reading the body directly) it is one of those.
+    """
+    assert _litellm is not None
+    lx = _litellm.exceptions
+    source = exc if exc is not None and type(exc).__module__.startswith("litellm") else None
+    bases: tuple[type[BaseException], ...] = (type(error),)
+    if source is not None:
+        bases += (type(source),)
+    if isinstance(error, errors.ModelTimeoutError) and not isinstance(source, lx.Timeout):
+        bases += (lx.Timeout,)
+    if len(bases) == 1:
+        return error
+    combined = _combined_class(bases)
+    if combined is None:
+        return error
+    if source is None:  # litellm's attributes of a timeout it would have raised itself
+        source = lx.Timeout(error.message, model=None, llm_provider=None)
+    made = combined.__new__(combined, error.message)
+    vars(made).update({k: v for k, v in vars(source).items() if k not in _HELIX_OWNED})
+    vars(made).update(vars(error))
+    made.args = error.args
+    return made
+
+
+def _combined_class(bases: tuple[type[BaseException], ...]) -> type[errors.ModelError] | None:
+    """The class deriving from ``bases`` (helix's first), made once; ``None`` if Python
+    cannot order their bases (never seen with litellm's tree; the helix error then stands)."""
+    made = _combined.get(bases)
+    if made is None:
+        helix = bases[0]
+        namespace = {
+            "__module__": helix.__module__,
+            "__qualname__": helix.__qualname__,
+            "__doc__": helix.__doc__,
+            # litellm's __str__ appends retry counts to its own message; helix's text stands.
+            "__str__": BaseException.__str__,
+            "__repr__": BaseException.__repr__,
+            "__reduce__": BaseException.__reduce__,
+        }
+        try:
+            made = type(helix.__name__, bases, namespace)
+        except TypeError:
+            return None
+        _combined[bases] = made
+    return made
 
 
 def _timed_out(exc: BaseException, lx: Any) -> bool:
