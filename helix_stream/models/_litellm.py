@@ -7,8 +7,11 @@ knobs: how to switch its own retries off, which params are litellm's own, and wh
 takes a JSON-schema ``response_format``.
 
 Importing litellm takes seconds of CPU. A server imports it at startup (:func:`load_litellm`;
-``create_app`` and ``helix-stream serve`` do it for you). If a model call finds it not loaded
-yet, it is imported in a worker thread, so the event loop keeps serving other connections.
+``create_app`` and ``helix-stream serve`` do it for you), which is also the only place where
+the package changes litellm's global settings (README, "Performance"). A run imports it before
+its spans and clocks start (:func:`ensure_litellm`), in a worker thread, so the event loop keeps
+serving other connections; only a process serving requests (:func:`expect_requests`) warns
+that it was not loaded at startup.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import asyncio
 import gc
 import logging
 import os
+import sys
 import threading
 import warnings
 from collections.abc import AsyncIterator, Mapping
@@ -34,6 +38,7 @@ __all__ = [
     "ProviderInfo",
     "acompletion",
     "ensure_litellm",
+    "expect_requests",
     "is_litellm_param",
     "litellm_module",
     "llm_provider",
@@ -49,26 +54,46 @@ logger = logging.getLogger("helix_stream.models")
 _litellm: ModuleType | None = None
 _lock = threading.Lock()
 _frozen = False
+_serving = False  # this process serves requests (expect_requests): a late import is a fault
 
 
 def litellm_module() -> ModuleType:
-    """Import litellm on first use and register the embedded demo provider."""
+    """Import litellm on first use and register the embedded demo provider.
+
+    It changes none of litellm's global settings: that is the server's (:func:`load_litellm`).
+    """
     global _litellm
     if _litellm is None:
-        with _lock:  # the import may run in a worker thread (see acompletion)
+        with _lock:  # the import may run in a worker thread (see ensure_litellm)
             if _litellm is None:
-                # Without a local cost map litellm fetches one over the network at import.
-                os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+                if "litellm" not in sys.modules:
+                    # Without a local cost map litellm fetches one over the network at import.
+                    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
                 import litellm
 
                 from .demo import register_demo
 
-                # litellm prints a "Give Feedback / Get Help" banner for every failed call.
-                litellm.suppress_debug_info = True
                 register_demo(litellm)
-                apply_pool(litellm)  # sized for the server, not litellm's 500 per host
                 _litellm = litellm
     return _litellm
+
+
+def _configure_for_serving(litellm: ModuleType) -> None:
+    """The global litellm settings a server changes (README, "Performance")."""
+    # litellm prints a "Give Feedback / Get Help" banner for every failed call.
+    setattr(litellm, "suppress_debug_info", True)  # noqa: B010 - a ModuleType here
+    apply_pool(litellm)  # sized for the server, not litellm's 500 per host
+
+
+def expect_requests() -> None:
+    """Mark this process as one that serves requests (the chat routes call it when built).
+
+    From then on, a model call that finds litellm not loaded yet logs a warning (the import
+    holds up that request, and the event loop's other work, for seconds) and gives litellm the
+    server's settings. A script is never warned.
+    """
+    global _serving
+    _serving = True
 
 
 def load_litellm() -> None:
@@ -89,7 +114,7 @@ def load_litellm() -> None:
         load_litellm()
     """
     global _frozen
-    litellm_module()
+    _configure_for_serving(litellm_module())
     if not _frozen:
         gc.collect()
         gc.freeze()
@@ -97,20 +122,30 @@ def load_litellm() -> None:
 
 
 async def ensure_litellm() -> None:
-    """Import litellm now if it is not loaded yet (off the event loop, as a model call does)."""
+    """Import litellm now if it is not loaded yet (off the event loop, as a model call does).
+
+    A run calls it before its spans and clocks start, so that the seconds of the import are
+    in no model call's span or time to first chunk.
+    """
     await _loaded()
 
 
 async def _loaded() -> ModuleType:
     if _litellm is not None:
         return _litellm
-    # Not loaded at startup: import it off the event loop, so that other connections are
-    # not blocked for the seconds the import takes.
+    if "litellm" in sys.modules:  # the app imported it itself: only the demo provider is left
+        return litellm_module()
+    if not _serving:  # a script: the import is the run's own business
+        return await asyncio.to_thread(litellm_module)
+    # A server that did not load it at startup: import it off the event loop, so that other
+    # connections are not blocked for the seconds the import takes.
     logger.warning(
         "litellm was not loaded at startup; importing it now, during a request. "
         "Call helix_stream.models.load_litellm() when your app starts."
     )
-    return await asyncio.to_thread(litellm_module)
+    litellm = await asyncio.to_thread(litellm_module)
+    _configure_for_serving(litellm)
+    return litellm
 
 
 # What switches litellm's own retries off, so that one policy (``max_retries`` of the loop)
