@@ -8,18 +8,12 @@ and an ``hs.errors.ModelRateLimitError``; a stalled stream stopped by ``timeout=
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-from types import ModuleType
-from typing import Any
-
 import litellm
 import pytest
 
 import helix_stream as hs
+from tests._readme import readme_example
 from tests.loopback import LoopbackServer, Reply, error, text
-
-README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 async def test_except_litellm_rate_limit_error_catches_a_429_from_stream_text(
@@ -99,19 +93,10 @@ async def test_wrap_acompletion_raises_exactly_what_litellm_raises(
     assert not isinstance(info.value, hs.HelixError)
 
 
-def _readme_ask() -> Any:
-    section = README.read_text().split("\n## Errors\n", 1)[1]
-    match = re.search(r"```python\n(.*?)```", section, re.S)
-    assert match is not None
-    module = ModuleType("readme_errors_example")
-    exec(compile(match[1], "README.md (Errors)", "exec"), module.__dict__)
-    return module.ask
-
-
 async def test_the_readme_except_clauses_catch_a_429_and_a_timeout(
     warm_loopback: LoopbackServer,
 ) -> None:
-    ask = _readme_ask()
+    ask = readme_example("## Errors").ask
     llm = warm_loopback.llm()
     model = hs.wrap_model(
         llm["model"], [hs.default_settings(api_base=llm["api_base"], api_key=llm["api_key"])]

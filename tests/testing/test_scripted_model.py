@@ -6,9 +6,6 @@ here."""
 from __future__ import annotations
 
 import json
-import re
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import httpx
@@ -19,9 +16,9 @@ import helix_stream as hs
 from helix_stream import chunks as c
 from helix_stream.server import create_app
 from helix_stream.testing import FunctionModel, ScriptedModel
+from tests._readme import readme_example
 from tests.server._asgi import sse_data
 
-README = Path(__file__).resolve().parents[2] / "README.md"
 WIRES = [pytest.param("openai", id="openai"), pytest.param("anthropic", id="anthropic")]
 PARIS = {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}
 
@@ -179,9 +176,5 @@ async def test_a_call_past_the_script_fails_saying_so() -> None:
 
 
 async def test_the_readme_example_passes() -> None:
-    section = README.read_text().split("\n## Testing your agent\n", 1)[1]
-    match = re.search(r"```python\n(.*?)```", section, re.S)
-    assert match is not None
-    module = ModuleType("readme_testing_example")
-    exec(compile(match[1], "README.md (Testing your agent)", "exec"), module.__dict__)
-    await module.test_the_agent_answers_with_the_tools_result()
+    example = readme_example("## Testing your agent")
+    await example.test_the_agent_answers_with_the_tools_result()
