@@ -313,7 +313,9 @@ def _as_litellm(error: errors.ModelError, exc: BaseException | None) -> errors.M
     vars(made).update({k: v for k, v in vars(source).items() if k not in _HELIX_OWNED})
     vars(made).update(vars(error))
     made.args = error.args
-    return made
+    # A helix error that was raised already (a timeout= limit) keeps where it came from.
+    made.__cause__, made.__suppress_context__ = error.__cause__, error.__suppress_context__
+    return made.with_traceback(error.__traceback__)
 
 
 def _combined_class(bases: tuple[type[BaseException], ...]) -> type[errors.ModelError] | None:
@@ -329,7 +331,6 @@ def _combined_class(bases: tuple[type[BaseException], ...]) -> type[errors.Model
             # litellm's __str__ appends retry counts to its own message; helix's text stands.
             "__str__": BaseException.__str__,
             "__repr__": BaseException.__repr__,
-            "__reduce__": BaseException.__reduce__,
         }
         try:
             made = type(helix.__name__, bases, namespace)
