@@ -108,7 +108,8 @@ class ScriptedModel(FunctionModel):
     - ``{"stall": seconds}`` beside an answer: silence after the stream opens;
     - ``{"cut_after": n}`` beside an answer: the body ends after ``n`` events, unfinished.
 
-    A call past the end of the script fails with a 400 that says so.
+    A call without ``stream`` gets the reply as one JSON response. A call past the end of the
+    script fails with a 400 that says so.
 
     Args:
         replies: The script.

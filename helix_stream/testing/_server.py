@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from ._replies import Reply
-from ._wire import Wire, error_body, events
+from ._wire import Wire, error_body, events, whole
 
 __all__ = ["ScriptServer"]
 
@@ -46,6 +46,9 @@ class ScriptServer:
                         self._json(400, {"error": {"message": reply, "type": "scripted"}})
                     elif reply.error is not None:
                         self._json(reply.error, error_body(reply.error, wire))
+                    elif not body.get("stream"):  # a call without a stream: one JSON answer
+                        time.sleep(reply.stall)
+                        self._json(200, whole(reply, wire))
                     else:
                         self._stream(reply)
                 except _GONE:

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from ._replies import Reply
 
-__all__ = ["Wire", "error_body", "events"]
+__all__ = ["Wire", "error_body", "events", "whole"]
 
 Wire = Literal["openai", "anthropic"]
 
@@ -21,6 +21,54 @@ Wire = Literal["openai", "anthropic"]
 def events(reply: Reply, wire: Wire) -> list[bytes]:
     """The reply's server-sent events (the last one ends the answer)."""
     return _openai(reply) if wire == "openai" else _anthropic(reply)
+
+
+def whole(reply: Reply, wire: Wire) -> dict[str, Any]:
+    """The reply as one JSON response (a call made without ``stream``)."""
+    if wire == "anthropic":
+        content: list[dict[str, Any]] = []
+        if reply.reasoning:
+            content.append(
+                {"type": "thinking", "thinking": reply.reasoning, "signature": "scripted"}
+            )
+        if reply.text:
+            content.append({"type": "text", "text": reply.text})
+        content += [
+            {"type": "tool_use", "id": c.id, "name": c.name, "input": dict(c.arguments)}
+            for c in reply.tool_calls
+        ]
+        usage = {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens}
+        return {
+            "id": "msg_scripted",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-scripted",
+            "content": content,
+            "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
+            "stop_sequence": None,
+            "usage": usage,
+        }
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+    if reply.reasoning:
+        message["reasoning_content"] = reply.reasoning
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": json.dumps(dict(c.arguments))},
+            }
+            for c in reply.tool_calls
+        ]
+    finish = "tool_calls" if reply.tool_calls else "stop"
+    return {
+        "id": "chatcmpl-scripted",
+        "object": "chat.completion",
+        "created": 1700000000,
+        "model": "scripted",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": _openai_usage(reply),
+    }
 
 
 def error_body(status: int, wire: Wire) -> dict[str, Any]:
@@ -70,13 +118,7 @@ def _openai(reply: Reply) -> list[bytes]:
             )
         )
     out.append(chunk({}, "tool_calls" if reply.tool_calls else "stop"))
-    usage: dict[str, Any] = {
-        "prompt_tokens": reply.input_tokens,
-        "completion_tokens": reply.output_tokens,
-        "total_tokens": reply.input_tokens + reply.output_tokens,
-    }
-    if reply.cached_input_tokens:
-        usage["prompt_tokens_details"] = {"cached_tokens": reply.cached_input_tokens}
+    usage = _openai_usage(reply)
     usage_chunk = {
         "id": "chatcmpl-scripted",
         "object": "chat.completion.chunk",
@@ -86,6 +128,17 @@ def _openai(reply: Reply) -> list[bytes]:
         "usage": usage,
     }
     return [*out, _sse(usage_chunk), _sse("[DONE]")]
+
+
+def _openai_usage(reply: Reply) -> dict[str, Any]:
+    usage: dict[str, Any] = {
+        "prompt_tokens": reply.input_tokens,
+        "completion_tokens": reply.output_tokens,
+        "total_tokens": reply.input_tokens + reply.output_tokens,
+    }
+    if reply.cached_input_tokens:
+        usage["prompt_tokens_details"] = {"cached_tokens": reply.cached_input_tokens}
+    return usage
 
 
 def _anthropic(reply: Reply) -> list[bytes]:

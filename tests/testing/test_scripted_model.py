@@ -178,3 +178,12 @@ async def test_a_call_past_the_script_fails_saying_so() -> None:
 async def test_the_readme_example_passes() -> None:
     example = readme_example("## Testing your agent")
     await example.test_the_agent_answers_with_the_tools_result()
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_a_call_without_a_stream_gets_one_json_answer(wire: str) -> None:
+    model = ScriptedModel([PARIS, {"text": "Sunny."}], wire=wire)
+    whole = hs.wrap_model(model, [hs.simulate_streaming()])  # non-streaming calls, replayed
+    out = await hs.generate_text(model=whole, prompt="Weather?", tools=[get_weather])
+    assert out.text == "Sunny." and [c.name for c in out.steps[0].tool_calls] == ["get_weather"]
+    assert [r.get("stream", False) for r in model.requests] == [False, False]
