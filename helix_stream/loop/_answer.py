@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import OutputValidationError
+from ..models._litellm import ensure_litellm
 from ..models._output import OutputSpec, output_from_value, parse_output
 from ..steps import StepResult
 from ._config import LoopConfig
@@ -25,10 +26,9 @@ async def run_output_spec(cfg: LoopConfig) -> OutputSpec | None:
         return None
     if cfg.output_mode == "tool":
         return OutputSpec(schema=cfg.output, mode="tool")
-    from ..models._litellm import ensure_litellm
     from ..models._output import output_spec
 
-    await ensure_litellm()
+    await ensure_litellm()  # done already when the run started; a no-op then
     return output_spec(cfg.output, model=model_name(cfg.model)[0], router=cfg.router)
 
 
