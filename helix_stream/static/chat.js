@@ -91,9 +91,11 @@ function setStatus(text, isError = false) {
   els.status.style.color = isError ? "var(--bad)" : "";
 }
 
-function showNotice(text) {
+// A notice above the box: a refusal ("bad"), or a hint ("info").
+function showNotice(text, kind = "bad") {
   els.notice.textContent = text;
   els.notice.hidden = !text;
+  els.notice.classList.toggle("info", kind === "info");
 }
 
 // While an answer runs the box stays open for a draft, but nothing is sent (or queued) until
@@ -230,6 +232,7 @@ async function follow(label, request) {
     if (message && !message._end) markInterrupted(message);
   } finally {
     if (refusal || els.status.textContent === label) setStatus("");  // never a stale "Thinking…"
+    if (els.notice.classList.contains("info")) showNotice("");  // the draft hint: it may be sent now
     for (const part of message?.parts ?? []) if (part.state === "streaming") part.state = "done";
     if (state.controller === controller) state.controller = null;
     setBusy(false);
@@ -647,7 +650,11 @@ function updateContextLabel() {
 els.form.addEventListener("submit", (event) => {
   event.preventDefault();
   const text = els.input.value.trim();
-  if (!text || state.controller) return;  // nothing is queued: Send is off while it answers
+  if (!text) return;
+  if (state.controller) {  // nothing is queued: it stays a draft until the answer ends
+    showNotice("Your message stays here until the answer ends: send it then, or press Stop first.", "info");
+    return;
+  }
   els.input.value = "";
   sendText(text);
 });
