@@ -10,9 +10,13 @@
 // left waiting when a new message is sent is settled on its own message (`data-tool-settled`).
 // The Context panel posts {sessionId, items, key?} to /context and says what happened.
 // Answers render as Markdown (markdown.js: DOM nodes, never HTML); refusals and failures are
-// put in words by refusal.js (the same module a useChat app can use).
+// put in words by refusal.js (the same module a useChat app can use); ui_stream.js reads and
+// folds the stream, context_panel.js is the Context panel.
+import { addContext, showContextError, updateContextLabel } from "./context_panel.js";
+import { el } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 import { errorMessage, refusalMessage } from "./refusal.js";
+import { foldChunk, markInterrupted, readStream } from "./ui_stream.js";
 
 const $ = (id) => document.getElementById(id);
 const els = {
@@ -260,10 +264,6 @@ function place(message, messageId) {
   }
 }
 
-function markInterrupted(message) {
-  message.metadata = { ...(message.metadata || {}), interrupted: true };
-}
-
 async function stopTurn() {
   els.stop.disabled = true;
   setStatus("Stopping…");
@@ -274,38 +274,6 @@ async function stopTurn() {
   } finally {
     setTimeout(() => state.controller?.abort(), 2000);  // should the stream not end by itself
   }
-}
-
-// SSE: events are separated by a blank line; each `data:` line carries one UI chunk.
-async function readStream(stream, onChunk) {
-  const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += value;
-    const events = buffer.split(/\r?\n\r?\n/);
-    buffer = events.pop();
-    for (const event of events) {
-      const data = event.split(/\r?\n/).filter((l) => l.startsWith("data:"))
-        .map((l) => l.slice(5).replace(/^ /, "")).join("\n");
-      if (!data) continue; // a `: ping` comment
-      if (data === "[DONE]") return;
-      onChunk(JSON.parse(data));
-    }
-  }
-}
-
-function toolPart(message, chunk) {
-  let part = message.parts.find((p) => p.toolCallId === chunk.toolCallId);
-  if (!part) {
-    part = chunk.dynamic
-      ? { type: "dynamic-tool", toolName: chunk.toolName, toolCallId: chunk.toolCallId }
-      : { type: `tool-${chunk.toolName}`, toolCallId: chunk.toolCallId };
-    part.state = "input-streaming";
-    message.parts.push(part);
-  }
-  return part;
 }
 
 // A call of an earlier message that this turn settled (the user sent a new message while it
@@ -320,55 +288,7 @@ function applyChunk(message, chunk) {
   const t = chunk.type;
   if (/^(text|reasoning|tool-input)-(start|delta)$/.test(t)) setStatus("Writing…");
   else if (t === "start-step" && els.status.textContent === "Writing…") setStatus("Working…");
-  const byId = (type, id) => message.parts.find((p) => p.type === type && p._id === id);
-  if (t === "start") {
-    place(message, chunk.messageId);
-  } else if (t === "start-step") {
-    message.parts.push({ type: "step-start" });
-  } else if (t === "text-start" || t === "reasoning-start") {
-    message.parts.push({ type: t.split("-")[0], text: "", state: "streaming", _id: chunk.id });
-  } else if (t === "text-delta" || t === "reasoning-delta") {
-    const part = byId(t.split("-")[0], chunk.id);
-    if (part) part.text += chunk.delta;
-  } else if (t === "text-end" || t === "reasoning-end") {
-    const part = byId(t.split("-")[0], chunk.id);
-    if (part) part.state = "done";
-  } else if (t === "tool-input-start") {
-    toolPart(message, chunk)._raw = "";
-  } else if (t === "tool-input-delta") {
-    const part = toolPart(message, chunk);
-    part._raw = (part._raw || "") + chunk.inputTextDelta;
-  } else if (t === "tool-input-available") {
-    Object.assign(toolPart(message, chunk), { state: "input-available", input: chunk.input });
-  } else if (t === "tool-input-error") {
-    Object.assign(toolPart(message, chunk), { state: "output-error", input: chunk.input, errorText: chunk.errorText });
-  } else if (t === "tool-output-available") {
-    Object.assign(toolPart(message, chunk), { state: "output-available", output: chunk.output });
-  } else if (t === "tool-output-error") {
-    Object.assign(toolPart(message, chunk), { state: "output-error", errorText: chunk.errorText });
-  } else if (t === "tool-output-denied") {
-    toolPart(message, chunk).state = "output-denied";
-  } else if (t === "tool-approval-request") {
-    Object.assign(toolPart(message, chunk), { state: "approval-requested", approval: { id: chunk.approvalId } });
-  } else if (t === "data-tool-settled") {
-    settleEarlier(chunk.data);
-  } else if (t.startsWith("data-") && !chunk.transient) {
-    // A data part with an id replaces the one of that id (a sign-in link, say).
-    const index = chunk.id ? message.parts.findIndex((p) => p.type === t && p.id === chunk.id) : -1;
-    const part = { type: t, ...(chunk.id ? { id: chunk.id } : {}), data: chunk.data };
-    if (index >= 0) message.parts[index] = part;
-    else message.parts.push(part);
-  } else if (t === "message-metadata") {
-    message.metadata = { ...(message.metadata || {}), ...chunk.messageMetadata };
-  } else if (t === "error") {
-    // As the stored message says it after a reload (metadata.error): one rendering for both.
-    message.metadata = { ...(message.metadata || {}), interrupted: true, error: chunk.errorText };
-  } else if (t === "finish") {
-    message._end = t;
-  } else if (t === "abort") {
-    message._end = t;
-    markInterrupted(message);
-  }
+  foldChunk(message, chunk, { start: (id) => place(message, id), settle: settleEarlier });
   schedule();
 }
 
@@ -378,13 +298,6 @@ function schedule() {
   if (state.scheduled) return;
   state.scheduled = true;
   requestAnimationFrame(() => { state.scheduled = false; render(); });
-}
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
 }
 
 const pretty = (value) => (typeof value === "string" ? value : JSON.stringify(value, null, 2));
@@ -575,76 +488,6 @@ function setPanel(open) {
   els.panelToggle.setAttribute("aria-expanded", String(open));
 }
 
-function contextItem(kind, text) {
-  if (kind === "instruction" || kind === "notice") return { kind, content: text };
-  const names = text.split(",").map((s) => s.trim()).filter(Boolean);
-  return kind === "disable" ? { kind: "tools", disable: names } : { kind: "tools", enable: names };
-}
-
-// What is wrong with the panel's input, in words (null: nothing).
-function contextProblem(kind, text) {
-  if (!text) {
-    return kind === "disable" || kind === "enable" ? "Name at least one tool." : `Write the ${kind} first.`;
-  }
-  return null;
-}
-
-const KIND_WORDS = { instruction: "Instruction", notice: "Notice", disable: "Tools off", enable: "Tools on" };
-
-function contextAnswer(kind, ok, answer, status) {
-  if (!ok) return refusalMessage(answer, status).text;
-  if (answer.warnings?.length) return "Recorded, with a warning:";
-  if (kind === "disable") return "Switched off: the agent cannot call them from its next model call.";
-  if (kind === "enable") return "Switched on from the agent's next model call.";
-  return answer.recorded === 0 ? "Already added (same key): nothing new." : "Added: the agent sees it at its next model call.";
-}
-
-function showContextError(text) {
-  els.ctxError.textContent = text || "";
-  els.ctxError.hidden = !text;
-}
-
-async function addContext(event) {
-  event.preventDefault();
-  if (!state.started) return;
-  const kind = els.ctxKind.value;
-  const text = els.ctxText.value.trim();
-  const problem = contextProblem(kind, text);
-  showContextError(problem);
-  if (problem) {
-    els.ctxText.focus();
-    return;
-  }
-  const body = { sessionId: state.sessionId, items: [contextItem(kind, text)] };
-  if (els.ctxKey.value.trim()) body.key = els.ctxKey.value.trim();
-  const entry = el("li");
-  entry.append(el("div", "what", `${KIND_WORDS[kind]}: ${text}`));
-  els.ctxLog.prepend(entry);
-  try {
-    const res = await fetch("/context", {
-      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
-    });
-    const raw = await res.text();
-    const answer = (() => { try { return JSON.parse(raw); } catch { return {}; } })();
-    entry.append(el("div", `answer ${res.ok ? "ok" : "bad"}`, contextAnswer(kind, res.ok, res.ok ? answer : raw, res.status)));
-    // Recorded, but the agent has no such tool (a typo?): say it where it is seen.
-    for (const warning of answer.warnings || []) {
-      const unknown = /^unknown tool '(.*)'$/.exec(warning);
-      const words = unknown ? `The agent has no tool named “${unknown[1]}”: this changes nothing. Its tools: ${state.tools.join(", ")}.` : warning;
-      entry.append(el("div", "warning", words));
-    }
-    if (res.ok) els.ctxText.value = "";
-  } catch (error) {
-    entry.append(el("div", "answer bad", "The server could not be reached. Check that it runs, then try again."));
-  }
-}
-
-function updateContextLabel() {
-  const tools = els.ctxKind.value === "disable" || els.ctxKind.value === "enable";
-  els.ctxLabel.textContent = tools ? "Tools (comma-separated)" : "Text";
-  els.ctxText.placeholder = tools ? "get_weather" : (els.ctxKind.value === "notice" ? "The user is on mobile." : "Answer in French.");
-}
-
 // ---- wiring --------------------------------------------------------------------------------
 
 els.form.addEventListener("submit", (event) => {
@@ -675,13 +518,13 @@ els.jump.addEventListener("click", () => {
   els.messages.scrollTop = els.messages.scrollHeight;
   els.jump.hidden = true;
 });
-els.ctxText.addEventListener("input", () => showContextError(""));
+els.ctxText.addEventListener("input", () => showContextError(els, ""));
 $("suggestions").addEventListener("click", (event) => {
   if (event.target.matches(".chip") && !state.controller) sendText(event.target.textContent);
 });
 els.panelToggle.addEventListener("click", () => setPanel(els.layout.classList.contains("panel-closed")));
-els.ctxForm.addEventListener("submit", addContext);
-els.ctxKind.addEventListener("change", updateContextLabel);
+els.ctxForm.addEventListener("submit", (event) => addContext(event, els, () => state));
+els.ctxKind.addEventListener("change", () => updateContextLabel(els));
 
 setPanel(window.matchMedia("(min-width: 861px)").matches);  // a drawer, closed, on a phone
 listenForSignIns();

@@ -6,16 +6,11 @@
 // **bold**, *italic* / _italic_, [links](https://...) and bare http(s) URLs. Links open in a
 // new tab with rel="noopener noreferrer"; only http:, https: and mailto: targets are links.
 // An unclosed fence (an answer still streaming) renders as a code block so far.
+import { el as node } from "./dom.js";
 
 const SAFE_URL = /^(https?:|mailto:)/i;
 const INLINE = /(`+)([^`]|[^`][\s\S]*?[^`])\1(?!`)|\*\*([^*\n]+?)\*\*|\*([^*\s][^*\n]*?)\*|(?<![\w])_([^_\s][^_\n]*?)_(?![\w])|\[([^\]\n]+)\]\(([^()\s]+)\)|(https?:\/\/[^\s<>()]*[^\s<>().,;:!?'"])/;
 
-function node(tag, className, text) {
-  const el = document.createElement(tag);
-  if (className) el.className = className;
-  if (text !== undefined) el.textContent = text;
-  return el;
-}
 
 function link(href, text) {
   if (!SAFE_URL.test(href)) return document.createTextNode(text === href ? text : `${text} (${href})`);
