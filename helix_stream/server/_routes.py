@@ -32,7 +32,6 @@ from ..loop import Timeout
 from ..models._pool import set_max_connections
 from ..session import Executor
 from ..session._records import UserRecord, new_message_id
-from ..store import PostgresStore
 from ..transformers import UIMessageStreamResponse, to_ui_message_stream
 from ..transformers._sse import OnDisconnect, check_on_disconnect
 from ._auth_callback import DEFAULT_AUTH_CALLBACK_PATH, auth_callback_routes
@@ -248,9 +247,9 @@ def _route_table(
 
 
 def default_registry(executor: Executor) -> StreamRegistry | SharedStreamRegistry:
-    """Where a server keeps its active streams: PostgreSQL when sessions live there (any
-    process can resume them), else in this process."""
-    if isinstance(executor.store, PostgresStore):
+    """Where a server keeps its active streams: in the store's shared stream log when it has
+    one (``Store.stream_log``: any process can resume them), else in this process."""
+    if executor.store.stream_log is not None:
         return SharedStreamRegistry(executor.store)
     return StreamRegistry()
 

@@ -102,6 +102,11 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers):
         token_store: Where tools' tokens are kept (an ``hs.EncryptedTokenStore`` over the
             session store, say); default: in memory, per executor.
         sign_in_ttl: Seconds a sign-in link stays good.
+
+    Raises:
+        FrameworkNotSupportedError: ``auth_secret`` with a store that keeps no sign-ins
+            (its ``sign_in_table`` is ``None``): nothing is written, nothing falls back.
+        InvalidRequestError: ``sign_in_ttl`` is not a positive number.
     """
 
     def __init__(

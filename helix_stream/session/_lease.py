@@ -31,12 +31,14 @@ from ..store import (
     LogRecord,
     RewindResult,
     SessionRecord,
+    SignInTable,
     Snapshot,
     Store,
+    StreamLog,
+    TokenTable,
     TurnWrite,
     TurnWriteResult,
 )
-from ..store._shared import LEASE_RENEW_SECONDS, LEASE_SECONDS
 from ..store._writes import StoreWrites
 
 __all__ = ["STOP_KEY", "FencedStore", "TurnLease"]
@@ -75,6 +77,26 @@ class FencedStore(StoreWrites):
         elif write.status is not None and write.status != "running" and result.applied:
             self.held, self.released = False, True
         return result
+
+    @property
+    def lease_seconds(self) -> float:
+        return self.inner.lease_seconds
+
+    @property
+    def lease_renew_seconds(self) -> float:
+        return self.inner.lease_renew_seconds
+
+    @property
+    def sign_in_table(self) -> SignInTable | None:
+        return self.inner.sign_in_table
+
+    @property
+    def token_table(self) -> TokenTable | None:
+        return self.inner.token_table
+
+    @property
+    def stream_log(self) -> StreamLog | None:
+        return self.inner.stream_log
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         return await self.inner.get_session(session_id)
@@ -124,8 +146,7 @@ class TurnLease:
     heartbeat that renews the lease while the turn holds it.
 
     Args:
-        store: The session's store (its ``lease_seconds`` and ``lease_renew_seconds``; a store
-            without them gets the defaults, 10 s and 3 s).
+        store: The session's store (its ``lease_seconds`` and ``lease_renew_seconds``).
         session_id: The session.
         on_stop_requested: Called (once) when a stop request for this turn is read back;
             ``None``: the heartbeat does not look for one.
@@ -137,8 +158,8 @@ class TurnLease:
         session_id: str,
         on_stop_requested: Callable[[], None] | None = None,
     ) -> None:
-        seconds = float(getattr(store, "lease_seconds", LEASE_SECONDS))
-        self.renew_every = float(getattr(store, "lease_renew_seconds", LEASE_RENEW_SECONDS))
+        seconds = float(store.lease_seconds)
+        self.renew_every = float(store.lease_renew_seconds)
         self.store = FencedStore(store, Lease(token=uuid.uuid4().hex, seconds=seconds))
         self.session_id = session_id
         self._on_stop = on_stop_requested

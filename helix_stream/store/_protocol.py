@@ -10,7 +10,11 @@ method that writes does so in one transaction: it writes everything or nothing.
 The protocol is what the session engine uses, twelve methods: a turn reads a
 :class:`~helix_stream.store.Snapshot` and writes :class:`~helix_stream.store.TurnWrite` s
 (which also create sessions, append messages and commit the context queue); the executor adds
-context, reads the log and checkpoints, sets the status or meta, rewinds and branches.
+context, reads the log and checkpoints, sets the status or meta, rewinds and branches. Beside
+them, a store says how long a turn's lease lasts (``lease_seconds``, ``lease_renew_seconds``)
+and hands out what features keep with the sessions (``sign_in_table``, ``token_table``,
+``stream_log``; ``_features.py``): a store that wraps another delegates these like the
+methods, and so keeps every feature.
 
 Payloads are plain JSON-safe dicts. A message payload is the OpenAI-format message exactly as
 it is sent to the model (so rendering the log again gives the same bytes). A context row
@@ -24,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from helix_stream.store._features import SignInTable, StreamLog, TokenTable
     from helix_stream.store._turns import Snapshot, TurnWrite, TurnWriteResult
 
 __all__ = [
@@ -163,9 +168,60 @@ class Store(Protocol):
     surrogate — with :class:`~helix_stream.errors.InvalidRequestError`, writing nothing; and
     every write refuses a payload string with a lone surrogate with ``ValueError``. Stores take
     ``max_queued_items`` (default 1,000): see :meth:`enqueue_context`.
+
+    A store that wraps another (to count calls, say) delegates the five read-only members
+    below as well as the methods: they are how the engine finds a store's lease timing and
+    the tables features keep in it, never by the store's class.
+
+    Example::
+
+        class MeteredStore:
+            def __init__(self, inner: hs.Store) -> None:
+                self.inner = inner
+
+            @property
+            def sign_in_table(self) -> SignInTable | None:
+                return self.inner.sign_in_table
+
+            async def write_turn(self, session_id, write):
+                started = time.perf_counter()
+                try:
+                    return await self.inner.write_turn(session_id, write)
+                finally:
+                    WRITE_SECONDS.observe(time.perf_counter() - started)
+
+            ...  # every other member the same way
     """
 
     write_transactions: int
+
+    @property
+    def lease_seconds(self) -> float:
+        """How long a running turn's lease lasts unless renewed."""
+        ...
+
+    @property
+    def lease_renew_seconds(self) -> float:
+        """How often a running turn renews its lease (at most half of ``lease_seconds``)."""
+        ...
+
+    @property
+    def sign_in_table(self) -> SignInTable | None:
+        """Where the sign-ins parked calls wait for are kept (``None``: the store keeps none,
+        and ``Executor(auth_secret=...)`` refuses it)."""
+        ...
+
+    @property
+    def token_table(self) -> TokenTable | None:
+        """Where ``EncryptedTokenStore(store)`` keeps its rows (``None``: the store keeps
+        none, and that refuses it)."""
+        ...
+
+    @property
+    def stream_log(self) -> StreamLog | None:
+        """The running turns' UI streams, shared by every process that opens the store
+        (``None``: a turn's stream is followed only in the process that runs it)."""
+        ...
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         """The session, or ``None``."""

@@ -224,6 +224,13 @@ def session_exists(session_id: str) -> StateError:
     )
 
 
+def sign_in_pending(session_id: str) -> StateError:
+    return StateError(
+        f"A sign-in with this state nonce is already pending (session {show(session_id)}); "
+        "nothing was written. Each sign-in needs a fresh nonce."
+    )
+
+
 def key_conflict(session_id: str, key: str) -> ContextKeyConflictError:
     return ContextKeyConflictError(
         f"Context key {show(key)} was already used in session {show(session_id)} with other "

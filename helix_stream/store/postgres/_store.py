@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from functools import cached_property
 
 from helix_stream._limits import check_session_id
+from helix_stream.store._auth import PostgresAuthTables
 from helix_stream.store._plan import (
     CheckedWrite,
     ContextRequest,
@@ -38,6 +40,7 @@ from helix_stream.store._turns import Snapshot, TurnWriteResult
 from helix_stream.store._writes import StoreWrites
 from helix_stream.store.postgres import _apply, _read
 from helix_stream.store.postgres._db import PostgresDatabase, Tx
+from helix_stream.store.postgres._streams import PostgresStreamLog
 
 __all__ = ["PostgresStore"]
 
@@ -76,9 +79,25 @@ class PostgresStore(StoreWrites, PostgresDatabase):
     more on a fresh one; a write only when its first try cannot have committed (README,
     "Reliability notes"; docs/postgres.md, "Lost connections").
 
+    The features' tables live in the same schema: ``sign_in_table`` (``auth_pending``),
+    ``token_table`` (``auth_tokens``) and ``stream_log`` (``ui_streams``,
+    ``ui_stream_events``: a client reconnecting to any process resumes its turn's stream).
+
     Raises:
         FrameworkNotSupportedError: psycopg is not installed.
     """
+
+    @cached_property
+    def sign_in_table(self) -> PostgresAuthTables:
+        return PostgresAuthTables(self)
+
+    @property
+    def token_table(self) -> PostgresAuthTables:
+        return self.sign_in_table
+
+    @cached_property
+    def stream_log(self) -> PostgresStreamLog:
+        return PostgresStreamLog(self)
 
     # -- reads -------------------------------------------------------------------------------
 
