@@ -35,7 +35,7 @@ from ..tools import FINISH_TOOL_NAME
 from ._answers import ApprovalAnswer, ToolAnswer, by_call
 from ._authorization import DEFAULT_SIGN_IN_TTL, SessionAuthorization
 from ._history import SessionHistory, check_idle
-from ._lease import STOP_KEY
+from ._lease import STOP_KEY, FencedWriter
 from ._mcp import SessionServers
 from ._meta import TurnMeta
 from ._pending import late_answer_row, waiting_calls
@@ -219,6 +219,7 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers):
         self._own_servers(agent)  # the turn adds their tools (and checks telemetry with them)
         request = TurnRequest(
             store=self.store,
+            writer=FencedWriter(self.store),
             identify=self.identify,
             run_child=self._run_child,
             agent=agent,

@@ -31,8 +31,9 @@ from typing import Any
 from .._cleanup import run_cleanup
 from ..errors import SessionLeaseLostError, SessionNotFoundError
 from ..state import TurnInfo
-from ..store import SessionStatus, Store, TurnWrite
+from ..store import SessionStatus, TurnWrite
 from ._events import TurnEvents
+from ._lease import TurnWriter
 
 __all__ = ["finish_turn", "log_failure"]
 
@@ -44,7 +45,7 @@ _RETRY_DELAYS = (0.25, 0.5, 1.0, 2.0, 4.0, *(8.0,) * 14)
 
 
 async def finish_turn(
-    store: Store,
+    writer: TurnWriter,
     events: TurnEvents,
     *,
     session_id: str,
@@ -57,7 +58,7 @@ async def finish_turn(
     raises.
 
     Args:
-        store: The session's store.
+        writer: How the turn writes its session (with its lease).
         events: The turn's event dispatcher (for the failure events).
         session_id: The session.
         turn: The turn (for the log record).
@@ -71,7 +72,7 @@ async def finish_turn(
         if error is not None:
             log_failure(session_id, turn, error)
         write = TurnWrite(status=status, messages=[unfinished] if unfinished else [])
-        await _write_status(store, session_id, write)
+        await _write_status(writer, session_id, write)
         if error is not None:
             data = {"error": type(error).__name__, "code": getattr(error, "code", None)}
             await events.failure(data, in_step=in_step)
@@ -81,10 +82,10 @@ async def finish_turn(
     await run_cleanup(finish, what=f"ending the turn of session {session_id!r}", timeout=timeout)
 
 
-async def _write_status(store: Store, session_id: str, write: TurnWrite) -> None:
+async def _write_status(writer: TurnWriter, session_id: str, write: TurnWrite) -> None:
     for attempt, delay in enumerate((*_RETRY_DELAYS, None)):
         try:
-            await store.write_turn(session_id, write)
+            await writer.write_turn(session_id, write)
             if attempt:
                 logger.info(
                     "set session %r to %s after its turn, on try %d",

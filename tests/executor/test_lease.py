@@ -28,6 +28,7 @@ from helix_stream.store import Lease, NewSession, TurnWrite
 from tests.executor._util import snapshot
 from tests.loopback import LoopbackServer, error, text, tool_calls
 from tests.store import _pg
+from tests.store._wrapper import MeteredStore
 
 SID = "leased"
 LEASE = 0.4
@@ -220,3 +221,46 @@ async def test_a_dead_turns_session_is_not_running_for_stop_or_close_sandbox(
     after = await snapshot(store, SID)
     assert after[:2] == before[:2]  # status and log as they were (a stop request is meta)
     await executor.close_sandbox(SID, a)  # not refused as busy: nothing was recorded
+
+
+class Q(BaseModel):
+    q: str
+
+
+class _Writes(MeteredStore):
+    """Records the lease every ``write_turn`` carries."""
+
+    def __init__(self, inner: hs.Store) -> None:
+        super().__init__(inner)
+        self.leases: list[str | None] = []
+
+    async def write_turn(self, session_id: str, write: TurnWrite) -> hs.TurnWriteResult:
+        self.leases.append(None if write.lease is None else write.lease.token)
+        return await super().write_turn(session_id, write)
+
+
+async def test_the_fence_is_a_writer_of_write_turn_and_every_write_of_a_turn_carries_it(
+    store: hs.Store, loopback: LoopbackServer
+) -> None:
+    """The lease fence is a small writer (one method, ``write_turn``), not a proxy of the store:
+    the turn reads through the store itself, and each of its writes (the claim, a step with a
+    tool call, the last step) carries one lease; a new turn carries another."""
+    from helix_stream.session._lease import FencedWriter
+
+    assert [n for n in vars(FencedWriter) if not n.startswith("_")] == ["write_turn"]
+    writes = _Writes(store)
+    executor = hs.Executor(writes)
+
+    def lookup(input: Q) -> str:
+        return input.q
+
+    tools = [hs.tool(name="lookup", input_schema=Q, execute=lookup)]
+    loopback.script(tool_calls(("lookup", {"q": "x"})), text("found"), text("again"))
+    await executor.run(agent(loopback, tools=tools), SID, "look").consume()
+    first = writes.leases
+    assert len(first) >= 2 and None not in first and len(set(first)) == 1
+    assert writes.calls["read_snapshot"] == 1
+    writes.leases = []
+    await executor.run(agent(loopback, tools=tools), SID, "more").consume()
+    assert len(set(writes.leases)) == 1 and set(writes.leases) != set(first)
+    assert (await store.get_session(SID)).status == "idle"  # type: ignore[union-attr]
