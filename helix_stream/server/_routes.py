@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
@@ -465,7 +464,7 @@ class _Handlers:
             session = None
         # Ended already, never started, or its process died (an expired lease: the next turn
         # takes it over): nothing runs, so nothing to stop (idempotent).
-        if session is None or session.status != "running" or session.lease_expired(time.time()):
+        if session is None or session.status != "running" or session.lease_expired():
             return JSONResponse({"stopped": False})
         if self.stop_elsewhere is not None:
             return JSONResponse({"stopped": await self.stop_elsewhere(session_id)})

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any
@@ -169,7 +168,7 @@ class SharedStreamRegistry:
             return "ended"
         if session is None or session.status != "running":
             return "ended"
-        return "dead" if session.lease_expired(time.time()) else "running"
+        return "dead" if session.lease_expired() else "running"
 
     def _listen(self) -> None:
         """Start this process's one listener for stream notifications, while anyone follows."""

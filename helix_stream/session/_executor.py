@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -283,7 +282,7 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers):
         loop = asyncio.get_running_loop()
         session = await self.session(session_id)
         token = session.lease_token
-        if session.status != "running" or token is None or session.lease_expired(time.time()):
+        if session.status != "running" or token is None or session.lease_expired():
             return False
         await self.store.update_session_meta(session_id, {STOP_KEY: token})
         deadline = loop.time() + timeout
@@ -292,7 +291,7 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers):
             now = await self.store.get_session(session_id)
             if now is None or now.lease_token != token or now.status != "running":
                 return True
-            if now.lease_expired(time.time()):
+            if now.lease_expired():
                 return False  # its process is gone: the next turn takes the session over
         return False
 

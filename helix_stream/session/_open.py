@@ -16,7 +16,6 @@ returns what it opened (:class:`Opened`), that commit included.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -277,7 +276,7 @@ def _refuse(request: TurnRequest, snapshot: Snapshot, view: SessionView) -> None
 
 def _taken_over(snapshot: Snapshot) -> bool:
     """The session is ``running`` under a lease that expired: its turn's process is gone."""
-    return snapshot.session is not None and snapshot.session.lease_expired(time.time())
+    return snapshot.session is not None and snapshot.session.lease_expired()
 
 
 def _recovered(opened: Opened) -> list[dict[str, Any]]:

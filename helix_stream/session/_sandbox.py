@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -176,7 +175,7 @@ async def close_sandboxes(
     session = await store.get_session(session_id)
     if session is None:
         raise SessionNotFoundError(f"no session {session_id!r}")
-    if session.status == "running" and not session.lease_expired(time.time()):
+    if session.status == "running" and not session.lease_expired():
         raise SessionBusyError(
             f"session {session_id!r} is running: close its sandbox once its turn has ended"
         )

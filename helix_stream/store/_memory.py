@@ -89,7 +89,8 @@ class _Session:
 
     @property
     def record(self) -> SessionRecord:
-        return replace(self.head, meta=decode(self.meta))
+        # Judged by the clock when it is read (the process's), not when it was written.
+        return replace(self.head, meta=decode(self.meta), read_at=None)
 
     def records(self, start: int) -> list[LogRecord]:
         return [

@@ -23,6 +23,7 @@ payload is ``{"kind", "source", ...item fields, "cursor"?, "origin"}``.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
@@ -61,7 +62,12 @@ class SessionRecord:
             "Reliability notes"), or ``None``: no turn holds it, or a status set by hand
             (``running`` without a lease is held until someone sets another status).
         lease_expires: Unix time the lease ends unless renewed; a ``running`` session whose
-            lease has ended belongs to nobody, and the next claim takes it over.
+            lease has ended belongs to nobody, and the next claim takes it over. Written by
+            the store's clock: PostgreSQL's (``now()``), so that replicas whose clocks differ
+            agree; the process's for the stores of one machine.
+        read_at: The store's clock when the record was read or written (PostgreSQL: the
+            database's ``now()``, in the statement that read it), which :meth:`lease_expired`
+            judges by; ``None``: this process's clock is the store's. Not compared.
     """
 
     id: str
@@ -73,9 +79,16 @@ class SessionRecord:
     meta: JSON = field(default_factory=dict)
     lease_token: str | None = field(default=None, repr=False)
     lease_expires: float | None = None
+    read_at: float | None = field(default=None, compare=False, repr=False)
 
-    def lease_expired(self, now: float) -> bool:
-        """The session is ``running`` under a lease that ended by ``now``: nobody holds it."""
+    def lease_expired(self, now: float | None = None) -> bool:
+        """The session is ``running`` under a lease that ended by ``now``: nobody holds it.
+
+        ``now`` defaults to the store's clock when the record was read (``read_at``), else
+        this process's: pass it only to ask about another moment.
+        """
+        if now is None:
+            now = self.read_at if self.read_at is not None else time.time()
         return (
             self.status == "running"
             and self.lease_expires is not None

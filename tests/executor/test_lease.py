@@ -11,8 +11,10 @@ answer, so the log never holds two user messages in a row (item 7 of issue 25).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -264,3 +266,69 @@ async def test_the_fence_is_a_writer_of_write_turn_and_every_write_of_a_turn_car
     await executor.run(agent(loopback, tools=tools), SID, "more").consume()
     assert len(set(writes.leases)) == 1 and set(writes.leases) != set(first)
     assert (await store.get_session(SID)).status == "idle"  # type: ignore[union-attr]
+
+
+@contextlib.contextmanager
+def clock_off_by(seconds: float) -> Iterator[None]:
+    """This process's clock (``time.time``, which every module reads) ``seconds`` off, as on a
+    replica whose clock drifted; the event loop's monotonic clock is left alone."""
+    real = time.time
+    time.time = lambda: real() + seconds  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        time.time = real  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_a_replica_whose_clock_is_30_s_off_takes_over_neither_early_nor_late_on_postgres(
+    backend: str, tmp_path: Path, loopback: LoopbackServer
+) -> None:
+    """On PostgreSQL the database's clock decides a lease (``now()`` in the statement that reads
+    or writes it), so a replica 30 s ahead does not take a live turn's session over, and one
+    30 s behind takes a dead turn's over as soon as its lease ended. SQLite keeps the process's
+    clock (one machine, one clock): there the same skew moves the takeover, which shows that
+    the skew reaches everything the replica decides with."""
+    schema = _pg.new_schema() if backend == "postgres" else ""
+    options = {"lease_seconds": LEASE, "lease_renew_seconds": RENEW}
+
+    def replica() -> hs.Store:
+        if backend == "postgres":
+            return _pg.make_store(schema, **options)
+        return hs.SQLiteStore(str(tmp_path / "replicas.db"), **options)
+
+    healthy, skewed = replica(), replica()
+    try:
+        early, late = [], []
+        for sid in ("live", "dead"):
+            # What a turn of the healthy replica writes: its claim, with a lease that runs for
+            # 5 s ("live") or ended a moment ago ("dead").
+            seconds = 5.0 if sid == "live" else LEASE
+            held = Lease(token=uuid.uuid4().hex, seconds=seconds)
+            write = TurnWrite(
+                create=NewSession(agent_name="leased"), expect=("idle",), status="running",
+                lease=held, messages=[{"role": "user", "content": "first"}],
+            )  # fmt: skip
+            assert (await healthy.write_turn(sid, write)).applied
+        await asyncio.sleep(LEASE + 0.2)
+        loopback.script(text("taken over"), text("taken over"))
+        executor = hs.Executor(skewed)
+        with clock_off_by(+30):
+            try:
+                early.append(await executor.run(agent(loopback), "live", "second").text())
+            except hs.SessionBusyError:
+                early.append("busy")
+        with clock_off_by(-30):
+            try:
+                late.append(await executor.run(agent(loopback), "dead", "second").text())
+            except hs.SessionBusyError:
+                late.append("busy")
+        if backend == "postgres":
+            assert (early, late) == (["busy"], ["taken over"])
+            live = await healthy.get_session("live")
+            assert live is not None and live.status == "running" and not live.lease_expired()
+        else:
+            assert (early, late) == (["taken over"], ["busy"])
+    finally:
+        await healthy.close()
+        await skewed.close()

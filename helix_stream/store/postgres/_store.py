@@ -8,7 +8,6 @@ in ``_db``, the migrations in ``_schema``. Each method here is a read (``_read``
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 from functools import cached_property
 
@@ -33,7 +32,6 @@ from helix_stream.store._protocol import (
 from helix_stream.store._shared import (
     checkpoints_from_rows,
     log_from_rows,
-    session_from_row,
     session_not_found,
 )
 from helix_stream.store._turns import Snapshot, TurnWriteResult
@@ -107,7 +105,7 @@ class PostgresStore(StoreWrites, PostgresDatabase):
 
         async def read(tx: Tx) -> SessionRecord | None:
             row = await tx.one(_read.SQL_SESSION, (session_id,))
-            return None if row is None else session_from_row(row)
+            return None if row is None else _read.session_read(row)
 
         return await self._read(read, "get_session")
 
@@ -163,7 +161,7 @@ class PostgresStore(StoreWrites, PostgresDatabase):
         with ``COMMIT``."""
 
         async def tx(tx: Tx) -> tuple[TurnWriteResult, bool]:
-            state = await _read.turn_state(tx, session_id, checked, time.time())
+            state = await _read.turn_state(tx, session_id, checked)
             plan = plan_turn_write(state, checked)
             if plan.changed:
                 await _apply.apply_turn(tx, plan)
@@ -196,9 +194,7 @@ class PostgresStore(StoreWrites, PostgresDatabase):
         check_session_id(session_id)
 
         async def tx(tx: Tx) -> tuple[RewindResult, bool]:
-            plan = plan_rewind(
-                await _read.rewind_state(tx, session_id, to_seq, time.time()), to_seq
-            )
+            plan = plan_rewind(await _read.rewind_state(tx, session_id, to_seq), to_seq)
             if plan.changed:
                 await _apply.apply_rewind(tx, session_id, plan)
             return plan.result, plan.changed
@@ -213,7 +209,7 @@ class PostgresStore(StoreWrites, PostgresDatabase):
         check_session_id(new_id)
 
         async def tx(tx: Tx) -> tuple[SessionRecord, bool]:
-            state = await _read.branch_state(tx, source_id, new_id, time.time())
+            state = await _read.branch_state(tx, source_id, new_id)
             record = plan_branch(state, new_id, upto_seq=upto_seq, agent_name=agent_name)
             await _apply.apply_branch(tx, source_id, record, upto_seq)
             return record, True
