@@ -33,7 +33,7 @@ from ..chunks import Chunk, ContextRowChunk, ContextSkipped, ToolAuthorizationRe
 from ..context import TOOL_SOURCE, validate_items
 from ..loop._config import GateReason, RunEnd, StepCommit, ToolRun
 from ..state import bind_scope
-from ..steps import StepResult, ToolCall
+from ..steps import StepResult, ToolCall, ToolResult
 from ..store import Checkpoint, TurnWrite
 from ..tools import FINISH_TOOL_NAME, Tool, ToolContext
 from ._authorization import waiting_answer
@@ -78,10 +78,12 @@ class TurnLink:
 
     async def preamble(self, tools: ToolRun) -> AsyncGenerator[Chunk, None]:
         opened = self._opened
+        view = opened.view
         if opened.created:
             await self._events.emit("session.started", {"agent": opened.request.agent.name})
-        await self._events.emit("turn.started", {"turn": opened.scope.info.turn.sequence})
-        view = opened.view
+        # A run that resumes a paused turn carries the same turn on: it started already.
+        if not (view.waiting and opened.meta.turns == view.meta.turns):
+            await self._events.emit("turn.started", {"turn": opened.scope.info.turn.sequence})
         if not view.waiting:
             return
         settlement = Settlement(
@@ -117,6 +119,7 @@ class TurnLink:
         patch = {**(write.meta or {}), **meta.paused(), **self._parked_answers()}
         await self._store.write_turn(self._session_id, replace(write, status="paused", meta=patch))
         self._ended = True
+        await self._action_results(settled.results if settled else ())
         await self._events.emit("session.waiting", self._waiting_data(list(self._parked)))
         return True
 
@@ -215,6 +218,7 @@ class TurnLink:
         user_text = message_text(message) if message else None
         commit = await self._commits.commit(0, write, user_text=user_text)
         self._meta = opened_meta(opened.view, opened.meta, write)
+        await self._action_results(settled.results if settled else ())
         return commit
 
     async def gate(self, call: ToolCall) -> GateReason | None:
@@ -286,7 +290,17 @@ class TurnLink:
         await self._events.emit(
             "message.completed", {"step": step.step_number, "text": step.text, "message": message}
         )
-        for result in step.tool_results:
+        await self._action_results(step.tool_results)
+        await self._events.emit(
+            "step.completed", {"step": step.step_number, "finish_reason": step.finish_reason}
+        )
+        if final:
+            await self._ended_with(step)
+
+    async def _action_results(self, results: Sequence[ToolResult]) -> None:
+        """``action.result`` for each call that ended (a step's, or a paused turn's settled
+        ones, once their tool messages are written)."""
+        for result in results:
             # A call the gate refused ran nothing of its tool: no after-tool hook either.
             if result.status not in ("pending", "not_executed"):
                 await self._events.emit(
@@ -300,11 +314,6 @@ class TurnLink:
                         "error": result.error,
                     },
                 )
-        await self._events.emit(
-            "step.completed", {"step": step.step_number, "finish_reason": step.finish_reason}
-        )
-        if final:
-            await self._ended_with(step)
 
     async def _ended_with(self, step: StepResult) -> None:
         if step.pending:
