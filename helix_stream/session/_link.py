@@ -26,6 +26,7 @@ from contextlib import AbstractContextManager, aclosing
 from dataclasses import replace
 from typing import Any
 
+from .._event_stream import FunctionSubscriber, RunEvent, StepEnded, Subscriber
 from .._messages import message_text
 from ..auth._cache import AuthSettings
 from ..auth._flow import ParkForSignIn
@@ -269,9 +270,21 @@ class TurnLink:
             _skill=sandbox.skill,
         )
 
+    def subscribers(self) -> tuple[Subscriber, ...]:
+        """What the turn subscribes to the run's event stream: a step's end, reported to the
+        agent's hooks (a raising handler fails the turn: the session model's policy)."""
+        if not self._opened.request.agent.hooks:
+            return ()
+
+        async def step_ended(event: RunEvent) -> None:
+            assert isinstance(event, StepEnded)
+            await self._report_step(event.step, final=event.final)
+
+        return (FunctionSubscriber(frozenset({"step-ended"}), "fail", step_ended),)
+
     async def after_step(self, step: StepResult, *, final: bool) -> None:
-        """Persist the step (messages, checkpoint; the status when it is the last), then
-        report it."""
+        """Persist the step (messages, checkpoint; the status when it is the last); the run's
+        ``step-ended`` event reports it (:meth:`subscribers`)."""
         records = step_records(step, message_id=self._opened.message_id, tools=self._setup.tools)
         write = TurnWrite(messages=records, checkpoint=self._checkpoint(step))
         if final:
@@ -286,6 +299,9 @@ class TurnLink:
         self._in_step = False
         if written.records:  # the checkpoint is at the step's last record
             self._events.checkpointed(written.records[-1].seq)
+
+    async def _report_step(self, step: StepResult, *, final: bool) -> None:
+        """The hook events of a recorded step (and of the turn's end, for its last)."""
         message = copy.deepcopy(step.response_messages[0]) if step.response_messages else None
         await self._events.emit(
             "message.completed", {"step": step.step_number, "text": step.text, "message": message}

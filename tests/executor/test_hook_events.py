@@ -210,7 +210,10 @@ async def test_settled_calls_fire_action_result_and_the_turn_is_bracketed_once(
 
     hook = hs.define_hook(events={"*": on_event})
     deploy = hs.tool(
-        name="deploy", input_schema=City, execute=lambda i: f"deployed {i.city}", needs_approval=True
+        name="deploy",
+        input_schema=City,
+        execute=lambda i: f"deployed {i.city}",
+        needs_approval=True,
     )
     a = agent(loopback, tools=[deploy], hooks=[hook])
     loopback.script(tool_calls(("deploy", {"city": "Paris"}), ("deploy", {"city": "Oslo"})))
