@@ -89,13 +89,14 @@ async def run_loop(cfg: LoopConfig) -> AsyncGenerator[Chunk, None]:
     Last, however the run ended, its session is told how (``SessionLink.end``)."""
     run = _Run(cfg)
     events = run.events
+    on_chunk = events.on_chunk  # read once: a run without it does nothing per chunk
     try:
         async with aclosing(run.chunks()) as source:
             # After the loop, before every consumer (on_chunk, the result, the UI stream).
             chunks = apply_transforms(source, cfg.transform)
             try:
                 async for chunk in chunks:
-                    if events.on_chunk is not None:
+                    if on_chunk is not None:
                         await events.chunk(chunk)
                     yield chunk
             finally:
