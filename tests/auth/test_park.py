@@ -363,3 +363,32 @@ async def test_a_call_re_run_after_its_sign_in_fires_action_result_in_the_same_t
         ("turn.completed", 1, None),
     ]
     await store.close()
+
+
+async def test_a_turn_with_an_approval_pause_and_a_sign_in_pause_starts_and_completes_once(
+    loopback: LoopbackServer, oauth: OAuthServer, tmp_path: Path
+) -> None:
+    calendar, seen = Calendar(), []
+
+    def on_event(event: hs.LifecycleEvent, ctx: hs.HookContext) -> None:
+        if event.type in ("turn.started", "turn.completed", "session.waiting", "action.result"):
+            seen.append((event.type, ctx.session.turn.sequence))
+
+    executor = hs.Executor(hs.SQLiteStore(tmp_path / "s.db"), auth_secret=SECRET)
+    hook = hs.define_hook({"*": on_event})
+    bot = agent(loopback, calendar.tools(oauth.strategy(), needs_approval=True), hooks=[hook])
+    loopback.script(tool_calls(("list_events", {"day": "monday"})), text("A standup."))
+    await executor.run(bot, "s-1", "Monday?").consume()  # pause 1: the approval
+    answer = hs.ApprovalAnswer(approval_id=f"approval-{CALL}", approved=True)
+    chunks = [c async for c in executor.run(bot, "s-1", answers=[answer])]
+    (link,) = sign_in_links(chunks)  # pause 2: the approved call needs a sign-in
+    query = await follow(link.url)
+    await executor.complete_authorization(query["state"], query["code"])
+    assert await executor.run(bot, "s-1").text() == "A standup."
+    assert seen == [
+        ("turn.started", 1),
+        ("session.waiting", 1),
+        ("session.waiting", 1),
+        ("action.result", 1),  # the call, re-run after its sign-in
+        ("turn.completed", 1),
+    ]
