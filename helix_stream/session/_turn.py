@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
+from dataclasses import replace
 
 from ..chunks import Chunk, ErrorChunk
 from ..loop._run import run_loop
