@@ -33,6 +33,8 @@ from types import ModuleType
 from typing import Any
 
 from ._direct_anthropic import AnthropicStream, anthropic_response
+from ._direct_bedrock import BedrockStream, bedrock_parts
+from ._direct_gemini import GeminiStream, is_gemini_call
 from ._direct_openai import OpenAIStream
 from ._direct_stream import DirectStream, is_openai_stream
 
@@ -99,8 +101,9 @@ def direct_stream(
 ) -> DirectStream | None:
     """A direct reader for litellm's ``wrapper``, or ``None`` where litellm must read it.
 
-    Only for the ``openai`` provider's SDK stream and the ``anthropic`` provider's Messages
-    stream, unread, and only when nothing else reads litellm's chunks: no callback or cache
+    Only for the ``openai`` provider's SDK stream, the ``anthropic`` provider's Messages
+    stream, a Gemini ``streamGenerateContent`` call (``gemini``, ``vertex_ai``) and a Bedrock
+    ConverseStream, unread, and only when nothing else reads litellm's chunks: no callback or cache
     (the caller checks that), no budget, no call parameter that changes the chunks (``n``,
     ``logprobs``, ``merge_reasoning_content_in_choices``, a mock), and no streaming time limit
     (``LITELLM_MAX_STREAMING_DURATION_SECONDS``). An Anthropic stream litellm reshapes (JSON
@@ -120,6 +123,10 @@ def direct_stream(
         kind: type[DirectStream] = OpenAIStream
     elif provider == "anthropic":
         response, kind = anthropic_response(inner), AnthropicStream
+    elif is_gemini_call(wrapper):  # litellm's "vertex_ai_beta": the gemini/ and vertex_ai/ routes
+        return GeminiStream(litellm, wrapper)  # the request is made when it is first read
+    elif provider == "bedrock" and (parts := bedrock_parts(inner)) is not None:
+        return BedrockStream(litellm, wrapper, *parts)
     else:
         return None
     if not hasattr(response, "aiter_bytes"):

@@ -199,6 +199,14 @@ def translate_error(exc: BaseException, *, secrets: set[str] | None = None) -> B
 
     if isinstance(exc, httpx.TimeoutException):  # read directly from the body (_direct_stream)
         return errors.ModelTimeoutError(f"{type(exc).__name__}: {exc or 'timed out'}")
+    unreadable = _unreadable(exc)
+    if unreadable is not None and not _local_cause_of_json(unreadable):
+        text = f"{type(unreadable).__name__}: {unreadable}"
+        return errors.ModelError(
+            "litellm could not read the provider's answer "
+            f"({redact(text, secrets) if secrets else text}). The answer has a shape litellm "
+            "does not know; trying again would only repeat it."
+        )
     if not isinstance(exc, openai.OpenAIError):
         return exc
     lx = _litellm.exceptions
@@ -224,6 +232,42 @@ def translate_error(exc: BaseException, *, secrets: set[str] | None = None) -> B
         if isinstance(exc, types):
             return target(message)
     return _by_status(getattr(exc, "status_code", None))(message)
+
+
+_PARSE_ERRORS = (KeyError, IndexError, AttributeError, ValueError, TypeError)
+
+
+def _unreadable(exc: BaseException) -> BaseException | None:
+    """A plain Python error litellm's own code raised (reading a provider's answer it does
+    not know: a Gemini stream of partial function-call arguments, a Groq error event whose
+    code is a word), found on ``exc`` or the exceptions it wraps."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen and len(seen) < 16:
+        seen.add(id(current))
+        if isinstance(current, _PARSE_ERRORS) and _raised_in_litellm(current):
+            return current
+        current = (
+            getattr(current, "original_exception", None) or current.__cause__ or current.__context__
+        )
+    return None
+
+
+def _raised_in_litellm(exc: BaseException) -> bool:
+    tb = exc.__traceback__
+    while tb is not None:
+        if str(tb.tb_frame.f_globals.get("__name__", "")).startswith("litellm."):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def _local_cause_of_json(exc: BaseException) -> bool:
+    """An argument of the call that JSON cannot encode (the caller's, see :func:`_local_cause`)."""
+    text = str(exc)
+    return isinstance(exc, (TypeError, ValueError)) and (
+        "JSON serializable" in text or "Circular reference" in text
+    )
 
 
 def _timed_out(exc: BaseException, lx: Any) -> bool:
