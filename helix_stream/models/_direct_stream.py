@@ -158,8 +158,11 @@ class DirectStream:
         except Exception as exc:
             if not (self._finished and _is_read_error(exc)):
                 self._fail(exc)
-        if not self._finished and self._eof_is_error:
-            self._fail(self._ended_early())
+        if not self._finished:
+            if self._eof_is_error:
+                self._fail(self._ended_early())
+            # litellm's wrapper ends the answer there, as if the provider said "stop".
+            yield Fields({"choices": [Fields({"delta": Fields({}), "finish_reason": "stop"})]})
         for chunk in self._end():
             yield chunk
 

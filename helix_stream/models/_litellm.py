@@ -210,6 +210,11 @@ def translate_error(exc: BaseException, *, secrets: set[str] | None = None) -> B
     if not isinstance(exc, openai.OpenAIError):
         return exc
     lx = _litellm.exceptions
+    inner = getattr(exc, "original_exception", None)
+    if isinstance(exc, lx.MidStreamFallbackError) and isinstance(inner, openai.OpenAIError):
+        # litellm wraps an error met while streaming, whatever it was (a rate limit, a
+        # refusal): the provider's own error says what happened.
+        return translate_error(inner, secrets=secrets)
     detail = f"{type(exc).__name__}: {getattr(exc, 'message', None) or exc}"
     message = redact(detail, secrets) if secrets else detail
     # Only the kinds litellm gives an error it does not recognise: a rate limit or a refusal
