@@ -6,7 +6,8 @@ stream), cut at awkward byte boundaries, through real HTTP made by litellm (the 
 route with an ``api_base``; ``bedrock/converse/`` with an ``api_base`` and dummy AWS
 credentials, so litellm signs the request). It is read by ``hs.stream_text`` twice: through
 litellm's own stream wrapper (what a registered callback gets) and through helix's direct
-reader (the default). Both give the same chunks, text, reasoning, tool calls, finish reason
+reader (the default), and once more through litellm's wrapper lightened (the path of a
+stream no direct reader takes). All give the same chunks, text, reasoning, tool calls, finish reason
 and usage, or the same typed error.
 """
 
@@ -68,10 +69,13 @@ def bedrock_llm(server: ReplayServer) -> dict[str, Any]:
             "api_base": server.base_url, "aws_region_name": "us-east-1"}  # fmt: skip
 
 
-async def read(server: ReplayServer, llm: dict[str, Any], body: bytes, *, direct: bool) -> Any:
+async def read(
+    server: ReplayServer, llm: dict[str, Any], body: bytes, *, direct: bool,
+    lightened: bool = False,
+) -> Any:  # fmt: skip
     """(chunks, step) of one turn, or ("error", type, text)."""
     server.bodies.append(body)
-    result = await read_turn(llm, direct=direct, prompt="Hello")
+    result = await read_turn(llm, direct=direct, lightened=lightened, prompt="Hello")
     return result if result[0] == "error" else (result[0], result[1][0])
 
 
@@ -96,6 +100,8 @@ async def test_gemini_reads_alike_on_both_paths(
     direct = await read(gemini, gemini_llm(gemini), GEMINI[name], direct=True)
     assert len(readers) == 1 and isinstance(readers[0], GeminiStream)
     assert same(direct) == same(wrapped)
+    lightened = await read(gemini, gemini_llm(gemini), GEMINI[name], direct=True, lightened=True)
+    assert same(lightened) == same(wrapped)
 
 
 @pytest.mark.parametrize("name", sorted(BEDROCK))
@@ -107,6 +113,10 @@ async def test_bedrock_reads_alike_on_both_paths(
     direct = await read(bedrock, bedrock_llm(bedrock), BEDROCK[name], direct=True)
     assert len(readers) == 1 and isinstance(readers[0], BedrockStream)
     assert same(direct) == same(wrapped)
+    lightened = await read(
+        bedrock, bedrock_llm(bedrock), BEDROCK[name], direct=True, lightened=True
+    )
+    assert same(lightened) == same(wrapped)
 
 
 def _step(result: Any) -> Any:
