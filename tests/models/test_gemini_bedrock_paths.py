@@ -32,22 +32,22 @@ class BedrockReplay(ReplayServer):
     content_type = "application/vnd.amazon.eventstream"
 
 
-@pytest.fixture(scope="module")
-def gemini() -> Iterator[ReplayServer]:
-    server = ReplayServer().start()
+def _serving(server: ReplayServer) -> Iterator[ReplayServer]:
+    server.start()
     try:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def gemini() -> Iterator[ReplayServer]:
+    yield from _serving(ReplayServer())
 
 
 @pytest.fixture(scope="module")
 def bedrock() -> Iterator[ReplayServer]:
-    server = BedrockReplay().start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from _serving(BedrockReplay())
 
 
 @pytest.fixture

@@ -45,17 +45,20 @@ def route(server: ReplayServer, model: str) -> dict[str, Any]:
     return {"model": model, "api_base": f"{server.base_url}/v1", "api_key": "replay-key"}
 
 
+async def both_paths(replay: ReplayServer, model: str, body: bytes) -> Any:
+    """The turn through litellm's wrapper as it is and lightened; both must be the same."""
+    results = []
+    for direct in (False, True):
+        replay.bodies.append(body)
+        results.append(await read_turn(route(replay, model), direct=direct, prompt="Hi"))
+    assert results[0] == results[1]
+    return results[1]
+
+
 async def test_a_groq_error_event_is_a_typed_error_on_the_groq_route(
     replay: ReplayServer,
 ) -> None:
-    results = []
-    for direct in (False, True):
-        replay.bodies.append(GROQ_ERROR)
-        results.append(
-            await read_turn(route(replay, "groq/openai/gpt-oss-120b"), direct=direct, prompt="Hi")
-        )
-    assert results[0] == results[1]
-    kind, error_type, text = results[0]
+    kind, error_type, text = await both_paths(replay, "groq/openai/gpt-oss-120b", GROQ_ERROR)
     assert kind == "error" and error_type is hs.errors.ModelError
     assert "tool_use_failed" in text and "could not read" in text
 
@@ -63,16 +66,8 @@ async def test_a_groq_error_event_is_a_typed_error_on_the_groq_route(
 async def test_a_mistral_content_list_reads_alike_on_the_mistral_route(
     replay: ReplayServer,
 ) -> None:
-    results = []
-    for direct in (False, True):
-        replay.bodies.append(MAGISTRAL)
-        results.append(
-            await read_turn(
-                route(replay, "mistral/magistral-medium-latest"), direct=direct, prompt="Hi"
-            )
-        )
-    assert results[0] == results[1]
-    step = results[1][1][0]
+    _, steps = await both_paths(replay, "mistral/magistral-medium-latest", MAGISTRAL)
+    step = steps[0]
     assert step.text == "2 + 2 = 4"
     assert step.reasoning == "The user asks for 2+2. That is basic arithmetic, the answer is four."
     # Counted from the thinking text once, as litellm's wrapper counts it.
