@@ -105,6 +105,10 @@ class GeminiStream(DirectStream):
         return response
 
     def _parse(self, data: bytes) -> Any:
+        if self._iterator_of_litellm.chunk_type != "valid_json":
+            # litellm's iterator is joining pieces of a JSON value cut across events: every
+            # event from here on is litellm's to read.
+            return self._litellms(data.decode())
         try:
             event = json.loads(data)
         except ValueError:
@@ -153,9 +157,11 @@ class GeminiStream(DirectStream):
         """litellm's own chunk for an event the direct reader does not read itself."""
         iterator = self._iterator_of_litellm
         if isinstance(event, str):  # not a JSON object: litellm's accumulating parser
-            chunk = iterator._common_chunk_parsing_logic(event)
-        else:
-            chunk = iterator.chunk_parser(event)
+            return self._kept(iterator._common_chunk_parsing_logic(event))
+        return self._kept(iterator.chunk_parser(event))
+
+    def _kept(self, chunk: Any) -> Any:
+        """litellm's chunk, noted: its finish reason and reasoning; its usage kept for the end."""
         if chunk is None:
             return None
         usage = getattr(chunk, "usage", None)
@@ -171,12 +177,18 @@ class GeminiStream(DirectStream):
         return chunk
 
     def _end(self) -> list[Any]:
-        """The usage, once: litellm's figures from the last ``usageMetadata``."""
+        """What litellm's iterator still holds, then the usage, once: litellm's figures from
+        the last ``usageMetadata``."""
+        out: list[Any] = []
+        iterator = self._iterator_of_litellm
+        if iterator.chunk_type == "accumulated_json" and iterator.accumulated_json:
+            rest = self._kept(iterator.handle_accumulated_json_chunk(chunk="", is_final=True))
+            out += [rest] if rest is not None else []
         usage, event = self._usage, self._usage_event
         if event is not None:
             last = {k: v for k, v in event.items() if k != "candidates"}
             usage = self._iterator_of_litellm.chunk_parser(last).usage
         if usage is None:
-            return []
+            return out
         count_reasoning(self._litellm, usage, self._reasoning)
-        return [Fields({"choices": [], "usage": usage})]
+        return [*out, Fields({"choices": [], "usage": usage})]

@@ -155,6 +155,17 @@ GEMINI: dict[str, bytes] = {
         gemini_event({"text": "Cut "}, usage=usage(3, 1)),
         gemini_event({"text": "off"}, usage=usage(3, 2)),
     ),
+    # One response's JSON cut across two events (a proxy that re-chunks the body): litellm's
+    # iterator joins the pieces.
+    "one JSON value cut across two events": (
+        sse(gemini_event({"text": "Whole "}))
+        + b"data: "
+        + json.dumps(gemini_event({"text": "then joined"})).encode()[:25]
+        + b"\r\n\r\ndata: "
+        + json.dumps(gemini_event({"text": "then joined"})).encode()[25:]
+        + b"\r\n\r\n"
+        + sse(gemini_event({"text": "."}, finish="STOP", usage=usage(3, 4)))
+    ),
     "an error event mid-stream": sse(
         gemini_event({"text": "Part"}),
         {"error": {"code": 429, "message": "Resource exhausted.", "status": "RESOURCE_EXHAUSTED"}},

@@ -31,7 +31,10 @@ NAMES: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "litellm.llms.vertex_ai.gemini.vertex_and_google_ai_studio_gemini": {
         "": ("make_call",),
-        "ModelResponseIterator": ("chunk_parser", "_common_chunk_parsing_logic"),
+        "ModelResponseIterator": (
+            "chunk_parser", "_common_chunk_parsing_logic", "handle_accumulated_json_chunk",
+            "accumulated_json",
+        ),
         "VertexGeminiConfig": ("check_finish_reason",),
         "VertexLLM": ("async_streaming",),
     },
