@@ -91,32 +91,32 @@ def same(result: Any) -> str:
     return _RANDOM.sub(lambda m: numbers.setdefault(m[0], f"<id {len(numbers)}>"), repr(result))
 
 
+async def every_path_reads_alike(
+    server: ReplayServer, llm: dict[str, Any], body: bytes, readers: list[Any], kind: type
+) -> None:
+    wrapped = await read(server, llm, body, direct=False)
+    assert readers == []
+    direct = await read(server, llm, body, direct=True)
+    assert len(readers) == 1 and isinstance(readers[0], kind)
+    assert same(direct) == same(wrapped)
+    lightened = await read(server, llm, body, direct=True, lightened=True)
+    assert same(lightened) == same(wrapped)
+
+
 @pytest.mark.parametrize("name", sorted(GEMINI))
-async def test_gemini_reads_alike_on_both_paths(
+async def test_gemini_reads_alike_on_every_path(
     gemini: ReplayServer, readers: list[Any], name: str
 ) -> None:
-    wrapped = await read(gemini, gemini_llm(gemini), GEMINI[name], direct=False)
-    assert readers == []
-    direct = await read(gemini, gemini_llm(gemini), GEMINI[name], direct=True)
-    assert len(readers) == 1 and isinstance(readers[0], GeminiStream)
-    assert same(direct) == same(wrapped)
-    lightened = await read(gemini, gemini_llm(gemini), GEMINI[name], direct=True, lightened=True)
-    assert same(lightened) == same(wrapped)
+    await every_path_reads_alike(gemini, gemini_llm(gemini), GEMINI[name], readers, GeminiStream)
 
 
 @pytest.mark.parametrize("name", sorted(BEDROCK))
-async def test_bedrock_reads_alike_on_both_paths(
+async def test_bedrock_reads_alike_on_every_path(
     bedrock: ReplayServer, readers: list[Any], aws: None, name: str
 ) -> None:
-    wrapped = await read(bedrock, bedrock_llm(bedrock), BEDROCK[name], direct=False)
-    assert readers == []
-    direct = await read(bedrock, bedrock_llm(bedrock), BEDROCK[name], direct=True)
-    assert len(readers) == 1 and isinstance(readers[0], BedrockStream)
-    assert same(direct) == same(wrapped)
-    lightened = await read(
-        bedrock, bedrock_llm(bedrock), BEDROCK[name], direct=True, lightened=True
+    await every_path_reads_alike(
+        bedrock, bedrock_llm(bedrock), BEDROCK[name], readers, BedrockStream
     )
-    assert same(lightened) == same(wrapped)
 
 
 def _step(result: Any) -> Any:
