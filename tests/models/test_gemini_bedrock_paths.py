@@ -211,3 +211,31 @@ async def test_a_stream_litellm_cannot_parse_is_one_request_and_a_typed_error(
         (error,) = errors
         assert type(error) is hs.errors.ModelError and not error.retryable
         assert "KeyError: 'args'" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [
+        pytest.param(429, hs.errors.ModelRateLimitError, id="429"),
+        pytest.param(400, hs.errors.ModelBadRequestError, id="400"),
+        pytest.param(503, hs.errors.ModelUnavailableError, id="503"),
+    ],
+)
+async def test_an_error_status_is_the_same_typed_error_on_every_path(
+    gemini: ReplayServer, bedrock: ReplayServer, aws: None, status: int, error: type
+) -> None:
+    for server, llm, body in (
+        (gemini, gemini_llm(gemini), b'{"error": {"code": %d, "message": "No.", "status": "X"}}'),
+        (bedrock, bedrock_llm(bedrock), b'{"message": "No."}'),
+    ):
+        server.status = status
+        try:
+            results = [
+                await read(server, llm, body % status if b"%d" in body else body, direct=direct,
+                           lightened=lightened)
+                for direct, lightened in ((False, False), (True, False), (True, True))
+            ]  # fmt: skip
+        finally:
+            server.status = 200
+        assert results[0][:2] == ("error", error), results[0]
+        assert results[1] == results[0] and results[2] == results[0]
