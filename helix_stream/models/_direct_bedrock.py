@@ -104,7 +104,10 @@ class BedrockStream(DirectStream):
 
     def _delta(self, payload: bytes) -> Fields | None:
         """A text or reasoning-text delta; ``None`` for any other (litellm reads it)."""
-        data = json.loads(payload)
+        try:
+            data = json.loads(payload)
+        except ValueError:
+            return None  # litellm's decoder reads it (and raises what it raises)
         delta = data.get("delta") if data.__class__ is dict else None
         if delta.__class__ is not dict or len(delta) != 1:
             return None

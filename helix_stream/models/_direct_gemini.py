@@ -86,7 +86,6 @@ class GeminiStream(DirectStream):
         self._usage_event: dict[str, Any] | None = None  # the last usage, not yet computed
         self._usage: Any = None  # or computed by litellm
         self._reasoning: list[str] = []
-        self._reason: Any = None
 
     async def _open(self) -> Any:
         await self._wrapper.fetch_stream()
@@ -144,14 +143,11 @@ class GeminiStream(DirectStream):
         return Fields({"choices": [Fields(choice)], "id": event.get("responseId")})
 
     def _finish(self, native: Any) -> Any:
+        """litellm's finish reason: ``tool_calls`` once its parser saw a call."""
         self._finished = True
-        iterator = self._iterator_of_litellm
-        if iterator.has_seen_tool_calls:
-            self._reason = "tool_calls"
-        else:
-            config = sys.modules[_MODULE].VertexGeminiConfig
-            self._reason = config.check_finish_reason(None, native)
-        return self._reason
+        if self._iterator_of_litellm.has_seen_tool_calls:
+            return "tool_calls"
+        return sys.modules[_MODULE].VertexGeminiConfig.check_finish_reason(None, native)
 
     def _litellms(self, event: Any) -> Any:
         """litellm's own chunk for an event the direct reader does not read itself."""
