@@ -107,13 +107,13 @@ class GeminiStream(DirectStream):
         if self._iterator_of_litellm.chunk_type != "valid_json":
             # litellm's iterator is joining pieces of a JSON value cut across events: every
             # event from here on is litellm's to read.
-            return self._litellms(data.decode())
+            return self._litellms(data.decode(errors="replace"))
         try:
             event = json.loads(data)
         except ValueError:
             event = None
         if event.__class__ is not dict:
-            return self._litellms(data.decode())
+            return self._litellms(data.decode(errors="replace"))
         candidates = event.get("candidates")
         if (
             not _EVENT_KEYS.issuperset(event)
