@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from ._direct_stream import DirectStream, Fields, count_reasoning
@@ -87,10 +88,9 @@ class BedrockStream(DirectStream):
         self._reasoning: list[str] = []
         self._usage: Any = None
 
-    def _feed(self, block: bytes) -> list[Any]:
+    def _feed(self, block: bytes) -> Iterator[Any]:
         self._buffer.add_data(block)
         self._tally.add_chunk(block)
-        out = []
         for event in self._buffer:
             headers = event.headers
             self._tally.add_event(event, headers)
@@ -99,8 +99,7 @@ class BedrockStream(DirectStream):
                 headers.get(":message-type") == "event"
             ):
                 chunk = self._delta(event.payload)
-            out.append(self._litellms(event) if chunk is None else chunk)
-        return out
+            yield self._litellms(event) if chunk is None else chunk
 
     def _delta(self, payload: bytes) -> Fields | None:
         """A text or reasoning-text delta; ``None`` for any other (litellm reads it)."""

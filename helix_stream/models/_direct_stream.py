@@ -30,7 +30,7 @@ litellm.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from types import ModuleType
 from typing import Any
 
@@ -166,14 +166,15 @@ class DirectStream:
         for chunk in self._end():
             yield chunk
 
-    def _feed(self, block: bytes) -> list[Any]:
-        """The chunks one block of the body makes (``None`` entries are skipped).
+    def _feed(self, block: bytes) -> Iterator[Any]:
+        """The chunks one block of the body makes (``None`` entries are skipped), made one by
+        one as they are read: an event that raises comes after the chunks before it.
 
         By default the body is server-sent events, each event's data read by :meth:`_parse`.
         """
-        out = [self._parse(data) for data in self._events.feed(block)]
+        events = self._events.feed(block)
         self._done = self._events.done
-        return out
+        return map(self._parse, events)
 
     def _parse(self, data: bytes) -> Any:
         raise NotImplementedError

@@ -199,7 +199,13 @@ def translate_error(exc: BaseException, *, secrets: set[str] | None = None) -> B
 
     if isinstance(exc, httpx.TimeoutException):  # read directly from the body (_direct_stream)
         return errors.ModelTimeoutError(f"{type(exc).__name__}: {exc or 'timed out'}")
-    unreadable = _unreadable(exc)
+    lx = _litellm.exceptions
+    inner = getattr(exc, "original_exception", None)
+    if isinstance(exc, lx.MidStreamFallbackError) and isinstance(inner, openai.OpenAIError):
+        # litellm wraps an error met while streaming, whatever it was (a rate limit, a
+        # refusal): the provider's own error says what happened.
+        return translate_error(inner, secrets=secrets)
+    unreadable = _unreadable(exc, _unrecognised(lx))
     if unreadable is not None and not _local_cause_of_json(unreadable):
         text = f"{type(unreadable).__name__}: {unreadable}"
         return errors.ModelError(
@@ -209,12 +215,6 @@ def translate_error(exc: BaseException, *, secrets: set[str] | None = None) -> B
         )
     if not isinstance(exc, openai.OpenAIError):
         return exc
-    lx = _litellm.exceptions
-    inner = getattr(exc, "original_exception", None)
-    if isinstance(exc, lx.MidStreamFallbackError) and isinstance(inner, openai.OpenAIError):
-        # litellm wraps an error met while streaming, whatever it was (a rate limit, a
-        # refusal): the provider's own error says what happened.
-        return translate_error(inner, secrets=secrets)
     detail = f"{type(exc).__name__}: {getattr(exc, 'message', None) or exc}"
     message = redact(detail, secrets) if secrets else detail
     # Only the kinds litellm gives an error it does not recognise: a rate limit or a refusal
@@ -242,16 +242,28 @@ def translate_error(exc: BaseException, *, secrets: set[str] | None = None) -> B
 _PARSE_ERRORS = (KeyError, IndexError, AttributeError, ValueError, TypeError)
 
 
-def _unreadable(exc: BaseException) -> BaseException | None:
+def _unrecognised(lx: Any) -> tuple[type[BaseException], ...]:
+    """The errors litellm raises for a failure it does not recognise (what it wraps may say)."""
+    return (lx.APIConnectionError, lx.APIError, lx.InternalServerError, lx.ServiceUnavailableError)
+
+
+def _unreadable(
+    exc: BaseException, unrecognised: tuple[type[BaseException], ...]
+) -> BaseException | None:
     """A plain Python error litellm's own code raised (reading a provider's answer it does
     not know: a Gemini stream of partial function-call arguments, a Groq error event whose
-    code is a word), found on ``exc`` or the exceptions it wraps."""
+    code is a word), as ``exc`` or wrapped in errors litellm raises for what it does not
+    recognise; never under an error litellm did recognise (a rate limit, a bad request)."""
+    import openai  # loaded with litellm
+
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen and len(seen) < 16:
         seen.add(id(current))
         if isinstance(current, _PARSE_ERRORS) and _raised_in_litellm(current):
             return current
+        if isinstance(current, openai.OpenAIError) and not isinstance(current, unrecognised):
+            return None
         current = (
             getattr(current, "original_exception", None) or current.__cause__ or current.__context__
         )

@@ -239,3 +239,36 @@ async def test_an_error_status_is_the_same_typed_error_on_every_path(
             server.status = 200
         assert results[0][:2] == ("error", error), results[0]
         assert results[1] == results[0] and results[2] == results[0]
+
+
+class WholeReplay(ReplayServer):
+    cuts = None  # the whole body in one block: the events before a failing one still count
+
+
+class WholeBedrockReplay(BedrockReplay):
+    cuts = None
+
+
+@pytest.mark.parametrize(
+    ("make", "name"),
+    [
+        pytest.param(WholeReplay, "an error event mid-stream", id="gemini"),
+        pytest.param(WholeBedrockReplay, "a modelStreamErrorException after text", id="bedrock"),
+    ],
+)
+async def test_text_before_an_error_in_the_same_block_is_streamed(
+    aws: None, make: type[ReplayServer], name: str
+) -> None:
+    server = make().start()
+    try:
+        llm = gemini_llm(server) if make is WholeReplay else bedrock_llm(server)
+        body = (GEMINI if make is WholeReplay else BEDROCK)[name]
+        server.bodies.append(body)
+        result = hs.stream_text(**llm, prompt="Hello", stop_when=hs.step_count_is(1))
+        chunks = [x async for x in result]
+    finally:
+        server.stop()
+    assert [x.delta for x in chunks if isinstance(x, c.TextDelta)] == [
+        "Part" if make is WholeReplay else "Partial"
+    ]
+    assert isinstance(chunks[-1], c.ErrorChunk) and server.calls == 1  # never retried after text
