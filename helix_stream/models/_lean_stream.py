@@ -31,7 +31,7 @@ import os
 import weakref
 from collections.abc import Mapping
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
 from ._direct_anthropic import AnthropicStream, anthropic_response
 from ._direct_bedrock import BedrockStream, bedrock_parts
@@ -39,7 +39,7 @@ from ._direct_gemini import GeminiStream, is_gemini_call
 from ._direct_openai import OpenAIStream
 from ._direct_stream import DirectStream, count_reasoning, is_openai_stream
 
-__all__ = ["direct_stream", "lighten_stream", "nothing_reads_the_answer"]
+__all__ = ["direct_stream", "lighten_stream", "nothing_reads_the_answer", "read_path"]
 
 # Call parameters that change what litellm's wrapper makes of the chunks.
 _WRAPPER_PARAMS = frozenset(
@@ -133,6 +133,11 @@ def direct_stream(
     if not hasattr(response, "aiter_bytes"):
         return None
     return kind(litellm, wrapper, response)
+
+
+def read_path(stream: object) -> Literal["direct", "litellm"]:
+    """``"direct"`` for a stream helix reads from the HTTP body, else ``"litellm"``."""
+    return "direct" if isinstance(stream, DirectStream) else "litellm"
 
 
 def _is_openai_stream(value: object) -> bool:

@@ -59,7 +59,8 @@ async def test_a_groq_error_event_is_a_typed_error_on_the_groq_route(
     replay: ReplayServer,
 ) -> None:
     kind, error_type, text = await both_paths(replay, "groq/openai/gpt-oss-120b", GROQ_ERROR)
-    assert kind == "error" and error_type is hs.errors.ModelError
+    assert kind == "error" and issubclass(error_type, hs.errors.ModelError)
+    assert error_type.code == "model_error" and not error_type.retryable
     assert "tool_use_failed" in text and "could not read" in text
 
 
