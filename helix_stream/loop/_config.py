@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from .._event_stream import Subscriber
 from ..auth._cache import DEFAULT_AUTH, AuthSettings
 from ..middleware import ModelMiddleware, WrappedModel
 from ..models._cache import PromptCache
@@ -65,6 +66,7 @@ class LoopConfig:
         timeout: The run's time limits (README, "Timeouts").
         transform: The stream transforms, in order (:mod:`._transform`).
         env: The turn environment its session hands the run (``loop/_env.py``).
+        subscribers: More subscribers of the run's event stream (a session's hooks).
     """
 
     model: str | WrappedModel
@@ -93,6 +95,7 @@ class LoopConfig:
     auth: AuthSettings = DEFAULT_AUTH
     timeout: Timeout | None = None
     transform: tuple[StreamTransform, ...] = ()
+    subscribers: tuple[Subscriber, ...] = ()  # the session's, on the run's event stream
 
 
 async def call_user(

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..chunks import (
@@ -30,7 +30,7 @@ from ..chunks import (
     ToolOutputError,
     ToolSettled,
 )
-from ..steps import ToolCall
+from ..steps import ToolCall, ToolResult
 from ._tools import ToolCalls
 
 __all__ = ["Resume", "ResumeCall", "ResumeStep", "Resumed"]
@@ -70,10 +70,12 @@ class Resumed:
     Attributes:
         ran: Each call that ran and was answered: its tool message and result status.
         parked: The calls that parked on a sign-in again (no message: they keep waiting).
+        results: Each call that ran: its result.
     """
 
     ran: dict[str, tuple[dict[str, Any], str]]
     parked: frozenset[str]
+    results: dict[str, ToolResult] = field(default_factory=dict)
 
 
 _RESULTS = (ToolOutputAvailable, ToolOutputError, ToolOutputDenied, ToolNotExecuted, ToolCancelled)
@@ -127,4 +129,5 @@ class ResumeStep:
             m["tool_call_id"]: (m, statuses[m["tool_call_id"]]) for m in outcome.messages
         }
         parked = frozenset(r.tool_call_id for r in outcome.results if r.status == "pending")
-        self._outcome = Resumed(ran=ran, parked=parked)
+        results = {r.tool_call_id: r for r in outcome.results}
+        self._outcome = Resumed(ran=ran, parked=parked, results=results)

@@ -20,7 +20,6 @@ strategy lists with its caller's token (``helix_stream/mcp/_auth.py``).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -61,9 +60,7 @@ async def server_tools(
     if isinstance(check, RunSetup):
         return request, {}
     if (session is None and request.message is None) or (
-        session is not None
-        and session.status not in RUNNABLE
-        and not session.lease_expired(time.time())
+        session is not None and session.status not in RUNNABLE and not session.lease_expired()
     ):
         return request, {}  # refused anyway (no session, or a busy one): no listing for it
     for server in agent.servers:

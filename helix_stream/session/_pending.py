@@ -44,7 +44,7 @@ from ..errors import StateError
 from ..loop._resume import Resume, ResumeCall, Resumed
 from ..loop._tools import not_executed_message, tool_message
 from ..models._parse import parse_arguments
-from ..steps import ToolCall
+from ..steps import ToolCall, ToolResult, with_origin
 from ..store import LogRecord
 from ..tools import Tool, dump_output
 from ._meta import Answer
@@ -182,6 +182,22 @@ class ResumePlan:
 
     resume: Resume
     rows: list[dict[str, Any]]
+    tools: Mapping[str, Tool]
+
+    def results(self, resumed: Resumed | None) -> list[ToolResult]:
+        """The results of the calls that ended (ran, denied, answered, failed; not the
+        cancelled ones nor those waiting again), in the waiting order, for ``action.result``."""
+        ran = resumed.results if resumed is not None else {}
+        out = []
+        for waiting in self.resume.calls:
+            call = waiting.call
+            if waiting.settled is not None:
+                result = _result_of(call, waiting.settled[1])
+                if result is not None:
+                    out.append(with_origin(result, self.tools.get(call.name)))
+            elif call.id in ran and ran[call.id].status != "pending":
+                out.append(ran[call.id])
+        return out
 
     def messages(self, resumed: Resumed | None) -> list[dict[str, Any]]:
         """The stored tool messages, in the waiting order, once the resume step ran: a call
@@ -234,7 +250,21 @@ def plan_resume(
                 signed_in=signed_in,
             )
         )
-    return ResumePlan(resume=Resume(calls=tuple(calls), moved_on=moved_on), rows=rows)
+    return ResumePlan(resume=Resume(calls=tuple(calls), moved_on=moved_on), rows=rows, tools=tools)
+
+
+def _result_of(call: ToolCall, chunk: Chunk) -> ToolResult | None:
+    """The result a settled call's chunk says it ended with (``None``: cancelled)."""
+    base = {"tool_call_id": call.id, "tool_name": call.name}
+    if isinstance(chunk, ToolOutputAvailable):
+        return ToolResult(**base, status="output", output=chunk.output)
+    if isinstance(chunk, ToolOutputError):
+        return ToolResult(**base, status="error", error=chunk.error_text)
+    if isinstance(chunk, ToolOutputDenied):
+        return ToolResult(**base, status="denied", reason=chunk.reason)
+    if isinstance(chunk, ToolNotExecuted):
+        return ToolResult(**base, status="not_executed", reason=chunk.reason)
+    return None
 
 
 def _inactive(call: ToolCall) -> tuple[dict[str, Any], Chunk]:

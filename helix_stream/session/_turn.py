@@ -42,8 +42,7 @@ __all__ = ["TurnRequest", "run_turn"]
 
 async def run_turn(request: TurnRequest) -> AsyncGenerator[Chunk, None]:
     """The chunks of one turn (the generator behind its ``StreamTextResult``)."""
-    lease = TurnLease(request.store, request.session_id, request.on_stop_requested)
-    request = replace(request, store=lease.store)  # every write of the turn is fenced
+    lease = TurnLease(request.writer, request.session_id, request.on_stop_requested)
     lease.start()  # it renews once the claim applied
     try:
         try:
@@ -53,14 +52,16 @@ async def run_turn(request: TurnRequest) -> AsyncGenerator[Chunk, None]:
             # ended).
             yield ErrorChunk(error=exc)
             return
+        env, subscribers = turn_env(opened)
         setup = opened.request.setup  # with the MCP servers' tools: the run's one setup
         assert isinstance(setup, RunSetup)
         config = loop_config(
             setup,
             messages=opened.messages,
             message_id=opened.message_id,
-            env=turn_env(opened),
+            env=env,
         )
+        config = replace(config, subscribers=subscribers)  # its hooks, on the stream
         # The loop tells the turn's log how it ended (TurnLog.end), which ends the turn if
         # need be.
         async with aclosing(run_loop(config)) as chunks:

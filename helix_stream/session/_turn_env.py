@@ -19,6 +19,7 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._event_stream import Subscriber
 from .._tool_context import ItemLike
 from ..auth._flow import ParkForSignIn
 from ..chunks import ToolAuthorizationRequest
@@ -42,8 +43,9 @@ __all__ = ["Parking", "ToolQueue", "turn_env"]
 logger = logging.getLogger("helix_stream.context")
 
 
-def turn_env(opened: Opened) -> TurnEnv:
-    """The environment ``opened``'s run gets (see the module docstring)."""
+def turn_env(opened: Opened) -> tuple[TurnEnv, tuple[Subscriber, ...]]:
+    """The environment ``opened``'s run gets (see the module docstring), and what the turn
+    subscribes to the run's event stream (its hooks: :meth:`TurnLog.subscribers`)."""
     request, view, scope = opened.request, opened.view, opened.scope
     authorization = request.authorization
     parking = Parking(authorization, request.session_id)
@@ -70,14 +72,18 @@ def turn_env(opened: Opened) -> TurnEnv:
     async def begin() -> None:
         if opened.created:
             await opened.events.emit("session.started", {"agent": request.agent.name})
-        await opened.events.emit("turn.started", {"turn": scope.info.turn.sequence})
+        # A run that resumes a paused turn carries the same turn on: it started already.
+        if not (view.waiting and opened.meta.turns == view.meta.turns):
+            await opened.events.emit("turn.started", {"turn": scope.info.turn.sequence})
 
-    return TurnEnv(
-        log=TurnLog(opened, parking, plan),
+    log = TurnLog(opened, parking, plan)
+    env = TurnEnv(
+        log=log,
         calls=calls,
         begin=begin,
         resume=plan.resume if plan is not None else None,
     )
+    return env, log.subscribers()
 
 
 class ToolQueue:
