@@ -451,9 +451,8 @@ def _check_identity(initiator: Any) -> None:
 
 
 def _checked(call: LoopCall, options: LoopOptions, *, servers: bool) -> RunCheck:
-    """The run checked now (refusals before anything runs), and set up now too unless the
-    agent has MCP servers: then its one setup is at the turn, once the servers' tools are
-    known (``session/_mcp.py``), and checks the telemetry filter with them."""
+    """The run checked now, and set up now unless the agent has MCP servers: then its one
+    setup is at the turn, with the servers' tools (``session/_mcp.py``)."""
     if not servers:
         return setup_run(call, options)
     return check_run(call, options)
