@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import statistics
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..chunks import Chunk, FinishReason, SourceUrl, Usage
+from ..chunks import Chunk, DataChunk, FinishReason, SourceUrl, Usage
 from ..middleware import ModelMiddleware, WrappedModel, call_with_middleware
 from ..models._cache import PromptCache, with_cache_breakpoints
 from ..models._lean_stream import read_path
@@ -25,11 +26,12 @@ from ..models._output import OutputSpec
 from ..models._parse import ResponseInfo, StepParser, has_content, map_finish_reason
 from ..models._retry import RetryPolicy, open_content_stream
 from ..prepare_step import STEP_OVERRIDE_KEYS, StepInput
-from ..steps import ModelCallPerformance, ToolCall
+from ..steps import ModelCallPerformance, StepPerformance, StepResult, ToolCall, ToolResult
 from ..telemetry import Recorder
 from ..telemetry._filters import credential_strings
 from ..tools import Tool
-from ._config import LoopConfig, StepCommit
+from ._config import LoopConfig
+from ._env import StepCommit
 from ._timeout import StreamTimer
 
 __all__ = ["ModelCall", "ModelResult", "model_name", "request_params"]
@@ -304,3 +306,43 @@ class ModelCall:
             credentials=self._credentials,
             sources=tuple(parser.sources),
         )
+
+
+def step_result(
+    step_number: int,
+    model: ModelResult,
+    results: list[ToolResult],
+    messages: list[dict[str, Any]],
+    runtime_context: Mapping[str, Any],
+    data: Sequence[DataChunk] = (),
+    performance: StepPerformance | None = None,
+) -> StepResult:
+    """A finished step: the model's answer, the tools' results, the messages it adds."""
+    return StepResult(
+        step_number=step_number,
+        text=model.text,
+        reasoning=model.reasoning,
+        tool_calls=model.calls,
+        tool_results=results,
+        finish_reason=model.finish_reason,
+        usage=model.usage,
+        response_model=model.response_model,
+        response_messages=messages,
+        runtime_context=runtime_context,
+        sources=list(model.sources),
+        data=list(data),
+        performance=performance,
+    )
+
+
+def step_performance(
+    began: float, model: ModelCallPerformance | None, tool_time: float = 0.0
+) -> StepPerformance:
+    """A step's figures, ``began`` (``perf_counter``) to now."""
+    model_time = model.response_time if model is not None else 0.0
+    return StepPerformance(
+        step_time=time.perf_counter() - began,
+        model_time=model_time,
+        tool_time=tool_time,
+        model=model,
+    )

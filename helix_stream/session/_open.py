@@ -24,8 +24,8 @@ from .._messages import message_text
 from ..context import ContextPass
 from ..errors import HelixError, InvalidRequestError, SessionNotFoundError
 from ..hooks import AgentInfo, ChannelInfo
-from ..loop._config import StepCommit
-from ..loop._setup import RunSetup
+from ..loop._env import StepCommit
+from ..loop._setup import RunCheck
 from ..loop._step import model_name
 from ..models._family import params_family
 from ..state import AuthInfo, ParentInfo, RunChild, SessionInfo, SessionScope, TurnInfo
@@ -63,7 +63,8 @@ class TurnRequest:
         agent: The agent.
         session_id: The session.
         message: The user's new message as stored, or ``None`` to continue.
-        setup: The run's checked call and options.
+        setup: The run's checked call and options (set up once the turn has its tools:
+            ``session/_mcp.py``).
         answers: Answers to the calls a paused turn left waiting.
         message_id: The id of the assistant UI message, when the caller chose it.
         auth: Who is calling.
@@ -81,7 +82,7 @@ class TurnRequest:
     agent: Agent
     session_id: str
     message: dict[str, Any] | None
-    setup: RunSetup
+    setup: RunCheck
     answers: Sequence[ApprovalAnswer | ToolAnswer] = ()
     message_id: str | None = None
     auth: Any = None
