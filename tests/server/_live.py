@@ -22,7 +22,7 @@ async def serving(app: Any) -> AsyncIterator[str]:
     server = uvicorn.Server(config)
     task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
     try:
-        deadline = asyncio.get_running_loop().time() + 10
+        deadline = asyncio.get_running_loop().time() + 60
         while not server.started:
             assert not task.done(), task.exception()
             assert asyncio.get_running_loop().time() < deadline, "uvicorn did not start"
