@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 import textwrap
 import threading
 import time
@@ -28,7 +25,7 @@ from helix_stream._options import DEFAULT_MAX_RETRIES
 from helix_stream.models._retry import RetryPolicy
 from helix_stream.server import SERVER_TIMEOUT
 from helix_stream.server._routes import NO_ANSWER_BOUND
-from tests.server.test_process_death import ROOT, _free_port
+from tests.server._live import server_process
 
 FIRST_CHUNK = 0.5
 MODES = ("no-first-byte", "headers-then-silence", "pings-only", "trickle")
@@ -96,7 +93,7 @@ APP = textwrap.dedent(
     import helix_stream as hs
     from helix_stream.server import SERVER_TIMEOUT, create_app
 
-    api_base, port, first_chunk = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+    port, api_base, first_chunk = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
     agent = hs.Agent(name="chat", model="openai/silent",
                      settings={"api_base": api_base, "api_key": "k"})
     limits = hs.Timeout(first_chunk=first_chunk, chunk=SERVER_TIMEOUT.chunk)
@@ -113,27 +110,12 @@ def server() -> Iterator[str]:
     Silent.requests.clear()
     Silent.stop.clear()
     threading.Thread(target=provider.serve_forever, daemon=True).start()
-    port = _free_port()
     api_base = f"http://127.0.0.1:{provider.server_address[1]}/v1"
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen(
-        [sys.executable, "-c", APP, api_base, str(port), str(FIRST_CHUNK)],
-        env=env, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(300):
-            assert process.poll() is None, process.communicate()[1][-3000:]
-            try:
-                httpx.get(f"{url}/api/chat/x/messages", timeout=2)
-                break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        yield url
+        with server_process(APP, api_base, str(FIRST_CHUNK)) as url:
+            yield url
     finally:
         Silent.stop.set()
-        process.kill()
-        process.communicate(timeout=30)
         provider.shutdown()
         provider.server_close()
 

@@ -7,9 +7,6 @@ does (the scan really ran). Per sandbox provider, where this machine can run it.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +16,7 @@ import pytest
 
 from helix_stream.sandbox._confine import bwrap_path, confinement
 from tests.loopback import LoopbackServer, text, tool_calls
-from tests.server.test_process_death import ROOT, _free_port
+from tests.server._live import server_process
 
 API_KEY = "sk-server-key-0123456789abcdef"
 APP_SECRET = "app-secret-9876543210fedcba"
@@ -31,7 +28,7 @@ APP = textwrap.dedent(
     import helix_stream as hs
     from helix_stream.server import create_app
 
-    provider, root, api_base, port = sys.argv[1:5]
+    port, provider, root, api_base = sys.argv[1:5]
     Provider = {"local": hs.LocalSandbox, "bubblewrap": hs.BubblewrapSandbox}[provider]
 
     @hs.tool
@@ -57,32 +54,10 @@ def server(
         pytest.skip("this machine cannot make namespaces (not Linux, or forbidden)")
     if request.param == "bubblewrap" and bwrap_path() is None:
         pytest.skip("bubblewrap cannot run here (apt-get install bubblewrap)")
-    port = _free_port()
-    env = {
-        **os.environ,
-        "OPENAI_API_KEY": API_KEY,
-        "HELIX_APP_SECRET": APP_SECRET,
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-        "PYTHONPATH": str(ROOT),
-    }
-    process = subprocess.Popen(
-        [sys.executable, "-c", APP, request.param, str(tmp_path / "boxes"), loopback.api_base,
-         str(port)],
-        env=env, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(300):
-            assert process.poll() is None, process.communicate()[1][-3000:]
-            try:
-                httpx.get(f"{url}/api/chat/x/messages", timeout=2)
-                break
-            except httpx.HTTPError:
-                subprocess.run(["sleep", "0.1"], check=True)
+    secrets = {"OPENAI_API_KEY": API_KEY, "HELIX_APP_SECRET": APP_SECRET}
+    root = str(tmp_path / "boxes")
+    with server_process(APP, request.param, root, loopback.api_base, env=secrets) as url:
         yield url
-    finally:
-        process.kill()
-        process.communicate(timeout=30)
 
 
 def test_a_command_reading_proc_finds_none_of_the_servers_secrets(
