@@ -219,19 +219,25 @@ async def test_streams_past_the_registry_bound_are_served_but_not_registered() -
     assert registry.get("a") is None
 
 
+async def _started(
+    registry: StreamRegistry,
+) -> tuple[asyncio.Queue[dict[str, Any] | None], AsyncIterator[bytes], AsyncIterator[bytes]]:
+    """A recorded stream that sent ``start``, and a follower of it."""
+    feed, source = _fed()
+    recorder = registry.record("s", source)
+    feed.put_nowait({"type": "start"})
+    await anext(recorder)
+    stream = registry.get("s")
+    assert stream is not None
+    return feed, recorder, stream.follow()
+
+
 async def test_a_follower_of_a_stream_cut_short_ends_with_an_error_and_finish() -> None:
     # A stream that passes its bound, or whose recording is closed mid-way, never ends a
     # follower's stream as if the answer were complete (issue 36 part 6).
     one = len(encode_sse_bytes({"type": "data-n", "data": 0}))
     for cut in ("overflow", "closed"):
-        feed, source = _fed()
-        registry = StreamRegistry(max_stream_bytes=3 * one)
-        recorder = registry.record("s", source)
-        feed.put_nowait({"type": "start"})
-        await anext(recorder)
-        stream = registry.get("s")
-        assert stream is not None
-        follower = stream.follow()
+        feed, recorder, follower = await _started(StreamRegistry(max_stream_bytes=3 * one))
         assert _data(await anext(follower)) == {"type": "start"}
         if cut == "overflow":
             for i in range(3):
@@ -246,14 +252,7 @@ async def test_a_follower_of_a_stream_cut_short_ends_with_an_error_and_finish() 
 
 
 async def test_a_follower_of_a_finished_stream_gets_no_error() -> None:
-    feed, source = _fed()
-    registry = StreamRegistry()
-    recorder = registry.record("s", source)
-    feed.put_nowait({"type": "start"})
-    await anext(recorder)
-    stream = registry.get("s")
-    assert stream is not None
-    follower = stream.follow()
+    feed, recorder, follower = await _started(StreamRegistry())
     feed.put_nowait({"type": "finish", "finishReason": "stop"})
     await anext(recorder)
     feed.put_nowait(None)
