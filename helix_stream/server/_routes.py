@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
@@ -29,10 +28,10 @@ from .._options import timeout_over
 from ..agent import Agent
 from ..errors import HelixError, SessionNotFoundError
 from ..loop import Timeout
+from ..models._litellm import expect_requests
 from ..models._pool import set_max_connections
 from ..session import Executor
 from ..session._records import UserRecord, new_message_id
-from ..store import PostgresStore
 from ..transformers import UIMessageStreamResponse, to_ui_message_stream
 from ..transformers._sse import OnDisconnect, check_on_disconnect
 from ._auth_callback import DEFAULT_AUTH_CALLBACK_PATH, auth_callback_routes
@@ -255,15 +254,16 @@ def _route_table(
 
 
 def default_registry(executor: Executor) -> StreamRegistry | SharedStreamRegistry:
-    """Where a server keeps its active streams: PostgreSQL when sessions live there (any
-    process can resume them), else in this process."""
-    if isinstance(executor.store, PostgresStore):
+    """Where a server keeps its active streams: in the store's shared stream log when it has
+    one (``Store.stream_log``: any process can resume them), else in this process."""
+    if executor.store.stream_log is not None:
         return SharedStreamRegistry(executor.store)
     return StreamRegistry()
 
 
 def _check_startup(agent: Agent, client_version: int, max_connections: int | None) -> None:
     """Refuse, at startup, a client version that cannot serve the agent; size the pool."""
+    expect_requests()  # a late litellm import is now a fault worth a warning
     if max_connections is not None:
         set_max_connections(max_connections)  # litellm need not be loaded yet
     if client_version not in (5, 6, 7):
@@ -441,17 +441,13 @@ class _Handlers:
     async def messages(self, request: Request) -> Response:
         session_id = check_session_id(request.path_params["id"])
         await self._caller(request, session_id)
-        try:
-            messages = await self.executor.ui_messages(
-                session_id,
-                client_version=self.client_version,
-                on_error=self.on_error,
-                send_sources=self.send_sources,
-            )
-        except SessionNotFoundError:
-            # A session is created by its first message, under the id the client chose: an
-            # id the caller may use (authorize passed) with nothing stored is an empty chat.
-            messages = []
+        # An id the caller may use (authorize passed) with nothing stored is an empty chat.
+        messages = await self.executor.ui_messages(
+            session_id,
+            client_version=self.client_version,
+            on_error=self.on_error,
+            send_sources=self.send_sources,
+        )
         return JSONResponse(messages)
 
     async def resume(self, request: Request) -> Response:
@@ -473,7 +469,7 @@ class _Handlers:
             session = None
         # Ended already, never started, or its process died (an expired lease: the next turn
         # takes it over): nothing runs, so nothing to stop (idempotent).
-        if session is None or session.status != "running" or session.lease_expired(time.time()):
+        if session is None or session.status != "running" or session.lease_expired():
             return JSONResponse({"stopped": False})
         if self.stop_elsewhere is not None:
             return JSONResponse({"stopped": await self.stop_elsewhere(session_id)})

@@ -1,5 +1,5 @@
 """What a dead turn had said: the text it streamed after its last committed step, read back from
-the shared stream log where the store keeps one (PostgreSQL, for resume on any process).
+the shared stream log where the store keeps one (``Store.stream_log``: PostgreSQL).
 
 A turn whose process died left its session ``running``; the turn that takes the session over
 stores an interrupted answer to the user message the dead one never answered. With this, that
@@ -12,25 +12,24 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..store import Store
 
 logger = logging.getLogger("helix_stream.session")
 
 __all__ = ["streamed_text"]
 
 
-async def streamed_text(store: Any, session_id: str) -> str:
+async def streamed_text(store: Store, session_id: str) -> str:
     """The text the session's unfinished stream sent after its last step boundary; ``""``
     when the store keeps no stream log, the stream finished, or it cannot be read."""
-    from ..store import PostgresStore
-
-    store = getattr(store, "inner", store)  # a turn's lease fence wraps the executor's store
-    if not isinstance(store, PostgresStore):
+    log = store.stream_log
+    if log is None:
         return ""  # streams live in the dead process's memory: gone with it
-    from ..store.postgres import PostgresStreamLog
-
     try:
-        events = await PostgresStreamLog(store).read(session_id)
+        events = await log.read(session_id)
     except Exception:
         logger.warning("session %r: the dead turn's stream could not be read", session_id)
         return ""
