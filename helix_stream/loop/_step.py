@@ -24,7 +24,7 @@ from ..models._lean_stream import read_path
 from ..models._litellm import acompletion, translate_error
 from ..models._output import OutputSpec
 from ..models._parse import ResponseInfo, StepParser, has_content, map_finish_reason
-from ..models._retry import RetryPolicy, open_content_stream
+from ..models._retry import Attempt, RetryPolicy, open_content_stream
 from ..prepare_step import STEP_OVERRIDE_KEYS, StepInput
 from ..steps import ModelCallPerformance, StepPerformance, StepResult, ToolCall, ToolResult
 from ..telemetry import Recorder
@@ -32,6 +32,7 @@ from ..telemetry._filters import credential_strings
 from ..tools import Tool
 from ._config import LoopConfig
 from ._env import StepCommit
+from ._retry_status import opening, retry_status
 from ._timeout import StreamTimer
 
 __all__ = ["ModelCall", "ModelResult", "model_name", "request_params"]
@@ -144,6 +145,7 @@ class ModelCall:
         self._before_retry = before_retry
         self.retry_messages: list[dict[str, Any]] = []
         self._retry_chunks: list[Chunk] = []
+        self._status: list[DataChunk] = []  # data-retry parts not yet handed on
         self._prompt_cache = prompt_cache
         self._middleware = middleware
         self._recorder = recorder
@@ -160,7 +162,11 @@ class ModelCall:
         """The model's chunks as they stream, then the ones that close its open parts."""
         parser, timer, clock, gaps = self._parser, self._timer, self._clock, self._gaps
         self._began = clock()
-        prefix, stream = await self._open()
+        opened: list[tuple[list[Any], AsyncIterator[Any]]] = []
+        # Opened in this task (the timer cancels it), saying so while attempts are retried.
+        async for status in opening(self._open(), self._status, opened.append):
+            yield status
+        prefix, stream = opened[0]
         for chunk in self._retry_chunks:
             yield chunk
         read = stream.__anext__
@@ -264,7 +270,7 @@ class ModelCall:
                 attempt,
                 self._params,
                 self._retry,
-                on_attempt=recorder.attempt_failed,
+                on_attempt=self._attempt_failed,
                 where=self._where,
                 before_retry=self._again if self._before_retry is not None else None,
                 is_content=has_content if timer is not None else None,
@@ -274,6 +280,14 @@ class ModelCall:
             if timer is not None:
                 timer.close()
             raise
+
+    def _attempt_failed(self, attempt: Attempt) -> None:
+        """Telemetry's record of a failed attempt; the UI's ``data-retry`` part if retried."""
+        self._recorder.attempt_failed(attempt)
+        if attempt.delay is not None:
+            attempts = (self._retry or RetryPolicy()).max_retries + 1
+            part = retry_status(attempt.number, attempts, attempt.error, attempt.delay)
+            self._status.append(part)
 
     async def _again(self, request: dict[str, Any]) -> dict[str, Any]:
         """The request of a retried attempt: with the rows the session committed for it."""
