@@ -171,12 +171,10 @@ class ModelCall:
             yield chunk
         read = stream.__anext__
         try:
-            if prefix:
-                self._recorder.first_chunk()
             for raw in prefix:
                 for chunk in parser.feed(raw):
                     if self._first is None:
-                        self._first = self._last = clock()
+                        self._first = self._last = self._first_content(clock())
                     yield chunk
             if timer is not None:
                 timer.content(clock())
@@ -201,7 +199,7 @@ class ModelCall:
                 if out:
                     now = clock()
                     if self._first is None:
-                        self._first = now
+                        self._first = self._first_content(now)
                     else:
                         gaps.append(now - self._last)
                     self._last = now
@@ -222,6 +220,13 @@ class ModelCall:
         self.done = True
         for chunk in closing:
             yield chunk
+
+    def _first_content(self, now: float) -> float:
+        # The one time to first chunk (README, "Telemetry"): the span attribute, the GenAI
+        # metric and the lifecycle figure all take this value, to the first content-bearing
+        # chunk, from the same start.
+        self._recorder.first_chunk(now - self._began)
+        return now
 
     def performance(self) -> ModelCallPerformance:
         """How fast the call answered (once :meth:`chunks` has ended, however it ended)."""
