@@ -34,6 +34,7 @@ from ._config import LoopConfig
 from ._env import StepCommit
 from ._retry_status import opening, retry_status
 from ._timeout import StreamTimer
+from ._tool_media import with_tool_media
 
 __all__ = ["ModelCall", "ModelResult", "model_name", "request_params"]
 
@@ -256,8 +257,9 @@ class ModelCall:
 
         async def send(**final: Any) -> Any:
             # Cache markers go on last, after model middleware: they must mark the messages
-            # and the model that are really sent (README, "Prompt caching").
-            final = await with_cache_breakpoints(final, prompt_cache)
+            # and the model that are really sent (README, "Prompt caching"); tool images take
+            # the form the model's provider accepts first (``_tool_media.py``).
+            final = await with_cache_breakpoints(await with_tool_media(final), prompt_cache)
             recorder.request_sent(final)  # after middleware: what is really sent
             # Middleware may add keys: a tool error that quotes one must not pass it on.
             self._credentials = frozenset(credential_strings(final))
