@@ -73,3 +73,22 @@ def test_one_user_message_after_the_steps_tool_messages_carries_the_images(famil
     assert "c1" in out[5]["content"][0]["text"] and "c3" in out[5]["content"][2]["text"]
     # The same stored messages render to the same bytes every time.
     assert render_tool_media(messages, family) == render_tool_media(messages, family)
+
+
+def test_litellm_turns_the_kept_parts_into_bedrock_image_blocks() -> None:
+    # Bedrock Converse has no loopback server here: litellm's own translation of the message
+    # helix sends is what reaches the wire.
+    from litellm.litellm_core_utils.prompt_templates.factory import (
+        _bedrock_converse_messages_pt,
+    )
+
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+    image = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png}"}}
+    tool = {"role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "text": "a"}, image]}
+    sent = render_tool_media(step(tool), "bedrock")
+    converse = _bedrock_converse_messages_pt(sent, "anthropic.claude-3", "bedrock")
+    (result,) = [b["toolResult"] for m in converse for b in m["content"] if "toolResult" in b]
+    assert result["toolUseId"] == "c1"
+    assert result["content"][0] == {"text": "a"}
+    assert result["content"][1]["image"]["format"] == "png"
+    assert result["content"][1]["image"]["source"]["bytes"] == png
