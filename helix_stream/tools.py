@@ -16,9 +16,10 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal, NoReturn, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, NoReturn, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from typing_extensions import TypeVar
 
 from ._json_schema import JsonSchemaInput, json_schema_model
 from .errors import ToolContextError, describe_validation
@@ -54,10 +55,19 @@ def approval_id(tool_call_id: str) -> str:
 ExecuteFn = Callable[..., Any]
 DescriptionFn = Callable[[Any], str]
 
+# A tool's types, as the user's own code spells them (``Tool[WeatherInput, WeatherContext,
+# dict]``); each defaults to ``Any``, so that a bare ``Tool`` takes any tool.
+InputT = TypeVar("InputT", bound=BaseModel, default=Any)
+ContextT = TypeVar("ContextT", default=Any)
+OutputT = TypeVar("OutputT", default=Any)
+
 
 @dataclass(slots=True, kw_only=True)
-class ToolContext:
+class ToolContext(Generic[ContextT]):
     """What a running tool receives besides its input.
+
+    Generic in the tool's context: in ``ctx: hs.ToolContext[WeatherContext]``,
+    ``ctx.context`` is a ``WeatherContext``.
 
     Attributes:
         context: This tool's validated, read-only context (``None`` without a context_schema).
@@ -66,7 +76,7 @@ class ToolContext:
         session: The session this call runs in (``None`` outside an executor session).
     """
 
-    context: Any
+    context: ContextT
     tool_call_id: str
     tool_name: str
     session: SessionInfo | None = None
@@ -231,8 +241,9 @@ class ToolContext:
 
 
 @dataclass(slots=True, kw_only=True)
-class Tool:
-    """A tool the model may call.
+class Tool(Generic[InputT, ContextT, OutputT]):
+    """A tool the model may call: ``Tool[InputT, ContextT, OutputT]``, its input model, its
+    context model and what ``execute`` returns (``hs.tool`` infers them from the function).
 
     Attributes:
         name: The name the model calls it by.
@@ -254,9 +265,9 @@ class Tool:
 
     name: str
     description: str | DescriptionFn = ""
-    input_schema: type[BaseModel]
-    context_schema: type[BaseModel] | None = None
-    execute: ExecuteFn | None = None
+    input_schema: type[InputT]
+    context_schema: type[ContextT] | None = None
+    execute: Callable[[InputT, ToolContext[ContextT]], OutputT | Awaitable[OutputT]] | None = None
     needs_approval: bool = False
     auth: AuthStrategy | None = None
     context_key: str | None = None
@@ -269,11 +280,10 @@ class Tool:
 
             self.auth = check_strategy(self.auth, tool_name=self.name)
         if self.context_schema is not None:
+            schema: type[BaseModel] = self.context_schema  # type: ignore[assignment]
             # A frozen subclass: validation copies the entry and the tool cannot assign to it.
-            config = ConfigDict(**{**self.context_schema.model_config, "frozen": True})
-            self._frozen_context = type(
-                self.context_schema.__name__, (self.context_schema,), {"model_config": config}
-            )
+            config = ConfigDict(**{**schema.model_config, "frozen": True})
+            self._frozen_context = type(schema.__name__, (schema,), {"model_config": config})
 
     def __call__(self, fn: ExecuteFn) -> Tool:
         """Give a tool without a body one: ``@hs.tool(name="x", input_schema=X)`` on a function."""
@@ -339,12 +349,12 @@ class Tool:
             },
         }
 
-    async def run(self, input: BaseModel, ctx: ToolContext) -> Any:
+    async def run(self, input: InputT, ctx: ToolContext[ContextT]) -> OutputT:
         """Run ``execute`` (sync functions run as they are: keep them quick)."""
         assert self.execute is not None
         result = self.execute(input, ctx)
         if inspect.isawaitable(result):
-            result = await result
+            return await result
         return result
 
 

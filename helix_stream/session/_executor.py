@@ -14,9 +14,11 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from typing_extensions import Unpack
+
 from .._limits import check_json, check_key, check_session_id
 from .._media import check_content
-from .._options import LoopOptions, options_over, split_options
+from .._options import LoopOptions, RunKeywords, documents_options, options_over, split_options
 from ..chunks import ErrorChunk
 from ..context import (
     APP_SOURCE,
@@ -27,7 +29,7 @@ from ..context import (
     validate_items,
 )
 from ..errors import InvalidRequestError, StateError
-from ..loop import StreamTextResult, has_tool_call, step_count_is
+from ..loop import GenerateTextResult, StreamTextResult, has_tool_call, step_count_is
 from ..loop._setup import LoopCall, RunSetup, setup_run
 from ..state import ParentInfo
 from ..store import LogRecord, MemoryStore, Store
@@ -43,7 +45,7 @@ from ._sandbox import close_sandboxes
 from ._turn import TurnRequest, run_turn
 
 if TYPE_CHECKING:
-    from ..agent import Agent
+    from ..agent import Agent, OutputT
     from ..auth import TokenStore
     from ..sandbox import SandboxProvider
     from ..telemetry import TelemetrySettings
@@ -124,9 +126,10 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers):
 
     # -- running ---------------------------------------------------------------------------
 
+    @documents_options
     def run(
         self,
-        agent: Agent,
+        agent: Agent[OutputT],
         session_id: str,
         input: Input = None,
         *,
@@ -135,8 +138,8 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers):
         auth: Any = None,
         channel: str = "python",
         on_stop_requested: Callable[[], None] | None = None,
-        **options: Any,
-    ) -> StreamTextResult:
+        **options: Unpack[RunKeywords],
+    ) -> StreamTextResult[OutputT]:
         """Run one turn of ``agent`` in session ``session_id`` (created on first use).
 
         Returns the same streaming result as :func:`~helix_stream.stream_text`; the run starts
@@ -158,14 +161,16 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers):
             on_stop_requested: Called when another process asks this turn to stop
                 (:meth:`request_stop`), within one lease renewal; it should stop the turn
                 (the chat server's stops it as its stop route does). ``None``: not asked.
-            **options: The run options of ``stream_text`` (``runtime_context``,
-                ``tools_context``, ``telemetry``, ``prepare_step``, ``stop_when``,
-                ``middleware``, ``router``, ``max_retries``, ``prompt_cache``, ``on_chunk``,
-                ``on_step_finish``, ``on_finish``, ``on_error``), each over the agent's own
-                when it is not ``None``; any other keyword is a litellm param (over
-                ``agent.settings``). Telemetry falls back to the executor's.
+            {run options}
+            **litellm_params: litellm's parameters, as for ``stream_text`` (over
+                ``agent.settings``).
+
+        Each run option given (not ``None``) wins over the agent's own; telemetry falls back
+        to the executor's.
 
         Raises:
+            TypeError: a keyword that is neither a run option nor a litellm parameter (the
+                message names the closest known one; nothing was written or sent).
             ToolContextError: a tool's context is missing or invalid (nothing was written).
             InvalidRequestError: ``input`` has the wrong shape or invalid text (a lone
                 surrogate, a file content part that is not what it says), ``session_id`` is
@@ -186,9 +191,43 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers):
             options=options,
         )
 
+    def run_sync(
+        self,
+        agent: Agent[OutputT],
+        session_id: str,
+        input: Input = None,
+        *,
+        answers: Answers = (),
+        auth: Any = None,
+        **options: Unpack[RunKeywords],
+    ) -> GenerateTextResult[OutputT]:
+        """:meth:`run` for code without an event loop (a script, a sync view, a task):
+        runs the turn to its end and returns its result.
+
+        Example::
+
+            out = executor.run_sync(agent, "session-1", "What is the weather in Paris?")
+            print(out.text)
+
+        Takes the arguments of :meth:`run` (``answers``, ``auth`` and the run options and
+        litellm parameters). Returns what ``generate_text`` returns, for the finished turn.
+
+        Raises:
+            RuntimeError: called where an event loop is running: iterate
+                ``executor.run(...)`` there.
+            HelixError: the turn's error (a refusal, a failed model call, ...).
+        """
+        from ..loop._api import finished
+        from ..loop._sync import check_no_running_loop, run_sync
+
+        form = "executor.run(...)"
+        check_no_running_loop("Executor.run_sync", form)
+        result = self.run(agent, session_id, input, answers=answers, auth=auth, **options)
+        return run_sync("Executor.run_sync", form, finished(result))
+
     def _turn(
         self,
-        agent: Agent,
+        agent: Agent[Any],
         session_id: str,
         input: Input,
         *,
@@ -199,7 +238,7 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers):
         channel: str = "python",
         on_stop_requested: Callable[[], None] | None = None,
         options: Mapping[str, Any] | None = None,
-    ) -> StreamTextResult:
+    ) -> StreamTextResult[Any]:
         """A turn of ``agent``, checked before anything runs (``parent``: of a sub-agent)."""
         check_session_id(session_id)
         message = _input_message(input)
@@ -233,14 +272,14 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers):
         return StreamTextResult(lambda: run_turn(request))
 
     def _run_child(
-        self, agent: Agent, session_id: str, prompt: str, *, auth: Any, parent: ParentInfo
-    ) -> StreamTextResult:
+        self, agent: Agent[Any], session_id: str, prompt: str, *, auth: Any, parent: ParentInfo
+    ) -> StreamTextResult[Any]:
         """A sub-agent's turn in its child session (``Agent.as_tool``)."""
         return self._turn(agent, session_id, prompt, auth=auth, parent=parent, channel="subagent")
 
     async def start(
-        self, agent: Agent, session_id: str, input: Input = None, **options: Any
-    ) -> StreamTextResult:
+        self, agent: Agent[OutputT], session_id: str, input: Input = None, **options: Any
+    ) -> StreamTextResult[OutputT]:
         """Like :meth:`run`, but start the turn now: a refusal raises here, before any chunk.
 
         What a server needs: ``await executor.start(...)`` claims the session (or raises
