@@ -16,7 +16,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Generic, Literal, NoReturn, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, NoReturn, Protocol, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from typing_extensions import TypeVar
@@ -33,6 +33,7 @@ __all__ = [
     "FINISH_TOOL_NAME",
     "Tool",
     "ToolContext",
+    "ToolDecorator",
     "approval_id",
     "dump_output",
     "finish_tool",
@@ -403,12 +404,74 @@ def _signature_tool(fn: ExecuteFn) -> tuple[type[BaseModel], ExecuteFn]:
     return model, call_kwargs
 
 
+# How ``hs.tool`` keeps a function's types (mypy picks the first overload that fits):
+# ``execute(input: Model, ctx: ToolContext[Context]) -> Output`` (sync or async) gives a
+# ``Tool[Model, Context, Output]``; any other function (keyword parameters, no context) a
+# ``Tool[Any, Any, Output]``.
+AsyncExecute = Callable[[InputT, "ToolContext[ContextT]"], Awaitable[OutputT]]
+SyncExecute = Callable[[InputT, "ToolContext[ContextT]"], OutputT]
+
+
+class ToolDecorator(Protocol):
+    """What ``@hs.tool(...)`` (with options, before the function) returns."""
+
+    @overload
+    def __call__(
+        self, fn: AsyncExecute[InputT, ContextT, OutputT], /
+    ) -> Tool[InputT, ContextT, OutputT]: ...
+    @overload
+    def __call__(
+        self, fn: SyncExecute[InputT, ContextT, OutputT], /
+    ) -> Tool[InputT, ContextT, OutputT]: ...
+    @overload
+    def __call__(self, fn: Callable[..., Awaitable[OutputT]], /) -> Tool[Any, Any, OutputT]: ...
+    @overload
+    def __call__(self, fn: Callable[..., OutputT], /) -> Tool[Any, Any, OutputT]: ...
+
+
 @overload
-def tool(fn: ExecuteFn, /) -> Tool: ...
+def tool(fn: AsyncExecute[InputT, ContextT, OutputT], /) -> Tool[InputT, ContextT, OutputT]: ...
+@overload
+def tool(fn: SyncExecute[InputT, ContextT, OutputT], /) -> Tool[InputT, ContextT, OutputT]: ...
+@overload
+def tool(fn: Callable[..., Awaitable[OutputT]], /) -> Tool[Any, Any, OutputT]: ...
+@overload
+def tool(fn: Callable[..., OutputT], /) -> Tool[Any, Any, OutputT]: ...
 @overload
 def tool(
-    fn: None = None,
-    /,
+    *,
+    name: str,
+    description: str | DescriptionFn | None = None,
+    input_schema: type[InputT],
+    context_schema: type[ContextT] | None = None,
+    execute: AsyncExecute[InputT, ContextT, OutputT],
+    needs_approval: bool = False,
+    auth: AuthStrategy | None = None,
+) -> Tool[InputT, ContextT, OutputT]: ...
+@overload
+def tool(
+    *,
+    name: str,
+    description: str | DescriptionFn | None = None,
+    input_schema: type[InputT],
+    context_schema: type[ContextT] | None = None,
+    execute: SyncExecute[InputT, ContextT, OutputT],
+    needs_approval: bool = False,
+    auth: AuthStrategy | None = None,
+) -> Tool[InputT, ContextT, OutputT]: ...
+@overload
+def tool(
+    *,
+    name: str,
+    description: str | DescriptionFn | None = None,
+    input_schema: type[InputT],
+    context_schema: type[ContextT] | None = None,
+    execute: None = None,
+    needs_approval: bool = False,
+    auth: AuthStrategy | None = None,
+) -> Tool[InputT, ContextT, Any]: ...
+@overload
+def tool(
     *,
     name: str | None = None,
     description: str | DescriptionFn | None = None,
@@ -417,7 +480,7 @@ def tool(
     execute: ExecuteFn | None = None,
     needs_approval: bool = False,
     auth: AuthStrategy | None = None,
-) -> Any: ...
+) -> ToolDecorator: ...
 def tool(
     fn: ExecuteFn | None = None,
     /,
@@ -425,7 +488,7 @@ def tool(
     name: str | None = None,
     description: str | DescriptionFn | None = None,
     input_schema: type[BaseModel] | Mapping[str, Any] | None = None,
-    context_schema: type[BaseModel] | None = None,
+    context_schema: type[Any] | None = None,
     execute: ExecuteFn | None = None,
     needs_approval: bool = False,
     auth: AuthStrategy | None = None,

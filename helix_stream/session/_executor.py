@@ -29,7 +29,7 @@ from ..context import (
     validate_items,
 )
 from ..errors import InvalidRequestError, StateError
-from ..loop import GenerateTextResult, StreamTextResult, has_tool_call, step_count_is
+from ..loop import StreamTextResult, has_tool_call, step_count_is
 from ..loop._setup import LoopCall, RunSetup, setup_run
 from ..state import ParentInfo
 from ..store import LogRecord, MemoryStore, Store
@@ -41,6 +41,7 @@ from ._lease import STOP_KEY
 from ._mcp import SessionServers
 from ._meta import TurnMeta
 from ._pending import late_answer_row, waiting_calls
+from ._run_sync import SyncTurns
 from ._sandbox import close_sandboxes
 from ._turn import TurnRequest, run_turn
 
@@ -80,7 +81,7 @@ def _input_message(value: Input) -> dict[str, Any] | None:
     )
 
 
-class Executor(SessionHistory, SessionAuthorization, SessionServers):
+class Executor(SessionHistory, SessionAuthorization, SessionServers, SyncTurns):
     """Runs agents in sessions stored in ``store``.
 
     Example::
@@ -162,11 +163,8 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers):
                 (:meth:`request_stop`), within one lease renewal; it should stop the turn
                 (the chat server's stops it as its stop route does). ``None``: not asked.
             {run options}
-            **litellm_params: litellm's parameters, as for ``stream_text`` (over
-                ``agent.settings``).
-
-        Each run option given (not ``None``) wins over the agent's own; telemetry falls back
-        to the executor's.
+            **litellm_params: As for ``stream_text`` (over ``agent.settings``). A run option
+                given (not ``None``) wins over the agent's; telemetry falls back to ours.
 
         Raises:
             TypeError: a keyword that is neither a run option nor a litellm parameter (the
@@ -190,40 +188,6 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers):
             on_stop_requested=on_stop_requested,
             options=options,
         )
-
-    def run_sync(
-        self,
-        agent: Agent[OutputT],
-        session_id: str,
-        input: Input = None,
-        *,
-        answers: Answers = (),
-        auth: Any = None,
-        **options: Unpack[RunKeywords],
-    ) -> GenerateTextResult[OutputT]:
-        """:meth:`run` for code without an event loop (a script, a sync view, a task):
-        runs the turn to its end and returns its result.
-
-        Example::
-
-            out = executor.run_sync(agent, "session-1", "What is the weather in Paris?")
-            print(out.text)
-
-        Takes the arguments of :meth:`run` (``answers``, ``auth`` and the run options and
-        litellm parameters). Returns what ``generate_text`` returns, for the finished turn.
-
-        Raises:
-            RuntimeError: called where an event loop is running: iterate
-                ``executor.run(...)`` there.
-            HelixError: the turn's error (a refusal, a failed model call, ...).
-        """
-        from ..loop._api import finished
-        from ..loop._sync import check_no_running_loop, run_sync
-
-        form = "executor.run(...)"
-        check_no_running_loop("Executor.run_sync", form)
-        result = self.run(agent, session_id, input, answers=answers, auth=auth, **options)
-        return run_sync("Executor.run_sync", form, finished(result))
 
     def _turn(
         self,
