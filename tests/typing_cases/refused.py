@@ -19,7 +19,7 @@ class WeatherContext(BaseModel):
 @hs.tool(context_schema=WeatherContext)
 async def get_weather(input: WeatherInput, ctx: hs.ToolContext[WeatherContext]) -> str:
     """The weather in a city."""
-    ctx.context.api_secret  # type: ignore[attr-defined]
+    print(ctx.context.api_secret)  # type: ignore[attr-defined]
     return "sunny"
 
 
@@ -34,4 +34,4 @@ async def refused(ctx: hs.ToolContext[WeatherContext]) -> None:
     hs.Executor().run(hs.Agent(name="a"), "s", "hi", runtime_ctx={})  # type: ignore[call-arg]
     await get_weather.run(City(name="Paris"), ctx)  # type: ignore[arg-type]
     out = await hs.generate_text(model="helix/demo", output=City)
-    out.output.population  # type: ignore[attr-defined]
+    print(out.output.population)  # type: ignore[attr-defined]

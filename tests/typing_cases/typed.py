@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, assert_type
 
 from pydantic import BaseModel
-from typing_extensions import assert_type
 
 import helix_stream as hs
 
