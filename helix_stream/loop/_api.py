@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Generic
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import Any, Generic, ParamSpec
 
 from pydantic import BaseModel
 from typing_extensions import TypeVar, Unpack
@@ -13,7 +13,7 @@ from ..chunks import Chunk, Usage
 from ..middleware import WrappedModel
 from ..steps import StepResult
 from ..tools import Tool
-from ._result import GenerateTextResult, StreamTextResult
+from ._result import GenerateTextResult, OutputT, StreamTextResult
 from ._run import run_loop
 from ._setup import DEFAULT_MAX_STEPS, LoopCall, loop_config, setup_run
 from ._sync import SyncStream, check_no_running_loop, run_sync
@@ -27,6 +27,8 @@ __all__ = [
     "stream_text_sync",
 ]
 
+P = ParamSpec("P")
+R = TypeVar("R")
 Model = TypeVar("Model", bound=BaseModel, default=Any)
 """The ``output=`` model of a run (``Any`` without one)."""
 Messages = Sequence[Mapping[str, Any]]
@@ -168,17 +170,25 @@ async def finished(result: StreamTextResult[Any]) -> GenerateTextResult[Any]:
     )
 
 
-@documents_options
-def generate_text_sync(
-    *,
-    model: str | WrappedModel,
-    messages: Messages | None = None,
-    prompt: str | None = None,
-    system: str | None = None,
-    tools: Tools | None = None,
-    output: type[Model] | None = None,
-    **options: Unpack[RunKeywords],
-) -> GenerateTextResult[Model]:
+def _sync_form(
+    fn: Callable[P, Coroutine[Any, Any, R]], name: str, form: str, doc: str
+) -> Callable[P, R]:
+    """``fn`` for code without an event loop: the same arguments and result (see
+    :mod:`._sync`)."""
+
+    def sync(*args: P.args, **kwargs: P.kwargs) -> R:
+        check_no_running_loop(name, form)
+        return run_sync(name, form, fn(*args, **kwargs))
+
+    sync.__name__ = sync.__qualname__ = name
+    sync.__doc__ = doc
+    return sync
+
+
+generate_text_sync = _sync_form(
+    generate_text,
+    "generate_text_sync",
+    "await hs.generate_text(...)",
     """:func:`generate_text` for code without an event loop (a script, a sync view, a task).
 
     Example::
@@ -186,92 +196,46 @@ def generate_text_sync(
         out = hs.generate_text_sync(model="helix/demo", prompt="Hi")
         print(out.text)
 
-    Args:
-        model: As for :func:`stream_text`.
-        messages: As for :func:`stream_text`.
-        prompt: As for :func:`stream_text`.
-        system: As for :func:`stream_text`.
-        tools: As for :func:`stream_text`.
-        output: A pydantic model: ``out.output`` is an instance of it.
-        {run options}
-        **litellm_params: As for :func:`stream_text`.
-
-    Returns:
-        What ``await generate_text(...)`` returns.
+    Takes the arguments of :func:`generate_text` and returns what it returns.
 
     Raises:
         RuntimeError: called where an event loop is running: ``await hs.generate_text(...)``
             there.
         TypeError: an unknown keyword, as for :func:`stream_text` (nothing was sent).
         HelixError: the run's error.
-    """
-    check_no_running_loop("generate_text_sync", "await hs.generate_text(...)")
-    result = _start(
-        "generate_text",
-        model=model,
-        messages=messages,
-        prompt=prompt,
-        system=system,
-        tools=tools,
-        output=output,
-        keywords=options,
-    )
-    return run_sync("generate_text_sync", "await hs.generate_text(...)", finished(result))
+    """,
+)
 
 
-@documents_options
-def stream_text_sync(
-    *,
-    model: str | WrappedModel,
-    messages: Messages | None = None,
-    prompt: str | None = None,
-    system: str | None = None,
-    tools: Tools | None = None,
-    output: type[Model] | None = None,
-    **options: Unpack[RunKeywords],
-) -> StreamTextSyncResult[Model]:
-    """:func:`stream_text` for code without an event loop: iterate it with ``for``.
+def _streamed(
+    fn: Callable[P, StreamTextResult[OutputT]],
+) -> Callable[P, StreamTextSyncResult[OutputT]]:
+    def stream_text_sync(*args: P.args, **kwargs: P.kwargs) -> StreamTextSyncResult[OutputT]:
+        """:func:`stream_text` for code without an event loop: iterate it with ``for``.
 
-    Example::
+        Example::
 
-        result = hs.stream_text_sync(model="helix/demo", prompt="Hi")
-        for chunk in result:
-            ...
-        print(result.text, result.usage, len(result.steps))
+            result = hs.stream_text_sync(model="helix/demo", prompt="Hi")
+            for chunk in result:
+                ...
+            print(result.text, result.usage, len(result.steps))
 
-    Args:
-        model: As for :func:`stream_text`.
-        messages: As for :func:`stream_text`.
-        prompt: As for :func:`stream_text`.
-        system: As for :func:`stream_text`.
-        tools: As for :func:`stream_text`.
-        output: A pydantic model: ``result.output`` is an instance of it once consumed.
-        {run options}
-        **litellm_params: As for :func:`stream_text`.
+        Takes the arguments of :func:`stream_text`. Returns an iterator of the same chunks,
+        with ``text``, ``usage``, ``steps`` and ``output`` once consumed
+        (:class:`StreamTextSyncResult`).
 
-    Returns:
-        An iterator of the same chunks ``stream_text`` yields, with ``text``, ``usage``,
-        ``steps`` and ``output`` once consumed (:class:`StreamTextSyncResult`).
+        Raises:
+            RuntimeError: called where an event loop is running: ``hs.stream_text(...)``
+                there.
+            TypeError: an unknown keyword, as for :func:`stream_text` (nothing was sent).
+        """
+        check_no_running_loop("stream_text_sync", "hs.stream_text(...)")
+        return StreamTextSyncResult(fn(*args, **kwargs))
 
-    Raises:
-        RuntimeError: called where an event loop is running: ``hs.stream_text(...)`` there.
-        TypeError: an unknown keyword, as for :func:`stream_text` (nothing was sent).
-    """
-    check_no_running_loop("stream_text_sync", "hs.stream_text(...)")
-    result: StreamTextResult[Model] = _start(
-        "stream_text",
-        model=model,
-        messages=messages,
-        prompt=prompt,
-        system=system,
-        tools=tools,
-        output=output,
-        keywords=options,
-    )
-    return StreamTextSyncResult(result)
+    return stream_text_sync
 
 
-class StreamTextSyncResult(SyncStream[Chunk], Generic[Model]):
+class StreamTextSyncResult(SyncStream[Chunk], Generic[OutputT]):
     """A run read from code without an event loop (:func:`stream_text_sync`).
 
     Iterate it for the chunks; ``text``, ``steps``, ``usage`` and ``output`` run it to its
@@ -279,11 +243,11 @@ class StreamTextSyncResult(SyncStream[Chunk], Generic[Model]):
     ``with`` block) stops it early.
     """
 
-    def __init__(self, result: StreamTextResult[Model]) -> None:
+    def __init__(self, result: StreamTextResult[OutputT]) -> None:
         super().__init__(result.__aiter__())
         self._result = result
 
-    def _consumed(self) -> StreamTextResult[Model]:
+    def _consumed(self) -> StreamTextResult[OutputT]:
         for _ in self:
             pass
         if self._result.error is not None:
@@ -307,6 +271,9 @@ class StreamTextSyncResult(SyncStream[Chunk], Generic[Model]):
         return self._consumed().usage
 
     @property
-    def output(self) -> Model | None:
+    def output(self) -> OutputT | None:
         """The structured answer (an instance of ``output=``), or ``None``."""
         return self._consumed().output
+
+
+stream_text_sync = _streamed(stream_text)

@@ -35,3 +35,5 @@ async def refused(ctx: hs.ToolContext[WeatherContext]) -> None:
     await get_weather.run(City(name="Paris"), ctx)  # type: ignore[arg-type]
     out = await hs.generate_text(model="helix/demo", output=City)
     print(out.output.population)  # type: ignore[attr-defined]
+    hs.generate_text_sync(model="helix/demo", tool_context={})  # type: ignore[call-arg]
+    hs.stream_text_sync(model="helix/demo", seed="7")  # type: ignore[arg-type]

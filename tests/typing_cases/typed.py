@@ -94,3 +94,9 @@ def callbacks_get_typed_events() -> None:
         provider_options={"top_k": 3},
         seed=1,
     )
+
+
+def sync_forms_keep_the_types() -> None:
+    streamed = hs.stream_text_sync(model="helix/demo", prompt="x", output=City)
+    assert_type(streamed.output, City | None)
+    assert_type(hs.stream_text_sync(model="helix/demo", prompt="x").text, str)
