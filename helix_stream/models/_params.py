@@ -217,7 +217,8 @@ def check_known(
                 f"for every call: give the model as model= of {_LOOP} or {_AGENT}, the "
                 "conversation and tools as their own arguments. Nothing was sent."
             )
-        if name not in known:
+        # A helix keyword in the wrong place is check_params' to refuse, with where it goes.
+        if name not in known and _known(name) is None:
             raise TypeError(unknown_keyword(name, where, own=own, known=known))
 
 

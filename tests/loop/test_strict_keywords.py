@@ -120,3 +120,15 @@ def test_a_keyword_with_nothing_close_is_refused_without_a_guess() -> None:
     with pytest.raises(TypeError) as info:
         hs.stream_text(model="helix/demo", prompt="hi", zzqqxx=1)  # type: ignore[call-arg]
     assert "'zzqqxx'" in str(info.value) and "did you mean" not in str(info.value)
+
+
+async def test_a_misspelt_prepare_step_override_fails_the_run_before_its_call(
+    loopback: LoopbackServer,
+) -> None:
+    loopback.script(text("never"))
+    result = hs.stream_text(
+        **loopback.llm(), prompt="hi", prepare_step=lambda step: {"temprature": 0.1}
+    )
+    with pytest.raises(TypeError, match="did you mean `temperature`"):
+        await result.text()
+    assert loopback.requests == []
