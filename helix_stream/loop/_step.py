@@ -21,9 +21,9 @@ from ..middleware import ModelMiddleware, WrappedModel, call_with_middleware
 from ..models._cache import PromptCache, with_cache_breakpoints
 from ..models._litellm import acompletion, translate_error
 from ..models._output import OutputSpec
+from ..models._params import check_known
 from ..models._parse import ResponseInfo, StepParser, has_content, map_finish_reason
 from ..models._retry import RetryPolicy, open_content_stream
-from ..models._params import check_known
 from ..prepare_step import STEP_OVERRIDE_KEYS, StepInput
 from ..steps import ModelCallPerformance, ToolCall
 from ..telemetry import Recorder
