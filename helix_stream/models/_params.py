@@ -254,11 +254,37 @@ def litellm_param_names(model: str | None) -> frozenset[str]:
     from litellm.constants import OPENAI_CHAT_COMPLETION_PARAMS
     from litellm.types.utils import all_litellm_params
 
-    signature = inspect.signature(lx.completion).parameters.values()
-    names = {*OPENAI_CHAT_COMPLETION_PARAMS, *all_litellm_params}
-    names |= {p.name for p in signature if p.kind is not inspect.Parameter.VAR_KEYWORD}
+    names = {*OPENAI_CHAT_COMPLETION_PARAMS, *all_litellm_params, *_credentials()}
+    for fn in (lx.completion, _get_litellm_params()):
+        signature = inspect.signature(fn).parameters.values() if fn is not None else ()
+        names |= {p.name for p in signature if p.kind is not inspect.Parameter.VAR_KEYWORD}
     names |= _supported(lx, model)
     return frozenset(names - _BUILT - {"self"})
+
+
+def _get_litellm_params() -> Callable[..., Any] | None:
+    """litellm's ``get_litellm_params``: its keywords are the call parameters litellm takes
+    for itself (``drop_params``, ...)."""
+    try:
+        from litellm.litellm_core_utils.get_litellm_params import get_litellm_params
+    except ImportError:  # moved in another litellm version: its other lists still apply
+        return None
+    return get_litellm_params
+
+
+def _credentials() -> set[str]:
+    """The provider credentials litellm lists (``aws_region_name``, ``vertex_project``, ...)."""
+    names: set[str] = set()
+    try:
+        from litellm.litellm_core_utils import get_litellm_params as params
+        from litellm.litellm_core_utils import routing_common_utils as routing
+    except ImportError:  # moved in another litellm version: its other lists still apply
+        return names
+    names |= set(getattr(params, "AWS_CREDENTIAL_KWARGS_KEYS", ()))
+    names |= set(getattr(routing, "PROVIDER_SCOPED_CREDENTIAL_PARAMS", {}))
+    for key in ("OPENAI_WIF_KWARGS_KEYS", "ANTHROPIC_WIF_KWARGS_KEYS"):
+        names |= set(getattr(params, key, ()))
+    return names
 
 
 def _supported(lx: Any, model: str | None) -> set[str]:
