@@ -276,8 +276,10 @@ def _credentials() -> set[str]:
     """The provider credentials litellm lists (``aws_region_name``, ``vertex_project``, ...)."""
     names: set[str] = set()
     try:
-        from litellm.litellm_core_utils import get_litellm_params as params
-        from litellm.litellm_core_utils import routing_common_utils as routing
+        from litellm.litellm_core_utils import (
+            get_litellm_params as params,
+            routing_common_utils as routing,
+        )
     except ImportError:  # moved in another litellm version: its other lists still apply
         return names
     names |= set(getattr(params, "AWS_CREDENTIAL_KWARGS_KEYS", ()))
