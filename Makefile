@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: setup demo chat test test-isolated lint bench clean
+.PHONY: setup demo chat test test-isolated lint bench package-smoke clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -58,6 +58,10 @@ test-isolated: setup
 	done; \
 	echo "== tests/test_*.py"; $(PY) -m pytest -q -p no:cacheprovider tests/test_*.py
 
+# Build the sdist and the wheel, install each into a fresh venv, smoke-test it (.ci/package-smoke).
+package-smoke: setup
+	PY=$(PY) .ci/package-smoke
+
 lint: setup
 	$(VENV)/bin/ruff check helix_stream tests bench examples
 	$(VENV)/bin/ruff format --check helix_stream
@@ -81,4 +85,4 @@ bench: setup $(VENV)/.bench-installed
 	done
 
 clean:
-	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .cache dist build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -164,6 +164,10 @@ if TYPE_CHECKING:  # "X as X": explicit re-exports, so type checkers see the laz
         tool as tool,
     )
 
+# The one place the version is written: pyproject.toml reads it from here (setuptools reads the
+# literal without importing the package), CHANGELOG.md's newest entry names it.
+__version__ = "0.3.0"
+
 # Where each lazily loaded public name lives.
 _LAZY: dict[str, str] = {
     "Agent": "agent",

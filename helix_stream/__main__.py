@@ -61,7 +61,10 @@ def _chat(model: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``helix-stream`` console script."""
+    from . import __version__
+
     parser = argparse.ArgumentParser(prog="helix-stream", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"helix-stream {__version__}")
     sub = parser.add_subparsers(dest="command")
     serve = sub.add_parser("serve", help="run the demo chat server (default)")
     serve.add_argument("--host", default="127.0.0.1")
@@ -85,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     chat = sub.add_parser("chat", help="stream a demo conversation to the terminal")
     chat.add_argument("--model", default="helix/demo")
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
         argv = ["serve", *argv]  # `serve` is the default command
     args = parser.parse_args(argv)
     if args.command == "chat":

@@ -68,6 +68,10 @@ class ModelCallPerformance:
         effective_total_tokens_per_second: Output tokens over the whole response time.
         longest_gap: The longest silence between two content chunks, in seconds.
         median_gap: The median of those silences.
+        read_path: Who read the stream: ``"direct"`` (helix, from the provider's HTTP body)
+            or ``"litellm"`` (litellm's stream wrapper: a callback, a cache, model
+            middleware, or a provider without a direct reader; README, "Performance");
+            ``None`` when no stream was opened.
     """
 
     response_time: float
@@ -76,6 +80,7 @@ class ModelCallPerformance:
     effective_total_tokens_per_second: float | None = None
     longest_gap: float = 0.0
     median_gap: float = 0.0
+    read_path: Literal["direct", "litellm"] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

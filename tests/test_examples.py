@@ -41,8 +41,19 @@ def test_every_example_is_tested() -> None:
         "tool_auth",
         "mcp_tools",
         "sandbox_skills",
+        "testing_an_agent",
     }
     assert {p.stem for p in EXAMPLES.glob("*.py")} == tested
+
+
+async def test_testing_an_agent(capsys: pytest.CaptureFixture[str]) -> None:
+    out = (await _once("testing_an_agent", capsys)).splitlines()
+    # litellm prints its help banner after the failed call (a script keeps litellm's settings).
+    lines = [line for line in out if line.startswith(("answer", "after", "replay", "all"))]
+    assert lines[0] == "answer: It is sunny in Paris, 21 °C."
+    assert lines[1] == "after a 429: 2 requests"
+    assert lines[2].startswith("replay: turn 0, step 0: tool_result differs")
+    assert lines[-1] == "all checks passed"
 
 
 async def test_serve_litellm_stream(capsys: pytest.CaptureFixture[str]) -> None:

@@ -35,7 +35,7 @@ from ..context import model_message
 from ..errors import OutputValidationError
 from ..middleware import ModelMiddleware
 from ..models._cache import PromptCache, check_prompt_cache
-from ..models._litellm import translate_error
+from ..models._litellm import ensure_litellm, translate_error
 from ..models._output import OutputSpec, output_from_value, parse_output
 from ..prepare_step import StepInput, run_step_chain
 from ..steps import (
@@ -154,6 +154,8 @@ class _Run:
 
     async def chunks(self) -> AsyncGenerator[Chunk, None]:
         cfg, recorder = self.cfg, self.cfg.recorder
+        # Before any span or clock starts: litellm's import (seconds) is no model call's time.
+        await ensure_litellm()
         recorder.call_started(
             model=model_name(cfg.model)[0],
             runtime_context=self.runtime_context,
@@ -459,7 +461,6 @@ class _Run:
             return None
         if cfg.output_mode == "tool":
             return OutputSpec(schema=cfg.output, mode="tool")
-        from ..models._litellm import ensure_litellm
         from ..models._output import output_spec
 
         await ensure_litellm()

@@ -14,11 +14,12 @@ import asyncio
 import statistics
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ..chunks import Chunk, FinishReason, SourceUrl, Usage
 from ..middleware import ModelMiddleware, WrappedModel, call_with_middleware
 from ..models._cache import PromptCache, with_cache_breakpoints
+from ..models._lean_stream import read_path
 from ..models._litellm import acompletion, translate_error
 from ..models._output import OutputSpec
 from ..models._params import check_known
@@ -155,6 +156,7 @@ class ModelCall:
         self._closing: list[Chunk] = []
         self._calls: list[ToolCall] = []
         self._credentials: frozenset[str] = frozenset()
+        self._read_path: Literal["direct", "litellm"] | None = None
 
     async def chunks(self) -> AsyncGenerator[Chunk, None]:
         """The model's chunks as they stream, then the ones that close its open parts."""
@@ -235,6 +237,7 @@ class ModelCall:
             else None,
             longest_gap=max(gaps, default=0.0),
             median_gap=statistics.median(gaps) if gaps else 0.0,
+            read_path=self._read_path,
         )
 
     async def _open(self) -> tuple[list[Any], AsyncIterator[Any]]:
@@ -250,7 +253,9 @@ class ModelCall:
             # Middleware may add keys: a tool error that quotes one must not pass it on.
             self._credentials = frozenset(credential_strings(final))
             # The parser reads chunks by attribute; middleware may expect litellm's objects.
-            return await acompletion(router=router, direct=not middleware, **final)
+            stream = await acompletion(router=router, direct=not middleware, **final)
+            self._read_path = read_path(stream)  # per call: each attempt decides anew
+            return stream
 
         async def attempt(params: dict[str, Any]) -> Any:
             return await call_with_middleware(send, middleware, params)

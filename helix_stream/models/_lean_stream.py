@@ -30,13 +30,13 @@ import os
 import weakref
 from collections.abc import Mapping
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
 from ._direct_anthropic import AnthropicStream, anthropic_response
 from ._direct_openai import OpenAIStream
 from ._direct_stream import DirectStream, is_openai_stream
 
-__all__ = ["direct_stream", "lighten_stream", "nothing_reads_the_answer"]
+__all__ = ["direct_stream", "lighten_stream", "nothing_reads_the_answer", "read_path"]
 
 # Call parameters that change what litellm's wrapper makes of the chunks.
 _WRAPPER_PARAMS = frozenset(
@@ -125,6 +125,11 @@ def direct_stream(
     if not hasattr(response, "aiter_bytes"):
         return None
     return kind(litellm, wrapper, response)
+
+
+def read_path(stream: object) -> Literal["direct", "litellm"]:
+    """``"direct"`` for a stream helix reads from the HTTP body, else ``"litellm"``."""
+    return "direct" if isinstance(stream, DirectStream) else "litellm"
 
 
 def _is_openai_stream(value: object) -> bool:

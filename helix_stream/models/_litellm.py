@@ -7,8 +7,11 @@ knobs: how to switch its own retries off, which params are litellm's own, and wh
 takes a JSON-schema ``response_format``.
 
 Importing litellm takes seconds of CPU. A server imports it at startup (:func:`load_litellm`;
-``create_app`` and ``helix-stream serve`` do it for you). If a model call finds it not loaded
-yet, it is imported in a worker thread, so the event loop keeps serving other connections.
+``create_app`` and ``helix-stream serve`` do it for you), which is also the only place where
+the package changes litellm's global settings (README, "Performance"). A run imports it before
+its spans and clocks start (:func:`ensure_litellm`), in a worker thread, so the event loop keeps
+serving other connections; only a process serving requests (:func:`expect_requests`) warns
+that it was not loaded at startup.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import asyncio
 import gc
 import logging
 import os
+import sys
 import threading
 import warnings
 from collections.abc import AsyncIterator, Mapping
@@ -34,6 +38,7 @@ __all__ = [
     "ProviderInfo",
     "acompletion",
     "ensure_litellm",
+    "expect_requests",
     "is_litellm_param",
     "litellm_module",
     "llm_provider",
@@ -49,26 +54,46 @@ logger = logging.getLogger("helix_stream.models")
 _litellm: ModuleType | None = None
 _lock = threading.Lock()
 _frozen = False
+_serving = False  # this process serves requests (expect_requests): a late import is a fault
 
 
 def litellm_module() -> ModuleType:
-    """Import litellm on first use and register the embedded demo provider."""
+    """Import litellm on first use and register the embedded demo provider.
+
+    It changes none of litellm's global settings: that is the server's (:func:`load_litellm`).
+    """
     global _litellm
     if _litellm is None:
-        with _lock:  # the import may run in a worker thread (see acompletion)
+        with _lock:  # the import may run in a worker thread (see ensure_litellm)
             if _litellm is None:
-                # Without a local cost map litellm fetches one over the network at import.
-                os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+                if "litellm" not in sys.modules:
+                    # Without a local cost map litellm fetches one over the network at import.
+                    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
                 import litellm
 
                 from .demo import register_demo
 
-                # litellm prints a "Give Feedback / Get Help" banner for every failed call.
-                litellm.suppress_debug_info = True
                 register_demo(litellm)
-                apply_pool(litellm)  # sized for the server, not litellm's 500 per host
                 _litellm = litellm
     return _litellm
+
+
+def _configure_for_serving(litellm: ModuleType) -> None:
+    """The global litellm settings a server changes (README, "Performance")."""
+    # litellm prints a "Give Feedback / Get Help" banner for every failed call.
+    setattr(litellm, "suppress_debug_info", True)  # noqa: B010 - a ModuleType here
+    apply_pool(litellm)  # sized for the server, not litellm's 500 per host
+
+
+def expect_requests() -> None:
+    """Mark this process as one that serves requests (the chat routes call it when built).
+
+    From then on, a model call that finds litellm not loaded yet logs a warning (the import
+    holds up that request, and the event loop's other work, for seconds) and gives litellm the
+    server's settings. A script is never warned.
+    """
+    global _serving
+    _serving = True
 
 
 def load_litellm() -> None:
@@ -89,7 +114,7 @@ def load_litellm() -> None:
         load_litellm()
     """
     global _frozen
-    litellm_module()
+    _configure_for_serving(litellm_module())
     if not _frozen:
         gc.collect()
         gc.freeze()
@@ -97,20 +122,30 @@ def load_litellm() -> None:
 
 
 async def ensure_litellm() -> None:
-    """Import litellm now if it is not loaded yet (off the event loop, as a model call does)."""
+    """Import litellm now if it is not loaded yet (off the event loop, as a model call does).
+
+    A run calls it before its spans and clocks start, so that the seconds of the import are
+    in no model call's span or time to first chunk.
+    """
     await _loaded()
 
 
 async def _loaded() -> ModuleType:
     if _litellm is not None:
         return _litellm
-    # Not loaded at startup: import it off the event loop, so that other connections are
-    # not blocked for the seconds the import takes.
+    if "litellm" in sys.modules:  # the app imported it itself: only the demo provider is left
+        return litellm_module()
+    if not _serving:  # a script: the import is the run's own business
+        return await asyncio.to_thread(litellm_module)
+    # A server that did not load it at startup: import it off the event loop, so that other
+    # connections are not blocked for the seconds the import takes.
     logger.warning(
         "litellm was not loaded at startup; importing it now, during a request. "
         "Call helix_stream.models.load_litellm() when your app starts."
     )
-    return await asyncio.to_thread(litellm_module)
+    litellm = await asyncio.to_thread(litellm_module)
+    _configure_for_serving(litellm)
+    return litellm
 
 
 # What switches litellm's own retries off, so that one policy (``max_retries`` of the loop)
@@ -181,24 +216,36 @@ def router_credentials(router: Any) -> set[str]:
 def translate_error(exc: BaseException, *, secrets: set[str] | None = None) -> BaseException:
     """Map a litellm (or openai/httpx) exception to a :class:`~helix_stream.errors.ModelError`.
 
-    Our own errors, and anything that is not an exception of the model call, pass unchanged.
-    A litellm error that wraps a ``TypeError`` raised in this process (litellm reports "Object
-    of type ... is not JSON serializable" as a provider 500) becomes a non-retryable
+    The result is also an instance of the litellm exception's class (:func:`_as_litellm`), so
+    that a user's ``except litellm.RateLimitError:`` keeps working; every timeout, helix's own
+    ``timeout=`` limits included, is also a ``litellm.Timeout``. Our other errors, and anything
+    that is not an exception of the model call, pass unchanged. A litellm error that wraps a
+    ``TypeError`` raised in this process (litellm reports "Object of type ... is not JSON
+    serializable" as a provider 500) becomes a non-retryable
     :class:`~helix_stream.errors.InvalidRequestError`: it is a programming error, and retrying
     it would only repeat it.
+
+    Where to add a case: a provider exception shape that needs its own target goes into
+    :func:`_error_table` (by litellm class) or :func:`_by_status` (by HTTP status); the
+    combining with litellm's class applies to every case.
 
     Args:
         exc: The exception.
         secrets: Strings to redact from the message (the call's credentials: a provider may
             echo the API key it refused).
     """
-    if isinstance(exc, errors.HelixError) or _litellm is None:
+    if _litellm is None:
+        return exc
+    if isinstance(exc, errors.HelixError):
+        if type(exc) is errors.ModelTimeoutError:  # a timeout= limit of the loop
+            return _as_litellm(exc, None)
         return exc
     import httpx
     import openai  # loaded with litellm
 
     if isinstance(exc, httpx.TimeoutException):  # read directly from the body (_direct_stream)
-        return errors.ModelTimeoutError(f"{type(exc).__name__}: {exc or 'timed out'}")
+        timed_out = errors.ModelTimeoutError(f"{type(exc).__name__}: {exc or 'timed out'}")
+        return _as_litellm(timed_out, None)
     if not isinstance(exc, openai.OpenAIError):
         return exc
     lx = _litellm.exceptions
@@ -216,14 +263,81 @@ def translate_error(exc: BaseException, *, secrets: set[str] | None = None) -> B
                 "sent as JSON causes this: check the keyword arguments given to the call. "
                 "This is not a provider failure."
             )
+    return _as_litellm(_target(exc, lx)(message), exc)
+
+
+def _target(exc: BaseException, lx: Any) -> type[errors.ModelError]:
+    """The helix class for a litellm/openai exception: the one table of cases."""
     if _timed_out(exc, lx):
         # A read timeout while the stream is silent reaches us wrapped (litellm's
         # MidStreamFallbackError is a ServiceUnavailableError): it is a timeout all the same.
-        return errors.ModelTimeoutError(message)
+        return errors.ModelTimeoutError
     for types, target in _error_table(lx):
         if isinstance(exc, types):
-            return target(message)
-    return _by_status(getattr(exc, "status_code", None))(message)
+            return target
+    return _by_status(getattr(exc, "status_code", None))
+
+
+# (helix class, litellm class) -> the class that is both; made once per pair, on first use.
+_combined: dict[tuple[type[BaseException], ...], type[errors.ModelError]] = {}
+
+# Attributes of litellm's exception the combined error does not take: helix's own win
+# (``code`` is a string such as ``"429"`` on litellm's errors, ``"model_rate_limited"`` here).
+_HELIX_OWNED = frozenset({"code", "message", "http_status", "retryable"})
+
+
+def _as_litellm(error: errors.ModelError, exc: BaseException | None) -> errors.ModelError:
+    """``error`` as an instance of a class that is both its own and ``exc``'s litellm class.
+
+    The combined error keeps helix's ``code``, ``http_status``, ``retryable`` and message,
+    and carries litellm's attributes (``status_code``, ``llm_provider``, ``response``, ...).
+    A timeout is also a ``litellm.Timeout``; without a litellm exception (helix's own
+    ``timeout=`` limits, a timeout while reading the body directly) it is one of those.
+    """
+    assert _litellm is not None
+    lx = _litellm.exceptions
+    source = exc if exc is not None and type(exc).__module__.startswith("litellm") else None
+    bases: tuple[type[BaseException], ...] = (type(error),)
+    if source is not None:
+        bases += (type(source),)
+    if isinstance(error, errors.ModelTimeoutError) and not isinstance(source, lx.Timeout):
+        bases += (lx.Timeout,)
+    if len(bases) == 1:
+        return error
+    combined = _combined_class(bases)
+    if combined is None:
+        return error
+    if source is None:  # litellm's attributes of a timeout it would have raised itself
+        source = lx.Timeout(error.message, model=None, llm_provider=None)
+    made = combined.__new__(combined, error.message)
+    vars(made).update({k: v for k, v in vars(source).items() if k not in _HELIX_OWNED})
+    vars(made).update(vars(error))
+    made.args = error.args
+    # A helix error that was raised already (a timeout= limit) keeps where it came from.
+    made.__cause__, made.__suppress_context__ = error.__cause__, error.__suppress_context__
+    return made.with_traceback(error.__traceback__)
+
+
+def _combined_class(bases: tuple[type[BaseException], ...]) -> type[errors.ModelError] | None:
+    """The class deriving from ``bases`` (helix's first), made once; ``None`` if Python
+    cannot order their bases (never seen with litellm's tree; the helix error then stands)."""
+    made = _combined.get(bases)
+    if made is None:
+        helix = bases[0]
+        namespace = {
+            "__module__": helix.__module__,
+            "__qualname__": helix.__qualname__,
+            "__doc__": helix.__doc__,
+            # litellm's __str__ appends retry counts to its own message; helix's text stands.
+            "__str__": BaseException.__str__,
+            "__repr__": BaseException.__repr__,
+        }
+        try:
+            made = type(helix.__name__, bases, namespace)
+        except TypeError:
+            return None
+        _combined[bases] = made
+    return made
 
 
 def _timed_out(exc: BaseException, lx: Any) -> bool:

@@ -30,6 +30,7 @@ from .._options import timeout_over
 from ..agent import Agent
 from ..errors import HelixError, SessionNotFoundError
 from ..loop import Timeout
+from ..models._litellm import expect_requests
 from ..models._pool import set_max_connections
 from ..session import Executor
 from ..session._records import UserRecord, new_message_id
@@ -203,6 +204,7 @@ def default_registry(executor: Executor) -> StreamRegistry | SharedStreamRegistr
 
 def _check_startup(agent: Agent[Any], client_version: int, max_connections: int | None) -> None:
     """Refuse, at startup, a client version that cannot serve the agent; size the pool."""
+    expect_requests()  # a late litellm import is now a fault worth a warning
     if max_connections is not None:
         set_max_connections(max_connections)  # litellm need not be loaded yet
     if client_version not in (5, 6, 7):
@@ -373,17 +375,13 @@ class _Handlers:
     async def messages(self, request: Request) -> Response:
         session_id = check_session_id(request.path_params["id"])
         await self._caller(request, session_id)
-        try:
-            messages = await self.executor.ui_messages(
-                session_id,
-                client_version=self.options.client_version,
-                on_error=self.options.on_error,
-                send_sources=self.options.send_sources,
-            )
-        except SessionNotFoundError:
-            # A session is created by its first message, under the id the client chose: an
-            # id the caller may use (authorize passed) with nothing stored is an empty chat.
-            messages = []
+        # An id the caller may use (authorize passed) with nothing stored is an empty chat.
+        messages = await self.executor.ui_messages(
+            session_id,
+            client_version=self.options.client_version,
+            on_error=self.options.on_error,
+            send_sources=self.options.send_sources,
+        )
         return JSONResponse(messages)
 
     async def resume(self, request: Request) -> Response:

@@ -47,10 +47,17 @@ class SessionHistory:
         With a ``checkpoint_id``, the log is truncated after that checkpoint (context rows like
         any other row: queued items whose rows go are delivered again, once; the step_context
         cursor, memory and active tools follow what is left; the define_state snapshot is the
-        checkpoint's). Without one: if a step of the last turn committed, everything is kept —
-        including the context rows of the step that failed, which the retry re-runs; if the
-        turn failed on its first step, it is retried from its start, so that step's rows are
-        made again (never lost, never doubled). Then ``run(agent, session_id)`` continues.
+        checkpoint's). Without one: a last turn that ended (answered) is run again from its
+        start — its answer goes, its user message stays; a failed turn whose step committed
+        keeps everything, including the context rows of the step that failed, which the retry
+        re-runs; a turn that failed on its first step is retried from its start, so that step's
+        rows are made again (never lost, never doubled). Then ``run(agent, session_id)``
+        continues.
+
+        Example::
+
+            await executor.retry(session_id)
+            result = await executor.run(agent, session_id).consume()
 
         Raises:
             SessionNotFoundError, StateError (unknown checkpoint), SessionBusyError (running).
@@ -62,10 +69,12 @@ class SessionHistory:
         if checkpoint_id is not None:
             to_seq = (await self._checkpoint(session_id, checkpoint_id)).log_seq
         else:
-            start = TurnMeta.read(session.meta).start_seq
+            turn = TurnMeta.read(session.meta)
             checkpoints = await self.store.checkpoints(session_id)
-            committed = bool(checkpoints) and checkpoints[-1].log_seq > start
-            to_seq = last if committed else start
+            committed = bool(checkpoints) and checkpoints[-1].log_seq > turn.start_seq
+            # An answered turn re-runs whole; a failed one carries on after its last commit.
+            ended = turn.ended and session.status == "idle"
+            to_seq = last if committed and not ended else turn.start_seq
         if to_seq < last:
             await self.store.rewind(session_id, to_seq)
         await self.store.set_status(session_id, "idle", expect=("idle", "paused", "failed"))
@@ -236,12 +245,13 @@ class SessionHistory:
         :class:`~helix_stream.errors.ToolFailedError`) chooses the text; the sources the
         model cited are parts only with ``send_sources``.
 
-        Raises:
-            SessionNotFoundError: no such session.
+        A session that does not exist yet has no messages (``[]``), as ``GET .../messages``
+        answers: a chat's session is created by its first message, under the id the client
+        chose.
         """
         snapshot = await self.store.read_snapshot(session_id)
         if snapshot.session is None:
-            raise SessionNotFoundError(f"no session {show(session_id)}")
+            return []
         return ui_messages(
             snapshot.log,
             client_version=client_version,

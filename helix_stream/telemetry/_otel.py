@@ -529,4 +529,9 @@ def performance_attributes(performance: Any) -> dict[str, AttributeValue]:
         "helix.longest_chunk_gap": model.longest_gap,
         "helix.median_chunk_gap": model.median_gap,
     }
-    return {name: round(float(v), 6) for name, v in figures.items() if v is not None}
+    out: dict[str, AttributeValue] = {
+        name: round(float(v), 6) for name, v in figures.items() if v is not None
+    }
+    if model.read_path is not None:  # who read the stream: "direct" or "litellm"
+        out["helix.read_path"] = model.read_path
+    return out
