@@ -233,6 +233,11 @@ def unknown_keyword(
     if known is None:
         known = litellm_param_names(None)
     helix = [*OPTION_NAMES, *own]
+    if name == "extra_body":  # litellm's name for what provider_options is here
+        return (
+            f"{where} got an unexpected keyword argument 'extra_body': did you mean "
+            f"`provider_options`? ({_WHY}). Nothing was sent."
+        )
     ours = difflib.get_close_matches(name, helix, n=1, cutoff=0.6)
     theirs = difflib.get_close_matches(name, [k for k in known if k[:1] != "_"], n=1, cutoff=0.6)
     best = max(

@@ -140,3 +140,8 @@ def test_provider_credentials_litellm_lists_are_known() -> None:
     known = litellm_param_names("bedrock/anthropic.claude-3-haiku-20240307-v1:0")
     assert {"aws_region_name", "aws_profile_name", "vertex_project", "drop_params"} <= known
     assert {"tool_context", "runtime_ctx", "temprature", "extra_body"}.isdisjoint(known)
+
+
+def test_extra_body_points_to_provider_options() -> None:
+    with pytest.raises(TypeError, match="did you mean `provider_options`"):
+        hs.stream_text(model="helix/demo", prompt="hi", extra_body={"top_k": 3})  # type: ignore[call-arg]
