@@ -12,7 +12,9 @@ in that step's write). Otherwise, this module owns what happens:
 
 Either way the text the unfinished step had already streamed — what the user saw — is stored
 with that write as the turn's assistant message, marked interrupted, so that the stored chat
-matches the screen and the next request still alternates user and assistant.
+matches the screen and the next request still alternates user and assistant. A failed turn's
+message also keeps the error's code (``metadata.error`` of the stored UI message: a reloaded
+chat shows the same failure as the live one did).
 
 The status write runs through :func:`helix_stream._cleanup.run_cleanup`, shielded from
 cancellation (a cancelled request cancels every later await under anyio), and is retried with
@@ -33,6 +35,7 @@ from ..errors import SessionLeaseLostError, SessionNotFoundError
 from ..state import TurnInfo
 from ..store import SessionStatus, Store, TurnWrite
 from ._events import TurnEvents
+from ._records import failed_record
 
 __all__ = ["finish_turn", "log_failure"]
 
@@ -68,9 +71,11 @@ async def finish_turn(
 
     async def finish() -> None:
         status: SessionStatus = "idle" if error is None else "failed"
+        stored = unfinished
         if error is not None:
             log_failure(session_id, turn, error)
-        write = TurnWrite(status=status, messages=[unfinished] if unfinished else [])
+            stored = failed_record(unfinished, error) if unfinished else None
+        write = TurnWrite(status=status, messages=[stored] if stored else [])
         await _write_status(store, session_id, write)
         if error is not None:
             data = {"error": type(error).__name__, "code": getattr(error, "code", None)}

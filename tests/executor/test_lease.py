@@ -185,7 +185,7 @@ async def test_a_turn_that_failed_before_any_text_stores_an_empty_interrupted_an
     assert [m["role"] for m in ui] == ["user", "assistant"]
     # The stored answer is the live stream's message: same id, marked interrupted, no text.
     assert ui[1]["id"] == start.message_id
-    assert ui[1]["metadata"] == {"interrupted": True}
+    assert ui[1]["metadata"] == {"interrupted": True, "error": "model_unavailable"}
     assert not [p for p in ui[1]["parts"] if p["type"] == "text"]
     loopback.script(text("back"))
     assert await executor.run(agent(loopback), SID, "again").text() == "back"
