@@ -15,7 +15,8 @@ the small :class:`SessionLink` protocol, which the loop calls at fixed points:
   how the step's calls resolve tokens, and ``park(park)`` when a call waits for the user to
   sign in (the session keeps the sign-in and gives its URL; the call's turn pauses after
   the step);
-* ``after_step(step, final=...)`` once a step is done: persist it and report it;
+* ``after_step(step, final=...)`` once a step is done: persist it (the run's ``step-ended``
+  event then reports it to the subscribers, the session's hooks among them);
 * ``end(how)`` once, when the run is over (:class:`RunEnd`: finished, failed or cut short,
   and the text of a step it left unfinished): the session ends its turn.
 
@@ -32,6 +33,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
+from .._event_stream import Subscriber
 from .._options import LoopOptions
 from ..auth._cache import DEFAULT_AUTH, AuthSettings
 from ..auth._flow import ParkForSignIn
@@ -237,6 +239,7 @@ class LoopConfig:
             schema where litellm reports support, the finish tool otherwise); ``"tool"``
             always uses the finish tool (an ``Agent``).
         where: Where the litellm params came from (for the message of a refused one).
+        subscribers: More subscribers of the run's event stream (a session's hooks).
     """
 
     options: LoopOptions
@@ -256,6 +259,7 @@ class LoopConfig:
     output_mode: Literal["auto", "tool"] = "tool"
     where: str = "stream_text"
     session: SessionLink = NO_SESSION
+    subscribers: tuple[Subscriber, ...] = ()  # the session's, on the run's event stream
 
     @property
     def prepare_step(self) -> tuple[PrepareStep, ...]:

@@ -41,8 +41,7 @@ __all__ = ["TurnRequest", "run_turn"]
 
 async def run_turn(request: TurnRequest) -> AsyncGenerator[Chunk, None]:
     """The chunks of one turn (the generator behind its ``StreamTextResult``)."""
-    lease = TurnLease(request.store, request.session_id, request.on_stop_requested)
-    request = replace(request, store=lease.store)  # every write of the turn is fenced
+    lease = TurnLease(request.writer, request.session_id, request.on_stop_requested)
     lease.start()  # it renews once the claim applied
     try:
         try:
@@ -52,12 +51,14 @@ async def run_turn(request: TurnRequest) -> AsyncGenerator[Chunk, None]:
             # ended).
             yield ErrorChunk(error=exc)
             return
+        link = TurnLink(opened)
         config = loop_config(
             opened.request.setup,  # with the MCP servers' tools
             messages=opened.messages,
             message_id=opened.message_id,
-            session=TurnLink(opened),
+            session=link,
         )
+        config = replace(config, subscribers=link.subscribers())  # its hooks, on the stream
         # The loop tells the link how it ended (SessionLink.end), which ends the turn if need
         # be.
         async with aclosing(run_loop(config)) as chunks:
