@@ -171,8 +171,7 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers, SyncTurns):
                 given (not ``None``) wins over the agent's; telemetry falls back to ours.
 
         Raises:
-            TypeError: a keyword that is neither a run option nor a litellm parameter (the
-                message names the closest known one; nothing was written or sent).
+            TypeError: an unknown keyword, naming the closest known one (nothing written).
             ToolContextError: a tool's context is missing or invalid (nothing was written).
             InvalidRequestError: ``input`` has the wrong shape or invalid text (a lone
                 surrogate, a file content part that is not what it says), ``session_id`` is
