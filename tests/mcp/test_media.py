@@ -150,3 +150,28 @@ def unmarked(messages: list[Any]) -> list[str]:
         return value
 
     return [json.dumps(strip(m)) for m in messages]
+
+
+async def test_get_messages_shows_the_tools_image_over_http(
+    stdio_env: dict[str, str], loopback: LoopbackServer
+) -> None:
+    from helix_stream.server import create_app
+    from tests.server.conftest import chat, client, user
+
+    agent = hs.Agent(
+        name="media",
+        model="openai/loopback",
+        tools=[demo_server(stdio_env)],
+        settings={"api_base": loopback.api_base, "api_key": "sk-loopback"},
+    )
+    executor = hs.Executor(store=hs.MemoryStore())
+    app = create_app(executor, agent)
+    loopback.script(tool_calls(("demo__chart", {})), text("a chart"))
+    async with app.router.lifespan_context(app), client(app) as http:
+        posted = await http.post("/api/chat", json=chat("s1", user("show me", id="u1")))
+        assert posted.status_code == 200
+        got = await http.get("/api/chat/s1/messages")
+    assert got.status_code == 200
+    body = got.json()
+    messages = body["messages"] if isinstance(body, dict) else body
+    assert tool_parts(messages) == {"call_0_demo__chart": [IMAGE]}
