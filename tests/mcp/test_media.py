@@ -172,6 +172,4 @@ async def test_get_messages_shows_the_tools_image_over_http(
         assert posted.status_code == 200
         got = await http.get("/api/chat/s1/messages")
     assert got.status_code == 200
-    body = got.json()
-    messages = body["messages"] if isinstance(body, dict) else body
-    assert tool_parts(messages) == {"call_0_demo__chart": [IMAGE]}
+    assert tool_parts(got.json()) == {"call_0_demo__chart": [IMAGE]}
