@@ -35,6 +35,7 @@ from ._config import LoopConfig
 from ._env import StepCommit
 from ._retry_status import opening, retry_status
 from ._timeout import StreamTimer
+from ._tool_media import with_tool_media
 
 __all__ = ["ModelCall", "ModelResult", "model_name", "request_params"]
 
@@ -175,12 +176,10 @@ class ModelCall:
             yield chunk
         read = stream.__anext__
         try:
-            if prefix:
-                self._recorder.first_chunk()
             for raw in prefix:
                 for chunk in parser.feed(raw):
                     if self._first is None:
-                        self._first = self._last = clock()
+                        self._first = self._last = self._first_content(clock())
                     yield chunk
             if timer is not None:
                 timer.content(clock())
@@ -205,7 +204,7 @@ class ModelCall:
                 if out:
                     now = clock()
                     if self._first is None:
-                        self._first = now
+                        self._first = self._first_content(now)
                     else:
                         gaps.append(now - self._last)
                     self._last = now
@@ -226,6 +225,13 @@ class ModelCall:
         self.done = True
         for chunk in closing:
             yield chunk
+
+    def _first_content(self, now: float) -> float:
+        # The one time to first chunk (README, "Telemetry"): the span attribute, the GenAI
+        # metric and the lifecycle figure all take this value, to the first content-bearing
+        # chunk, from the same start.
+        self._recorder.first_chunk(now - self._began)
+        return now
 
     def performance(self) -> ModelCallPerformance:
         """How fast the call answered (once :meth:`chunks` has ended, however it ended)."""
@@ -255,8 +261,9 @@ class ModelCall:
 
         async def send(**final: Any) -> Any:
             # Cache markers go on last, after model middleware: they must mark the messages
-            # and the model that are really sent (README, "Prompt caching").
-            final = await with_cache_breakpoints(final, prompt_cache)
+            # and the model that are really sent (README, "Prompt caching"); tool images take
+            # the form the model's provider accepts first (``_tool_media.py``).
+            final = await with_cache_breakpoints(await with_tool_media(final), prompt_cache)
             recorder.request_sent(final)  # after middleware: what is really sent
             # Middleware may add keys: a tool error that quotes one must not pass it on.
             self._credentials = frozenset(credential_strings(final))
