@@ -25,10 +25,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from .models._retry import DEFAULT_MAX_RETRIES
+
 if TYPE_CHECKING:
+    from ._timeout import Timeout
+    from ._transform import StreamTransform
     from .auth import TokenStore
-    from .loop._timeout import Timeout
-    from .loop._transform import StreamTransform
     from .middleware import ModelMiddleware
     from .models._cache import PromptCache
     from .prepare_step import PrepareStep
@@ -44,7 +46,6 @@ __all__ = [
     "timeout_over",
 ]
 
-DEFAULT_MAX_RETRIES = 2  # as the AI SDK's maxRetries
 
 Callback = Callable[..., Any]
 
@@ -146,7 +147,7 @@ def timeout_over(given: Any, base: Any) -> Any:
     other)."""
     if given is None or base is None:
         return base if given is None else given
-    from .loop._timeout import as_timeout  # at call time: this module imports nothing
+    from ._timeout import as_timeout
 
     merged_given, merged_base = as_timeout(given), as_timeout(base)
     assert merged_given is not None

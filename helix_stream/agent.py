@@ -12,10 +12,10 @@ from ._options import LoopOptions
 from ._tool_source import FunctionTools, ToolSource
 from .context import StepContextLimits
 from .errors import InvalidRequestError
+from .loop._params import check_params
 from .middleware import WrappedModel
 from .models._cache import check_prompt_cache
 from .models._output import check_output_schema
-from .models._params import check_params
 from .models._retry import RetryPolicy
 from .sandbox import LOAD_SKILL_TOOL, SandboxProvider, Skill, SkillSet
 from .tools import FINISH_TOOL_NAME, Tool, finish_tool, tools_by_name

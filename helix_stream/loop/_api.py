@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from .._options import DEFAULT_MAX_RETRIES, LoopOptions, split_options
+from .._timeout import Timeout
+from .._transform import StreamTransform
 from ..middleware import ModelMiddleware, WrappedModel
 from ..models._cache import PromptCache
 from ..prepare_step import PrepareStep
@@ -16,8 +18,6 @@ from ..tools import Tool
 from ._result import GenerateTextResult, StreamTextResult
 from ._run import run_loop
 from ._setup import DEFAULT_MAX_STEPS, LoopCall, loop_config, setup_run
-from ._timeout import Timeout
-from ._transform import StreamTransform
 
 if TYPE_CHECKING:
     from ..auth import TokenStore

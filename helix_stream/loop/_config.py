@@ -14,6 +14,8 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from .._event_stream import Subscriber
+from .._timeout import Timeout
+from .._transform import StreamTransform
 from ..auth._cache import DEFAULT_AUTH, AuthSettings
 from ..middleware import ModelMiddleware, WrappedModel
 from ..models._cache import PromptCache
@@ -23,8 +25,6 @@ from ..steps import StopCondition
 from ..telemetry import Recorder
 from ..tools import Tool
 from ._env import PLAIN, TurnEnv
-from ._timeout import Timeout
-from ._transform import StreamTransform
 
 __all__ = ["Callbacks", "LoopConfig", "call_user"]
 

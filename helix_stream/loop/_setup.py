@@ -23,14 +23,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from .._auth_strategy import strategies_by_name
 from .._options import LoopOptions
+from .._timeout import as_timeout
+from .._transform import as_transforms
 from ..auth._cache import DEFAULT_AUTH, AuthSettings
-from ..auth._strategy import strategies_by_name
 from ..errors import InvalidRequestError
 from ..middleware import WrappedModel
 from ..models._cache import check_prompt_cache
 from ..models._output import check_output_schema
-from ..models._params import check_params
 from ..models._retry import RetryPolicy
 from ..steps import StopCondition, step_count_is
 from ..telemetry import Recorder
@@ -38,8 +39,7 @@ from ..tools import FINISH_TOOL_NAME, Tool, finish_tool, resolve_contexts, tools
 from ._config import Callbacks, LoopConfig
 from ._env import PLAIN, TurnEnv
 from ._lifecycle import LIFECYCLE_NAMES
-from ._timeout import as_timeout
-from ._transform import as_transforms
+from ._params import check_params
 
 __all__ = [
     "DEFAULT_MAX_STEPS",

@@ -17,6 +17,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .._timeout import StreamTimer
 from ..chunks import Chunk, DataChunk, FinishReason, SourceUrl, Usage
 from ..middleware import ModelMiddleware, WrappedModel, call_with_middleware
 from ..models._cache import PromptCache, with_cache_breakpoints
@@ -32,8 +33,8 @@ from ..telemetry._filters import credential_strings
 from ..tools import Tool
 from ._config import LoopConfig
 from ._env import StepCommit
+from ._params import check_run_options
 from ._retry_status import opening, retry_status
-from ._timeout import StreamTimer
 
 __all__ = ["ModelCall", "ModelResult", "model_name", "request_params"]
 
@@ -188,7 +189,7 @@ class ModelCall:
                 except StopAsyncIteration:
                     break
                 except asyncio.CancelledError as exc:
-                    # One timer for the whole call (loop/_timeout.py): its own cancellation
+                    # One timer for the whole call (_timeout.py): its own cancellation
                     # is the limit that fired; any other is the consumer's.
                     timed_out = timer.timed_out(exc) if timer is not None else None
                     if timed_out is None:
@@ -266,6 +267,7 @@ class ModelCall:
 
         timer = self._timer
         try:
+            check_run_options(self._params, where=self._where)
             return await open_content_stream(
                 attempt,
                 self._params,

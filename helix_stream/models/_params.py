@@ -21,14 +21,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .._options import OPTION_NAMES
 from ..errors import InvalidRequestError
 
-__all__ = ["check_params"]
+__all__ = ["AGENT", "LOOP", "check_params"]
 
-_LOOP = "stream_text()/generate_text()"
-_AGENT = "Agent(...)"
-_RUN = f"{_LOOP}, {_AGENT} or Executor.run()"
+LOOP = "stream_text()/generate_text()"
+AGENT = "Agent(...)"
 
 # Keywords of the package (not litellm's) that are not run options, and where each belongs.
 # A name that belongs to the place where it was given never reaches this table: that function
@@ -37,42 +35,24 @@ _HELIX_KEYWORDS: dict[str, tuple[str, str]] = {
     # name: (what it is, where it belongs)
     "output_schema": (
         "the structured output of an Agent",
-        f"{_AGENT}; stream_text()/generate_text() take output=",
+        f"{AGENT}; stream_text()/generate_text() take output=",
     ),
-    "output": ("the structured output of a call", f"{_LOOP}; an Agent takes output_schema="),
+    "output": ("the structured output of a call", f"{LOOP}; an Agent takes output_schema="),
     "max_steps": (
         "an Agent's step limit",
-        f"{_AGENT}; stream_text()/generate_text() stop with stop_when=hs.step_count_is(n)",
+        f"{AGENT}; stream_text()/generate_text() stop with stop_when=hs.step_count_is(n)",
     ),
-    "step_context": ("the step_context hook", _AGENT),
-    "step_context_limits": ("the step_context hook's limits", _AGENT),
-    "hooks": ("define_hook subscribers", _AGENT),
-    "memory": ("memory recall", _AGENT),
-    "client_tool_timeout": ("the client tool deadline", _AGENT),
-    "sandbox": ("an Agent's sandbox provider", _AGENT),
-    "skills": ("an Agent's skills", _AGENT),
-    "sandbox_on_session": ("the sandbox preparation", _AGENT),
-    "settings": ("an Agent's litellm params", f"{_AGENT}; here, pass them as keywords"),
-    "prompt": ("the user prompt", _LOOP),
-    "system": ("the system prompt", f"{_LOOP} or {_AGENT}"),
-}
-
-# What each run option is, for the message (an option without a line here is "a run option");
-# where it belongs is the same for all of them (helix_stream/_options.py).
-_RUN_OPTIONS: dict[str, str] = {
-    "router": "the litellm Router",
-    "prompt_cache": "cache breakpoints",
-    "tools_context": "per-tool contexts",
-    "runtime_context": "the runtime context",
-    "prepare_step": "step middleware",
-    "stop_when": "stop conditions",
-    "telemetry": "telemetry settings",
-    "middleware": "model middleware",
-    "timeout": "the run's time limits, seconds or hs.Timeout",
-    "on_chunk": "a callback",
-    "on_step_finish": "a callback",
-    "on_finish": "a callback",
-    "on_error": "a callback",
+    "step_context": ("the step_context hook", AGENT),
+    "step_context_limits": ("the step_context hook's limits", AGENT),
+    "hooks": ("define_hook subscribers", AGENT),
+    "memory": ("memory recall", AGENT),
+    "client_tool_timeout": ("the client tool deadline", AGENT),
+    "sandbox": ("an Agent's sandbox provider", AGENT),
+    "skills": ("an Agent's skills", AGENT),
+    "sandbox_on_session": ("the sandbox preparation", AGENT),
+    "settings": ("an Agent's litellm params", f"{AGENT}; here, pass them as keywords"),
+    "prompt": ("the user prompt", LOOP),
+    "system": ("the system prompt", f"{LOOP} or {AGENT}"),
 }
 
 # Params the loop builds itself (messages, tools) or that litellm consumes and that may hold
@@ -115,15 +95,8 @@ def check_params(
         _check_json(name, value, where)
 
 
-def _known(name: str) -> tuple[str, str] | None:
-    """What a package keyword is and where it belongs; ``None`` for any other name."""
-    if name in OPTION_NAMES:
-        return _RUN_OPTIONS.get(name, "a run option"), f"{_RUN} as {name}="
-    return _HELIX_KEYWORDS.get(name)
-
-
 def _check_name(name: str, value: Any, where: str) -> None:
-    known = _known(name)
+    known = _HELIX_KEYWORDS.get(name)
     if known is not None:
         what, belongs = known
         raise InvalidRequestError(
@@ -136,7 +109,7 @@ def _check_name(name: str, value: Any, where: str) -> None:
         raise InvalidRequestError(
             f"{name}={value!r} (litellm's own retries) is not taken in {where}: helix_stream "
             "retries a model call with one policy, so that attempts do not multiply. Pass "
-            f"max_retries= to {_LOOP} or {_AGENT} instead (0: no retries). Nothing was sent."
+            f"max_retries= to {LOOP} or {AGENT} instead (0: no retries). Nothing was sent."
         )
 
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 import helix_stream as hs
 from helix_stream import errors
 from helix_stream._options import OPTION_NAMES, LoopOptions
-from helix_stream.models._params import check_params
+from helix_stream.loop._params import check_params
 from tests.loopback import LoopbackServer, text, tool_calls
 
 # stream_text's arguments that are the call's own, not run options.
