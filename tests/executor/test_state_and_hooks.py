@@ -393,6 +393,6 @@ def test_a_sub_agent_run_is_refused_for_what_is_not_an_agent_and_nothing_is_writ
     parent = ParentInfo(
         call_id="c1", session_id="s", root_session_id="s", turn=TurnInfo(id="m1", sequence=1)
     )
-    with pytest.raises(hs.errors.InvalidRequestError, match="hs.Agent, not NotAnAgent"):
+    with pytest.raises(hs.errors.InvalidRequestError, match=r"hs\.Agent, not NotAnAgent"):
         hs.Executor(store)._run_child(NotAnAgent(), "s/c1", "hi", auth=None, parent=parent)
     assert store.write_transactions == 0
