@@ -33,7 +33,7 @@ from ..telemetry._filters import credential_strings
 from ..tools import Tool
 from ._config import LoopConfig
 from ._env import StepCommit
-from ._params import check_run_options
+from ._params import check_known, check_run_options
 from ._retry_status import opening, retry_status
 
 __all__ = ["ModelCall", "ModelResult", "model_name", "request_params"]
@@ -64,8 +64,11 @@ def request_params(
         t for name, t in cfg.tools.items() if (active is None or name in active) and name != hidden
     ]
     params: dict[str, Any] = {**cfg.litellm_params}
-    # Litellm params from prepare_step apply to this call only.
-    params.update({k: v for k, v in overrides.items() if k not in STEP_OVERRIDE_KEYS})
+    # Litellm params from prepare_step apply to this call only; a name litellm does not know
+    # is refused as the run's error (TypeError), before the call.
+    extra = {k: v for k, v in overrides.items() if k not in STEP_OVERRIDE_KEYS}
+    check_known(extra, where="a prepare_step override", model=model_name(step.model)[0])
+    params.update(extra)
     params["model"] = model_name(step.model)[0]
     params["messages"] = ([{"role": "system", "content": system}] if system else []) + step.messages
     params["stream"] = True

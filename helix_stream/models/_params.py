@@ -23,7 +23,7 @@ from pydantic import BaseModel
 
 from ..errors import InvalidRequestError
 
-__all__ = ["AGENT", "LOOP", "check_params"]
+__all__ = ["AGENT", "BUILT", "HELIX_KEYWORDS", "LOOP", "check_params"]
 
 LOOP = "stream_text()/generate_text()"
 AGENT = "Agent(...)"
@@ -31,7 +31,7 @@ AGENT = "Agent(...)"
 # Keywords of the package (not litellm's) that are not run options, and where each belongs.
 # A name that belongs to the place where it was given never reaches this table: that function
 # consumed it as an option.
-_HELIX_KEYWORDS: dict[str, tuple[str, str]] = {
+HELIX_KEYWORDS: dict[str, tuple[str, str]] = {
     # name: (what it is, where it belongs)
     "output_schema": (
         "the structured output of an Agent",
@@ -57,7 +57,7 @@ _HELIX_KEYWORDS: dict[str, tuple[str, str]] = {
 
 # Params the loop builds itself (messages, tools) or that litellm consumes and that may hold
 # objects (a pydantic class as response_format is litellm's documented form).
-_BUILT = frozenset({"model", "messages", "tools", "stream", "stream_options"})
+BUILT = frozenset({"model", "messages", "tools", "stream", "stream_options"})
 
 
 def check_params(
@@ -90,13 +90,13 @@ def check_params(
     if is_litellm_param is None:
         return
     for name, value in params.items():
-        if name in _BUILT or is_litellm_param(name):
+        if name in BUILT or is_litellm_param(name):
             continue
         _check_json(name, value, where)
 
 
 def _check_name(name: str, value: Any, where: str) -> None:
-    known = _HELIX_KEYWORDS.get(name)
+    known = HELIX_KEYWORDS.get(name)
     if known is not None:
         what, belongs = known
         raise InvalidRequestError(

@@ -93,7 +93,7 @@ class LocalSandbox:
         max_output_bytes: How much of stdout, and of stderr, a result keeps.
         description: What ``sandbox.description`` tells the model (a default otherwise).
         namespaces: Run commands in namespaces of their own where the machine can (default);
-            ``False``: on the host, as any process of this user (README, "Sandboxes").
+            ``False``: on the host, as any process of this user (README, "Sandboxes and skills").
     """
 
     root_dir: str | os.PathLike[str]
