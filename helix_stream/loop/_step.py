@@ -17,13 +17,13 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .._timeout import StreamTimer
 from ..chunks import Chunk, DataChunk, FinishReason, SourceUrl, Usage
 from ..middleware import ModelMiddleware, WrappedModel, call_with_middleware
 from ..models._cache import PromptCache, with_cache_breakpoints
 from ..models._lean_stream import read_path
 from ..models._litellm import acompletion, translate_error
 from ..models._output import OutputSpec
-from ..models._params import check_known
 from ..models._parse import ResponseInfo, StepParser, has_content, map_finish_reason
 from ..models._retry import Attempt, RetryPolicy, open_content_stream
 from ..prepare_step import STEP_OVERRIDE_KEYS, StepInput
@@ -33,8 +33,8 @@ from ..telemetry._filters import credential_strings
 from ..tools import Tool
 from ._config import LoopConfig
 from ._env import StepCommit
+from ._params import check_known, check_run_options
 from ._retry_status import opening, retry_status
-from ._timeout import StreamTimer
 from ._tool_media import with_tool_media
 
 __all__ = ["ModelCall", "ModelResult", "model_name", "request_params"]
@@ -191,7 +191,7 @@ class ModelCall:
                 except StopAsyncIteration:
                     break
                 except asyncio.CancelledError as exc:
-                    # One timer for the whole call (loop/_timeout.py): its own cancellation
+                    # One timer for the whole call (_timeout.py): its own cancellation
                     # is the limit that fired; any other is the consumer's.
                     timed_out = timer.timed_out(exc) if timer is not None else None
                     if timed_out is None:
@@ -277,6 +277,7 @@ class ModelCall:
 
         timer = self._timer
         try:
+            check_run_options(self._params, where=self._where)
             return await open_content_stream(
                 attempt,
                 self._params,

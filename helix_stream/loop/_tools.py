@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from .._timeout import NO_CLOCK, RunClock, describe_seconds
 from .._tool_context import ToolContext
 from ..auth._cache import DEFAULT_AUTH, AuthSettings, CallAuth, StepTokens
 from ..auth._flow import ParkForSignIn
@@ -41,7 +42,6 @@ from ..telemetry._filters import redact, secret_strings
 from ..tools import FINISH_TOOL_NAME, Tool, ToolUnavailable, approval_id
 from ._env import PLAIN, CallContexts, Parker
 from ._lifecycle import ToolWatch, outcome_of
-from ._timeout import NO_CLOCK, RunClock, describe_seconds
 from ._tool_media import ToolContent, tool_content
 
 __all__ = [
