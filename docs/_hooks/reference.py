@@ -30,6 +30,13 @@ PUBLIC_MODULES: dict[str, str] = {
     "helix_stream.sandbox": "Sandboxes and skills",
     "helix_stream.mcp": "MCP servers",
     "helix_stream.context": "Context items and rows",
+    "helix_stream.chunks": "Chunks: the loop's stream",
+    "helix_stream.steps": "Steps and tool results",
+    "helix_stream.tools": "Tools",
+    "helix_stream.prepare_step": "prepare_step",
+    "helix_stream.middleware": "Model middleware",
+    "helix_stream.hooks": "Hooks",
+    "helix_stream.state": "State and the current session",
 }
 
 # Titles of the top-level package's groups (by the subpackage or module that defines a name).
