@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the advice strings read best on one line each)
 """MkDocs hook: the API reference pages and the errors page, generated from the package.
 
 Each public module (``PUBLIC_MODULES``) gets a page with one entry per name of its ``__all__``
@@ -190,7 +191,10 @@ def reference_pages() -> dict[str, str]:
     for module, title in PUBLIC_MODULES.items():
         path = f"reference/{module.removeprefix('helix_stream.').replace('.', '-')}.md"
         names = list(importlib.import_module(module).__all__)
-        pages[path] = f"# {title}\n\n`{module}`\n\n::: {module}\n    options:\n      members: false\n      show_root_heading: false\n\n" + _entries(module, names)
+        pages[path] = (
+            f"# {title}\n\n`{module}`\n\n::: {module}\n    options:\n      members: false\n      show_root_heading: false\n\n"
+            + _entries(module, names)
+        )
         index.append(f"- [`{module}`]({path.removeprefix('reference/')}): {title}")
     pages["reference/index.md"] = "\n".join(index) + "\n"
     pages["reference/errors.md"] = _errors_page()

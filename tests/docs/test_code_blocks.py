@@ -52,6 +52,10 @@ def test_a_run_shell_block_runs(block: object) -> None:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     done = subprocess.run(
         ["bash", "-euo", "pipefail", "-c", block.code],  # type: ignore[attr-defined]
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
