@@ -45,6 +45,9 @@ class Reply:
     headers_only: bool = False  # the headers, then nothing
     stall_after: int | None = None  # after this many deltas, nothing more
     stall_for: float = 5.0
+    # Held open: before the delta at ``gate_at``, wait until the test sets ``gate`` (at most 60 s).
+    gate: threading.Event | None = None
+    gate_at: int = 0
 
 
 def text(content: str, pieces: int = 3, **kw: Any) -> Reply:
@@ -228,6 +231,8 @@ class LoopbackServer:
                     if reply.stall_after is not None and sent == reply.stall_after:
                         time.sleep(reply.stall_for)
                         return
+                    if reply.gate is not None and sent == reply.gate_at:
+                        reply.gate.wait(60)
                     if reply.delay:
                         time.sleep(reply.delay)
                     self._event(self._chunk(delta))

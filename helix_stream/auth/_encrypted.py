@@ -14,31 +14,24 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ..errors import FrameworkNotSupportedError, InvalidRequestError
+from ..store._features import TokenTable
 from ._store import token_key
 from ._token import Token
+
+if TYPE_CHECKING:
+    from ..store._protocol import Store
 
 __all__ = ["EncryptedTokenStore", "KeyValueStore", "MemoryKeyValueStore"]
 
 logger = logging.getLogger("helix_stream.auth")
 
 
-class KeyValueStore(Protocol):
-    """A table of byte values by string key (what ``EncryptedTokenStore`` writes to)."""
-
-    async def get(self, key: str) -> bytes | None:
-        """The value under ``key``, or ``None``."""
-        ...
-
-    async def set(self, key: str, value: bytes) -> None:
-        """Write ``value`` under ``key`` (replacing what was there)."""
-        ...
-
-    async def delete(self, key: str) -> None:
-        """Remove ``key`` (if present)."""
-        ...
+KeyValueStore = TokenTable
+"""A table of byte values by string key (what ``EncryptedTokenStore`` writes to): three async
+methods, ``get``, ``set`` and ``delete``; a session store's ``token_table`` is one."""
 
 
 class MemoryKeyValueStore:
@@ -77,6 +70,22 @@ def _fernet(keys: str | bytes | Sequence[str | bytes]) -> Any:
         ) from None
 
 
+def _rows_of(table: KeyValueStore | Store) -> KeyValueStore:
+    """``table`` itself, or a session store's own table of token rows (``token_table``)."""
+    if isinstance(table, TokenTable):  # the table protocol: get, set, delete
+        return table
+    rows = table.token_table
+    if rows is None:
+        raise FrameworkNotSupportedError(
+            f"EncryptedTokenStore keeps its rows in the session store's token table, and this "
+            f"store ({type(table).__name__}) has no token table (Store.token_table is None). "
+            "Pass a "
+            "store that keeps one (MemoryStore, SQLiteStore, PostgresStore, or a wrapper that "
+            "delegates token_table), or a KeyValueStore of your own."
+        )
+    return rows
+
+
 class EncryptedTokenStore:
     """A token store that keeps each token encrypted in a :class:`KeyValueStore`.
 
@@ -87,24 +96,23 @@ class EncryptedTokenStore:
         executor = hs.Executor(sessions, token_store=tokens, auth_secret=...)
 
     Args:
-        table: Where the ciphertext rows go: a :class:`KeyValueStore`, or a session store
-            (``SQLiteStore``, ``PostgresStore``, ``MemoryStore``), whose ``auth_tokens``
-            table then holds them.
+        table: Where the ciphertext rows go: a :class:`KeyValueStore`, or a session store,
+            whose ``token_table`` then holds them (``auth_tokens`` in a ``SQLiteStore`` or a
+            ``PostgresStore``).
         key: A Fernet key (:meth:`generate_key`), or a list of them to rotate: the first
             encrypts, every one decrypts.
 
     Raises:
         InvalidRequestError: a key is not a Fernet key.
-        FrameworkNotSupportedError: ``cryptography`` is not installed (the ``crypto`` extra).
+        FrameworkNotSupportedError: ``cryptography`` is not installed (the ``crypto`` extra),
+            or ``table`` is a session store that keeps no token rows.
     """
 
-    def __init__(self, table: Any, *, key: str | bytes | Sequence[str | bytes]) -> None:
+    def __init__(
+        self, table: KeyValueStore | Store, *, key: str | bytes | Sequence[str | bytes]
+    ) -> None:
         self._fernet = _fernet(key)
-        if not all(callable(getattr(table, m, None)) for m in ("get", "set", "delete")):
-            from ..store._auth import auth_tables
-
-            table = auth_tables(table)  # a session store: its own table of token rows
-        self._table: KeyValueStore = table
+        self._table: KeyValueStore = _rows_of(table)
 
     @staticmethod
     def generate_key() -> str:

@@ -6,6 +6,10 @@ one-time state, exchanges the code and marks the parked call; then it answers a 
 page that tells the user to go back to the chat, or redirects to the app's own page
 (``auth_redirect``) with ``session_id``, ``tool_call_id`` and ``status`` in the query. The
 chat page then resumes the session (``POST /api/chat`` with no new message): the turn goes on.
+Our page tells the chat tab itself: it posts ``{type: "helix-auth", sessionId, toolCallId,
+status}`` on the same-origin ``BroadcastChannel("helix-stream-auth")`` (and to
+``window.opener``, for a chat that opened it as a popup), so a chat served from the same origin
+continues the turn without the user coming back to press anything.
 
 The route does not call ``authenticate``: a browser coming back from another site carries
 no ``Authorization`` header, and the state is what authorizes the request (signed with the
@@ -17,6 +21,7 @@ gets it as a page, any other client as the JSON error body.
 from __future__ import annotations
 
 import html
+import json
 import logging
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -39,26 +44,51 @@ _PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1"></head>
 <body style="font-family: system-ui, sans-serif; max-width: 32rem; margin: 4rem auto">
-<h1 style="font-size: 1.25rem">{title}</h1><p>{text}</p></body></html>
+<h1 style="font-size: 1.25rem">{title}</h1><p>{text}</p>{script}</body></html>
 """
 
+# Tells the chat tab (same origin) that the sign-in is done: it continues the turn by itself.
+_NOTIFY = """<script>
+(() => {{
+  const done = {data};
+  try {{ new BroadcastChannel("helix-stream-auth").postMessage(done); }} catch (e) {{}}
+  try {{ if (window.opener) window.opener.postMessage(done, location.origin); }} catch (e) {{}}
+}})();
+</script>"""
 
-def _page(title: str, text: str, status: int = 200) -> HTMLResponse:
-    body = _PAGE.format(title=html.escape(title), text=html.escape(text))
+
+def _page(title: str, text: str, status: int = 200, script: str = "") -> HTMLResponse:
+    body = _PAGE.format(title=html.escape(title), text=html.escape(text), script=script)
     # No referrer: the URL of this page holds the one-time state and the code.
     headers = {"cache-control": "no-store", "referrer-policy": "no-referrer"}
     return HTMLResponse(body, status_code=status, headers=headers)
+
+
+def _notify(result: AuthorizationResult) -> str:
+    done = {
+        "type": "helix-auth",
+        "sessionId": result.session_id,
+        "toolCallId": result.tool_call_id,
+        "status": result.status,
+    }
+    # JSON inside <script>: "<", ">" and "&" escaped, so no value can end the element.
+    data = json.dumps(done)
+    for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
+        data = data.replace(char, escaped)
+    return _NOTIFY.format(data=data)
 
 
 def _done_page(result: AuthorizationResult) -> HTMLResponse:
     if result.status == "authorized":
         return _page(
             "Signed in",
-            f"You are signed in to {result.strategy}. Return to the chat: it carries on.",
+            f"You are signed in to {result.strategy}. The chat carries on: you can close this tab.",
+            script=_notify(result),
         )
     return _page(
         "Not signed in",
         f"The sign-in to {result.strategy} was not completed. Return to the chat.",
+        script=_notify(result),
     )
 
 

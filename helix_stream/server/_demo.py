@@ -100,6 +100,13 @@ def _static(name: str) -> str:
     return resources.files("helix_stream").joinpath("static", name).read_text(encoding="utf-8")
 
 
+def _error_code(exc: BaseException) -> str:
+    """The demo page's ``errorText`` for a failed turn: the error's code (``model_rate_limited``,
+    ...; never its text), which the page puts in words, as it does the stored failure's code
+    (``metadata.error``) after a reload."""
+    return str(getattr(exc, "code", "internal_error"))
+
+
 def demo_app(
     executor: Executor, agent: Agent, *, client_version: int = 7, **options: Any
 ) -> Starlette:
@@ -109,7 +116,8 @@ def demo_app(
         executor: Holds the sessions.
         agent: The agent to chat with.
         client_version: The UI stream version the page reads (it handles all of v7).
-        **options: Passed to :func:`helix_stream.server.routes`.
+        **options: Passed to :func:`helix_stream.server.routes`. ``on_error`` defaults to the
+            error's code (the page words it, live and after a reload alike).
 
     Returns:
         A Starlette app without authentication: for a local demo only.
@@ -125,7 +133,12 @@ def demo_app(
     mounted: list[BaseRoute] = [
         Route("/", index, methods=["GET"]),
         Route("/api/demo", info, methods=["GET"]),
-        *routes(executor, agent, client_version=client_version, **options),
+        *routes(
+            executor,
+            agent,
+            client_version=client_version,
+            **{"on_error": _error_code, **options},
+        ),
         Mount("/static", StaticFiles(packages=[("helix_stream", "static")]), name="static"),
     ]
 

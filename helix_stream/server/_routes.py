@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
@@ -33,7 +32,6 @@ from ..models._litellm import expect_requests
 from ..models._pool import set_max_connections
 from ..session import Executor
 from ..session._records import UserRecord, new_message_id
-from ..store import PostgresStore
 from ..transformers import UIMessageStreamResponse, to_ui_message_stream
 from ..transformers._sse import OnDisconnect, check_on_disconnect
 from ._auth_callback import DEFAULT_AUTH_CALLBACK_PATH, auth_callback_routes
@@ -249,9 +247,9 @@ def _route_table(
 
 
 def default_registry(executor: Executor) -> StreamRegistry | SharedStreamRegistry:
-    """Where a server keeps its active streams: PostgreSQL when sessions live there (any
-    process can resume them), else in this process."""
-    if isinstance(executor.store, PostgresStore):
+    """Where a server keeps its active streams: in the store's shared stream log when it has
+    one (``Store.stream_log``: any process can resume them), else in this process."""
+    if executor.store.stream_log is not None:
         return SharedStreamRegistry(executor.store)
     return StreamRegistry()
 
@@ -464,7 +462,7 @@ class _Handlers:
             session = None
         # Ended already, never started, or its process died (an expired lease: the next turn
         # takes it over): nothing runs, so nothing to stop (idempotent).
-        if session is None or session.status != "running" or session.lease_expired(time.time()):
+        if session is None or session.status != "running" or session.lease_expired():
             return JSONResponse({"stopped": False})
         if self.stop_elsewhere is not None:
             return JSONResponse({"stopped": await self.stop_elsewhere(session_id)})

@@ -1,14 +1,13 @@
-"""Resume on any process: the active turns' UI streams, published through PostgreSQL.
+"""Resume on any process: the active turns' UI streams, published through the store.
 
 This module owns :class:`SharedStreamRegistry`, the registry the chat routes use when the
-executor's store is a :class:`~helix_stream.PostgresStore` (``StreamRegistry`` stays the one
-for SQLite and memory stores, in-process). The registry owns a ``PostgresStreamLog`` on the
-store's schema and pool (the stream tables are not part of the ``Store`` protocol). While a
-turn streams, :meth:`record` sends each SSE event to its client at once and publishes the
-events, in batches every ``flush_interval`` seconds, to the ``ui_stream_events`` table, with a
-``NOTIFY`` to every process. A
-client that reconnects to any process (``GET .../stream``) gets the events so far and follows
-the rest live until ``finish`` — or, when the turn's process died, until its lease expired
+executor's store has a shared stream log (``Store.stream_log``: a ``PostgresStore``, or a
+store that wraps one); ``StreamRegistry`` stays the one for the others (SQLite and memory
+stores), in-process. While a turn streams, :meth:`record` sends each SSE event to its client
+at once and publishes the events, in batches every ``flush_interval`` seconds, to the log
+(PostgreSQL: the ``ui_stream_events`` table, with a ``NOTIFY`` to every process). A client
+that reconnects to any process (``GET .../stream``) gets the events so far and follows the rest
+live until ``finish`` — or, when the turn's process died, until its lease expired
 (then an ``error`` and a ``finish`` end it); the stream's events are kept for ``keep_for``
 seconds after it ends, then dropped.
 
@@ -21,14 +20,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any
 
 from .._cleanup import aclose_quietly, run_cleanup
-from ..store import PostgresStore
-from ..store.postgres import PostgresStreamLog
+from ..errors import FrameworkNotSupportedError
+from ..store import Store, StreamLog
 from ..transformers._sse import encode_sse_bytes
 
 __all__ = ["SharedStreamRegistry"]
@@ -55,23 +53,34 @@ class SharedStreamRegistry:
     """Active streams of a PostgreSQL-backed chat service, resumable from any process.
 
     Args:
-        store: The executor's PostgresStore (its schema holds the streams).
+        store: The executor's store; its ``stream_log`` holds the streams.
         flush_interval: Seconds between two batches a turn publishes (default 0.2: followers
             lag by up to this much; each batch is one store write, so a few per turn).
         keep_for: Seconds a finished stream's events are kept (default 10 minutes).
         poll_interval: Seconds a follower waits for a notification before it reads anyway.
+
+    Raises:
+        FrameworkNotSupportedError: the store has no shared stream log (``stream_log`` is
+            ``None``): its streams could not be resumed from another process.
     """
 
     def __init__(
         self,
-        store: PostgresStore,
+        store: Store,
         *,
         flush_interval: float = 0.2,
         keep_for: float = 600.0,
         poll_interval: float = 1.0,
     ) -> None:
+        log = store.stream_log
+        if log is None:
+            raise FrameworkNotSupportedError(
+                f"SharedStreamRegistry publishes streams through the store's shared stream "
+                f"log, and this store ({type(store).__name__}) has none (Store.stream_log is "
+                "None). Use StreamRegistry, which keeps them in this process."
+            )
         self.store = store
-        self.log = PostgresStreamLog(store)
+        self.log: StreamLog = log
         self.flush_interval = flush_interval
         self.keep_for = keep_for
         self.poll_interval = poll_interval
@@ -159,7 +168,7 @@ class SharedStreamRegistry:
             return "ended"
         if session is None or session.status != "running":
             return "ended"
-        return "dead" if session.lease_expired(time.time()) else "running"
+        return "dead" if session.lease_expired() else "running"
 
     def _listen(self) -> None:
         """Start this process's one listener for stream notifications, while anyone follows."""
@@ -183,9 +192,7 @@ class _Publisher:
     reads "after the last seq I saw") and closing never cuts a write short.
     """
 
-    def __init__(
-        self, log: PostgresStreamLog, session_id: str, interval: float, keep_for: float
-    ) -> None:
+    def __init__(self, log: StreamLog, session_id: str, interval: float, keep_for: float) -> None:
         self._log = log
         self._session_id = session_id
         self._stream_id = uuid.uuid4().hex

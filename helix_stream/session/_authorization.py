@@ -12,8 +12,8 @@ id>``, an :class:`~._meta.Answer` with ``authorization``): ``"waiting"`` in the 
 pauses the turn, then ``"authorized"``, ``"refused"`` or ``"failed"`` once the callback came.
 The next run settles the call (``_pending.py``): it re-runs an authorized call alone, with
 the token, or gives it its error result. The pending sign-in itself (the state's nonce, the
-call, whose token it will be) is a row of the store's ``auth_pending`` table
-(``store/_auth.py``), taken once; the PKCE verifier is derived from the secret and the nonce,
+call, whose token it will be) is a row of the store's sign-in table (``Store.sign_in_table``,
+``store/_features.py``), taken once; the PKCE verifier is derived from the secret and the nonce,
 so nothing secret is stored.
 """
 
@@ -36,9 +36,8 @@ from ..auth._pending import PendingAuthorization
 from ..auth._state import StateSigner
 from ..auth._store import MemoryTokenStore, TokenStore
 from ..auth._strategy import AuthStrategy, strategies_by_name
-from ..errors import AuthorizationStateError, InvalidRequestError
-from ..store import Store
-from ..store._auth import AuthTables, PendingRow, auth_tables
+from ..errors import AuthorizationStateError, FrameworkNotSupportedError, InvalidRequestError
+from ..store import PendingRow, SignInTable, Store
 from ._meta import Answer, TurnMeta
 from ._pending import waiting_calls
 
@@ -56,7 +55,7 @@ class _StorePending:
     """The store's ``auth_pending`` rows as :class:`~helix_stream.auth.PendingAuthorizations`:
     the verifier is dropped when a record is kept and derived again when it is taken."""
 
-    def __init__(self, tables: AuthTables, signer: StateSigner) -> None:
+    def __init__(self, tables: SignInTable, signer: StateSigner) -> None:
         self._tables = tables
         self._signer = signer
 
@@ -135,6 +134,20 @@ class TurnAuthorization:
         return sign_in
 
 
+def _sign_in_table(store: Store) -> SignInTable:
+    """The store's table of pending sign-ins; a store without one is refused."""
+    table = store.sign_in_table
+    if table is None:
+        raise FrameworkNotSupportedError(
+            f"Executor(auth_secret=...) parks calls on sign-ins, which it keeps in the session "
+            f"store, and this store ({type(store).__name__}) has no sign-in table "
+            "(Store.sign_in_table is None). Use a store that keeps them (MemoryStore, "
+            "SQLiteStore, PostgresStore, or a wrapper that delegates sign_in_table to one), "
+            "or leave auth_secret out."
+        )
+    return table
+
+
 class SessionAuthorization:
     """The executor's tool authorization (the base of ``Executor``; see the module docstring)."""
 
@@ -150,10 +163,15 @@ class SessionAuthorization:
     ) -> None:
         if not sign_in_ttl > 0:
             raise InvalidRequestError("sign_in_ttl must be a positive number of seconds")
+        self._sign_ins = _sign_in_table(self.store) if auth_secret is not None else None
         self.token_store = token_store if token_store is not None else MemoryTokenStore()
         self._signer = StateSigner(auth_secret) if auth_secret is not None else None
         self._sign_in_ttl = float(sign_in_ttl)
         self._strategies: dict[str, AuthStrategy] = {}
+
+    def _pending(self, signer: StateSigner) -> _StorePending:
+        assert self._sign_ins is not None  # there is a table whenever there is a signer
+        return _StorePending(self._sign_ins, signer)
 
     def _remember(self, strategy: AuthStrategy) -> None:
         self._strategies.setdefault(strategy.name, strategy)
@@ -172,7 +190,7 @@ class SessionAuthorization:
         return TurnAuthorization(
             settings=settings,
             signer=signer,
-            pending=None if signer is None else _StorePending(auth_tables(self.store), signer),
+            pending=None if signer is None else self._pending(signer),
             ttl=self._sign_in_ttl,
             remember=self._remember,
         )
@@ -219,7 +237,7 @@ class SessionAuthorization:
             code=code,
             error=error,
             signer=self._signer,
-            pending=_StorePending(auth_tables(self.store), self._signer),
+            pending=self._pending(self._signer),
             strategies=strategies,
             token_store=self.token_store,
         )

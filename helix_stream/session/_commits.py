@@ -19,7 +19,8 @@ from ..context import ContextPass, ContextRow, Gathered
 from ..errors import SessionBusyError
 from ..loop._config import StepCommit
 from ..state import SessionScope, bind_scope
-from ..store import LogRecord, SessionStatus, Store, TurnWrite
+from ..store import LogRecord, SessionStatus, TurnWrite
+from ._lease import TurnWriter
 from ._meta import TurnMeta
 from ._view import SessionView
 
@@ -78,7 +79,7 @@ class Commits:
     """The context commits of one turn.
 
     Args:
-        store: The session's store.
+        writer: How the turn writes its session (with its lease).
         session_id: The session.
         context_pass: The turn's context pass (it folds and renders what is committed).
         scope: The turn's session scope, bound while the step_context hook and the memory
@@ -86,9 +87,9 @@ class Commits:
     """
 
     def __init__(
-        self, store: Store, session_id: str, context_pass: ContextPass, scope: SessionScope
+        self, writer: TurnWriter, session_id: str, context_pass: ContextPass, scope: SessionScope
     ) -> None:
-        self.store = store
+        self.writer = writer
         self.session_id = session_id
         self.context_pass = context_pass
         self.scope = scope
@@ -125,7 +126,7 @@ class Commits:
             with bind_scope(self.scope):
                 gathered = await self.context_pass.gather(step_number, user_text=user_text)
         write = replace(write, deliver_queue=True, rows=[*write.rows, *gathered.rows])
-        result = await self.store.write_turn(self.session_id, write)
+        result = await self.writer.write_turn(self.session_id, write)
         if not result.applied:
             raise busy(self.session_id)
         return Written(records=result.records, gathered=gathered)

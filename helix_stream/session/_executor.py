@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -35,7 +34,7 @@ from ..tools import FINISH_TOOL_NAME
 from ._answers import ApprovalAnswer, ToolAnswer, by_call
 from ._authorization import DEFAULT_SIGN_IN_TTL, SessionAuthorization
 from ._history import SessionHistory, check_idle
-from ._lease import STOP_KEY
+from ._lease import STOP_KEY, FencedWriter
 from ._mcp import SessionServers
 from ._meta import TurnMeta
 from ._pending import late_answer_row, waiting_calls
@@ -102,6 +101,11 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers):
         token_store: Where tools' tokens are kept (an ``hs.EncryptedTokenStore`` over the
             session store, say); default: in memory, per executor.
         sign_in_ttl: Seconds a sign-in link stays good.
+
+    Raises:
+        FrameworkNotSupportedError: ``auth_secret`` with a store that keeps no sign-ins
+            (its ``sign_in_table`` is ``None``): nothing is written, nothing falls back.
+        InvalidRequestError: ``sign_in_ttl`` is not a positive number.
     """
 
     def __init__(
@@ -214,6 +218,7 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers):
         self._own_servers(agent)  # the turn adds their tools (and checks telemetry with them)
         request = TurnRequest(
             store=self.store,
+            writer=FencedWriter(self.store),
             identify=self.identify,
             run_child=self._run_child,
             agent=agent,
@@ -277,7 +282,7 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers):
         loop = asyncio.get_running_loop()
         session = await self.session(session_id)
         token = session.lease_token
-        if session.status != "running" or token is None or session.lease_expired(time.time()):
+        if session.status != "running" or token is None or session.lease_expired():
             return False
         await self.store.update_session_meta(session_id, {STOP_KEY: token})
         deadline = loop.time() + timeout
@@ -286,7 +291,7 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers):
             now = await self.store.get_session(session_id)
             if now is None or now.lease_token != token or now.status != "running":
                 return True
-            if now.lease_expired(time.time()):
+            if now.lease_expired():
                 return False  # its process is gone: the next turn takes the session over
         return False
 

@@ -12,7 +12,9 @@ in that step's write). Otherwise, this module owns what happens:
 
 Either way the text the unfinished step had already streamed — what the user saw — is stored
 with that write as the turn's assistant message, marked interrupted, so that the stored chat
-matches the screen and the next request still alternates user and assistant.
+matches the screen and the next request still alternates user and assistant. A failed turn's
+message also keeps the error's code (``metadata.error`` of the stored UI message: a reloaded
+chat shows the same failure as the live one did).
 
 The status write runs through :func:`helix_stream._cleanup.run_cleanup`, shielded from
 cancellation (a cancelled request cancels every later await under anyio), and is retried with
@@ -31,8 +33,10 @@ from typing import Any
 from .._cleanup import run_cleanup
 from ..errors import SessionLeaseLostError, SessionNotFoundError
 from ..state import TurnInfo
-from ..store import SessionStatus, Store, TurnWrite
+from ..store import SessionStatus, TurnWrite
 from ._events import TurnEvents
+from ._lease import TurnWriter
+from ._records import failed_record
 
 __all__ = ["finish_turn", "log_failure"]
 
@@ -44,7 +48,7 @@ _RETRY_DELAYS = (0.25, 0.5, 1.0, 2.0, 4.0, *(8.0,) * 14)
 
 
 async def finish_turn(
-    store: Store,
+    writer: TurnWriter,
     events: TurnEvents,
     *,
     session_id: str,
@@ -57,7 +61,7 @@ async def finish_turn(
     raises.
 
     Args:
-        store: The session's store.
+        writer: How the turn writes its session (with its lease).
         events: The turn's event dispatcher (for the failure events).
         session_id: The session.
         turn: The turn (for the log record).
@@ -68,10 +72,12 @@ async def finish_turn(
 
     async def finish() -> None:
         status: SessionStatus = "idle" if error is None else "failed"
+        stored = unfinished
         if error is not None:
             log_failure(session_id, turn, error)
-        write = TurnWrite(status=status, messages=[unfinished] if unfinished else [])
-        await _write_status(store, session_id, write)
+            stored = failed_record(unfinished, error) if unfinished else None
+        write = TurnWrite(status=status, messages=[stored] if stored else [])
+        await _write_status(writer, session_id, write)
         if error is not None:
             data = {"error": type(error).__name__, "code": getattr(error, "code", None)}
             await events.failure(data, in_step=in_step)
@@ -81,10 +87,10 @@ async def finish_turn(
     await run_cleanup(finish, what=f"ending the turn of session {session_id!r}", timeout=timeout)
 
 
-async def _write_status(store: Store, session_id: str, write: TurnWrite) -> None:
+async def _write_status(writer: TurnWriter, session_id: str, write: TurnWrite) -> None:
     for attempt, delay in enumerate((*_RETRY_DELAYS, None)):
         try:
-            await store.write_turn(session_id, write)
+            await writer.write_turn(session_id, write)
             if attempt:
                 logger.info(
                     "set session %r to %s after its turn, on try %d",

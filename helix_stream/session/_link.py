@@ -60,6 +60,7 @@ class TurnLink:
         self._opened = opened
         request = opened.request
         self._store = request.store
+        self._writer = request.writer  # the turn's writes, with its lease
         self._session_id = request.session_id
         self._setup = request.setup
         self._commits = opened.commits
@@ -115,7 +116,7 @@ class TurnLink:
         )
         meta = opened_meta(opened.view, opened.meta, write)
         patch = {**(write.meta or {}), **meta.paused(), **self._parked_answers()}
-        await self._store.write_turn(self._session_id, replace(write, status="paused", meta=patch))
+        await self._writer.write_turn(self._session_id, replace(write, status="paused", meta=patch))
         self._ended = True
         await self._events.emit("session.waiting", self._waiting_data(list(self._parked)))
         return True
@@ -276,7 +277,7 @@ class TurnLink:
                 write = replace(write, status="paused", meta=patch)
             else:
                 write = replace(write, status="idle", meta=self._meta.done())
-        written = await self._store.write_turn(self._session_id, write)
+        written = await self._writer.write_turn(self._session_id, write)
         self._ended = final
         self._stepped = True
         self._in_step = False
@@ -328,7 +329,7 @@ class TurnLink:
         if not self._ended and (text or (not self._stepped and self._answers_user())):
             unfinished = interrupted_record(text or "", self._opened.message_id)
         await finish_turn(
-            self._store,
+            self._writer,
             self._events,
             session_id=self._session_id,
             turn=self._opened.scope.info.turn,

@@ -16,7 +16,6 @@ returns what it opened (:class:`Opened`), that commit included.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -35,6 +34,7 @@ from ._answers import ApprovalAnswer, ToolAnswer
 from ._commits import RUNNABLE, Commits, Written, busy, last_seq, opened_meta, opening
 from ._events import TurnEvents
 from ._finish import finish_turn, log_failure
+from ._lease import FencedWriter
 from ._mcp import server_tools
 from ._meta import TurnMeta, stored_sandboxes
 from ._pending import check_answerable
@@ -56,7 +56,8 @@ class TurnRequest:
     """What ``Executor.run`` asks of one turn (checked: see ``setup``).
 
     Attributes:
-        store: Where the session lives.
+        store: Where the session lives (the turn reads it and queues context through it).
+        writer: How the turn writes the session: with its lease (``_lease.FencedWriter``).
         identify: What of the caller's ``auth`` is stored as a new session's initiator.
         run_child: Runs a sub-agent's turn in a child session (``Agent.as_tool``).
         agent: The agent.
@@ -74,6 +75,7 @@ class TurnRequest:
     """
 
     store: Store
+    writer: FencedWriter
     identify: Callable[[Any], Any]
     run_child: RunChild
     agent: Agent
@@ -146,7 +148,7 @@ async def open_turn(request: TurnRequest) -> Opened:
         return replace(opened, first=opened.commits.taken(committed), meta=meta)
     except Exception as exc:  # the session is ours: end the turn before giving up
         await finish_turn(
-            request.store,
+            request.writer,
             opened.events,
             session_id=request.session_id,
             turn=opened.scope.info.turn,
@@ -180,7 +182,7 @@ async def _prepare(request: TurnRequest) -> Opened:
     channel = ChannelInfo(kind=request.channel)
     stored = stored_sandboxes(snapshot.session.meta) if snapshot.session is not None else {}
     sandbox = TurnSandbox(
-        store=request.store,
+        writer=request.writer,
         scope=scope,
         agent=agent,
         channel=channel,
@@ -205,7 +207,7 @@ async def _prepare(request: TurnRequest) -> Opened:
         scope=scope,
         sandbox=sandbox,
         events=events,
-        commits=Commits(request.store, session_id, context_pass, scope),
+        commits=Commits(request.writer, session_id, context_pass, scope),
         messages=list(context_pass.messages),
         offers=offers,
     )
@@ -274,7 +276,7 @@ def _refuse(request: TurnRequest, snapshot: Snapshot, view: SessionView) -> None
 
 def _taken_over(snapshot: Snapshot) -> bool:
     """The session is ``running`` under a lease that expired: its turn's process is gone."""
-    return snapshot.session is not None and snapshot.session.lease_expired(time.time())
+    return snapshot.session is not None and snapshot.session.lease_expired()
 
 
 def _recovered(opened: Opened) -> list[dict[str, Any]]:
@@ -301,7 +303,7 @@ async def _claim(opened: Opened) -> tuple[Written, TurnMeta] | None:
     if view.waiting:
         patch = {**meta.starting_at(last_seq(view)), **opened.offers}
         write = TurnWrite(expect=RUNNABLE, status="running", meta=patch)
-        result = await request.store.write_turn(request.session_id, write)
+        result = await request.writer.write_turn(request.session_id, write)
         if not result.applied:
             raise busy(request.session_id)
         return None

@@ -10,7 +10,8 @@ stores on disk hold, so they never change:
   parts as the client sent them: files keep their media type and name);
 * assistant messages: ``_message_id`` (the turn's UI message id), ``_awaiting_approval`` (the
   calls waiting for an approval), ``_data`` (the ``data-*`` parts the step's tools wrote),
-  ``_sources`` (the sources the model cited), ``_interrupted`` (the text of a step cut short);
+  ``_sources`` (the sources the model cited), ``_interrupted`` (the text of a step cut short),
+  ``_failed`` (the error code of a turn that failed: ``model_rate_limited``, ...);
 * tool messages: ``_status`` (``output``, ``error``, ``not_executed``, ``denied``, or
   ``cancelled``: the call waited for an answer, and a new user message came first).
 
@@ -36,6 +37,7 @@ __all__ = [
     "AssistantRecord",
     "ToolRecord",
     "UserRecord",
+    "failed_record",
     "interrupted_record",
     "new_message_id",
     "step_records",
@@ -48,9 +50,10 @@ _AWAITING_APPROVAL = "_awaiting_approval"
 _DATA = "_data"
 _SOURCES = "_sources"
 _INTERRUPTED = "_interrupted"
+_FAILED = "_failed"
 _STATUS = "_status"
 
-KEYS = (_MESSAGE_ID, _PARTS, _AWAITING_APPROVAL, _DATA, _SOURCES, _INTERRUPTED, _STATUS)
+KEYS = (_MESSAGE_ID, _PARTS, _AWAITING_APPROVAL, _DATA, _SOURCES, _INTERRUPTED, _FAILED, _STATUS)
 # How a stored call ended: a step's statuses, and "cancelled" (settled when a turn opens).
 StoredStatus = ToolStatus | Literal["cancelled"]
 _STATUSES: frozenset[str] = frozenset(get_args(ToolStatus)) | {"cancelled"}
@@ -114,6 +117,7 @@ class AssistantRecord:
         sources: The sources the model cited.
         interrupted: The step was cut short (a failure, a disconnect): the text is what had
             streamed.
+        failed: The error code of the turn's failure (a ``HelixError`` code), when it failed.
     """
 
     message: Mapping[str, Any]
@@ -122,6 +126,7 @@ class AssistantRecord:
     data: Sequence[DataChunk] = ()
     sources: Sequence[SourceUrl] = ()
     interrupted: bool = False
+    failed: str | None = None
 
     def encode(self) -> dict[str, Any]:
         payload = {**self.message, _MESSAGE_ID: self.message_id}
@@ -135,6 +140,8 @@ class AssistantRecord:
             ]
         if self.interrupted:
             payload[_INTERRUPTED] = True
+        if self.failed:
+            payload[_FAILED] = self.failed
         return payload
 
     @classmethod
@@ -152,6 +159,7 @@ class AssistantRecord:
                 for s in payload.get(_SOURCES) or ()
             ),
             interrupted=bool(payload.get(_INTERRUPTED)),
+            failed=payload.get(_FAILED),
         )
 
 
@@ -207,6 +215,12 @@ def step_records(
             record = ToolRecord(message=message, status=status)
         records.append(record.encode())
     return records
+
+
+def failed_record(record: dict[str, Any], error: BaseException) -> dict[str, Any]:
+    """``record`` (a step cut short) marked with the code of the error that failed its turn,
+    which the stored chat shows (``metadata.error``); never the error's text."""
+    return {**record, _FAILED: str(getattr(error, "code", "internal_error"))}
 
 
 def interrupted_record(text: str, message_id: str) -> dict[str, Any]:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +38,8 @@ from ..errors import (
 from ..hooks import AgentInfo, ChannelInfo, HookContext
 from ..sandbox import Sandbox, SandboxProvider, SkillHandle, SkillSet
 from ..state import SessionInfo, SessionScope, bind_scope, current_scope
-from ..store import Store
+from ..store import Store, TurnWrite
+from ._lease import TurnWriter
 from ._meta import StoredSandbox, TurnMeta, sandbox_patch, stored_sandboxes
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ class TurnSandbox:
     """The agent's sandbox and skills as one turn reaches them (see the module docstring).
 
     Args:
-        store: The session's store (where the sandbox id is recorded).
+        writer: How the turn writes its session (the sandbox id is recorded in its meta).
         scope: The turn's session scope.
         agent: The agent.
         channel: Where the turn came in (for ``sandbox_on_session``'s context).
@@ -64,13 +64,13 @@ class TurnSandbox:
     def __init__(
         self,
         *,
-        store: Store,
+        writer: TurnWriter,
         scope: SessionScope,
         agent: Agent,
         channel: ChannelInfo,
         stored: StoredSandbox | None,
     ) -> None:
-        self._store = store
+        self._writer = writer
         self._scope = scope
         self._agent = AgentInfo(name=agent.name)
         self._channel = channel
@@ -153,7 +153,7 @@ class TurnSandbox:
         if stored == self._stored:
             return
         patch = sandbox_patch(self._agent.name, stored)
-        await self._store.update_session_meta(self._scope.info.id, patch)
+        await self._writer.write_turn(self._scope.info.id, TurnWrite(meta=patch))
         self._stored = stored
 
 
@@ -175,7 +175,7 @@ async def close_sandboxes(
     session = await store.get_session(session_id)
     if session is None:
         raise SessionNotFoundError(f"no session {session_id!r}")
-    if session.status == "running" and not session.lease_expired(time.time()):
+    if session.status == "running" and not session.lease_expired():
         raise SessionBusyError(
             f"session {session_id!r} is running: close its sandbox once its turn has ended"
         )

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from dataclasses import replace
 
 from ..chunks import Chunk, ErrorChunk
 from ..loop._run import run_loop
@@ -41,8 +40,7 @@ __all__ = ["TurnRequest", "run_turn"]
 
 async def run_turn(request: TurnRequest) -> AsyncGenerator[Chunk, None]:
     """The chunks of one turn (the generator behind its ``StreamTextResult``)."""
-    lease = TurnLease(request.store, request.session_id, request.on_stop_requested)
-    request = replace(request, store=lease.store)  # every write of the turn is fenced
+    lease = TurnLease(request.writer, request.session_id, request.on_stop_requested)
     lease.start()  # it renews once the claim applied
     try:
         try:

@@ -150,6 +150,10 @@ def _assistant(
     if any(isinstance(r, AssistantRecord) and r.interrupted for _, r in records):
         # The stream stopped mid-answer (an error, a disconnect): say so, as metadata.
         message["metadata"] = {**message.get("metadata", {}), "interrupted": True}
+    failed = [r.failed for _, r in records if isinstance(r, AssistantRecord) and r.failed]
+    if failed:
+        # The turn failed: its error's code (what the live stream's `error` chunk reported).
+        message["metadata"] = {**message.get("metadata", {}), "error": failed[-1]}
     return message
 
 

@@ -8,8 +8,15 @@
 // to /api/chat/{id}/stop, which ends the turn on the server; the stream then ends with `abort`.
 // A call waiting for approval gets Approve and Deny (the answer continues that message); one
 // left waiting when a new message is sent is settled on its own message (`data-tool-settled`).
-// The Context panel posts {sessionId, items, key?} to /context and shows the answer.
-"use strict";
+// The Context panel posts {sessionId, items, key?} to /context and says what happened.
+// Answers render as Markdown (markdown.js: DOM nodes, never HTML); refusals and failures are
+// put in words by refusal.js (the same module a useChat app can use); ui_stream.js reads and
+// folds the stream, context_panel.js is the Context panel.
+import { addContext, showContextError, updateContextLabel } from "./context_panel.js";
+import { el } from "./dom.js";
+import { renderMarkdown } from "./markdown.js";
+import { errorMessage, refusalMessage } from "./refusal.js";
+import { foldChunk, markInterrupted, readStream } from "./ui_stream.js";
 
 const $ = (id) => document.getElementById(id);
 const els = {
@@ -18,10 +25,14 @@ const els = {
   session: $("session-id"), meta: $("meta"), panel: $("panel"), panelToggle: $("panel-toggle"),
   ctxForm: $("context-form"), ctxFields: $("ctx-fields"), ctxHint: $("ctx-hint"),
   ctxKind: $("ctx-kind"), ctxText: $("ctx-text"), ctxKey: $("ctx-key"), ctxLabel: $("ctx-label"),
-  ctxLog: $("ctx-log"), toolsHint: $("tools-hint"),
+  ctxLog: $("ctx-log"), toolsHint: $("tools-hint"), ctxError: $("ctx-error"), jump: $("jump"),
 };
 
-const state = { sessionId: "", messages: [], controller: null, scheduled: false, started: false };
+const state = {
+  sessionId: "", messages: [], controller: null, scheduled: false, started: false,
+  follow: true, // the view follows a streaming answer only while the user is at the bottom
+  tools: [],
+};
 
 const newId = (prefix) => `${prefix}-${Math.random().toString(36).slice(2, 10)}${Date.now().toString(36)}`;
 const chatPath = (suffix) => `/api/chat/${encodeURIComponent(state.sessionId)}/${suffix}`;
@@ -70,6 +81,7 @@ async function loadInfo() {
   try {
     const info = await (await fetch("/api/demo")).json();
     els.meta.textContent = `agent ${info.agent} · model ${info.model}`;
+    state.tools = info.tools;
     els.toolsHint.textContent = `Tools: ${info.tools.join(", ")}`;
   } catch (error) {
     els.meta.textContent = "";
@@ -83,14 +95,18 @@ function setStatus(text, isError = false) {
   els.status.style.color = isError ? "var(--bad)" : "";
 }
 
-function showNotice(text) {
+// A notice above the box: a refusal ("bad"), or a hint ("info").
+function showNotice(text, kind = "bad") {
   els.notice.textContent = text;
   els.notice.hidden = !text;
+  els.notice.classList.toggle("info", kind === "info");
 }
 
+// While an answer runs the box stays open for a draft, but nothing is sent (or queued) until
+// the answer ends: the send button is off and the placeholder says so.
 function setBusy(busy) {
   els.send.disabled = busy;
-  els.input.disabled = busy;
+  els.input.placeholder = busy ? "You can write your next message; send it when the answer ends." : "Send a message…";
   els.stop.hidden = !busy;
   els.stop.disabled = false;
 }
@@ -111,6 +127,7 @@ function wireMessages() {
 
 async function sendText(text) {
   showNotice("");
+  state.follow = true;
   const message = { id: newId("user"), role: "user", parts: [{ type: "text", text }] };
   state.messages.push(message);
   render();
@@ -121,7 +138,7 @@ async function sendText(text) {
   state.messages = state.messages.filter((m) => m !== message);
   render();
   if (!els.input.value) els.input.value = text;
-  showNotice(`Not sent — ${refusal.text}. Your message is back in the box.`);
+  showNotice(`Not sent. ${refusal.text} Your message is back in the box.`);
   if (refusal.code === "state_session_busy") {  // another tab's answer runs: show it
     await loadMessages();
     await resume();
@@ -139,8 +156,28 @@ async function regenerate(messageId) {
   if (refusal) {
     state.messages.push(...dropped);
     render();
-    showNotice(`Not regenerated — ${refusal.text}.`);
+    showNotice(`Not regenerated. ${refusal.text}`);
   }
+}
+
+// After a sign-in: a request with no new message continues the waiting message (the server
+// re-runs the call with its token); the sign-in link gives way to the call's result.
+async function continueTurn() {
+  if (state.controller || state.messages.at(-1)?.role !== "assistant") return;
+  showNotice("");
+  const refusal = await post({ trigger: "submit-message" });
+  if (refusal) showNotice(`Could not continue. ${refusal.text}`);
+}
+
+// The sign-in callback page (another tab, same origin) says so on this channel.
+function listenForSignIns() {
+  if (!("BroadcastChannel" in window)) return;
+  const channel = new BroadcastChannel("helix-stream-auth");
+  channel.addEventListener("message", (event) => {
+    const done = event.data;
+    if (done?.sessionId !== state.sessionId) return;
+    if (done.status === "authorized" || done.status === "refused" || done.status === "failed") continueTurn();
+  });
 }
 
 // Approve or Deny: the part holds the answer (as useChat's addToolApprovalResponse leaves it);
@@ -156,10 +193,11 @@ async function answerApproval(message, part, approved) {
   if (!refusal) return;
   for (const p of message.parts) if (p.state === "approval-responded") p.state = "approval-requested";
   render();
-  showNotice(`Not sent — ${refusal.text}. Answer again.`);
+  showNotice(`Not sent. ${refusal.text} Answer again.`);
 }
 
 // POST /api/chat and read its stream; returns the refusal ({code, text}) of a non-2xx answer.
+// With no new message (the last one the assistant's) it continues that message.
 async function post(extra) {
   const body = { id: state.sessionId, messages: wireMessages(), ...extra };
   return follow("Thinking…", (signal) => fetch("/api/chat", {
@@ -181,27 +219,24 @@ async function follow(label, request) {
   let message = null;
   try {
     const res = await request(controller.signal);
-    if (res.status === 204) {  // no running answer
-      setStatus("");
-      return null;
-    }
+    if (res.status === 204) return null;  // no running answer
     if (!res.ok) {
-      const answer = await res.json().catch(() => ({}));
-      const code = answer.error?.code || `http_${res.status}`;
-      refusal = { code, text: answer.error ? `${code}: ${answer.error.message}` : `HTTP ${res.status}` };
+      refusal = refusalMessage(await res.text().catch(() => ""), res.status);
       return refusal;
     }
     setStarted(true);
-    setStatus("Streaming…");
+    // Not "streaming" until the model writes: the provider may be slow, or retried.
+    setStatus("Waiting for the model…");
     message = continuedMessage();
     await readStream(res.body, (chunk) => applyChunk(message, chunk));
     if (!message._end) markInterrupted(message);  // the stream broke off before its end
-    setStatus(message._error ? "The turn ended with an error." : "", Boolean(message._error));
+    setStatus("");
   } catch (error) {
-    if (error.name === "AbortError") setStatus("Stopped.");
-    else setStatus(String(error.message || error), true);
+    setStatus(error.name === "AbortError" ? "Stopped." : "The connection to the server was lost. Reload the page to see the answer.", error.name !== "AbortError");
     if (message && !message._end) markInterrupted(message);
   } finally {
+    if (refusal || els.status.textContent === label) setStatus("");  // never a stale "Thinking…"
+    if (els.notice.classList.contains("info")) showNotice("");  // the draft hint: it may be sent now
     for (const part of message?.parts ?? []) if (part.state === "streaming") part.state = "done";
     if (state.controller === controller) state.controller = null;
     setBusy(false);
@@ -229,10 +264,6 @@ function place(message, messageId) {
   }
 }
 
-function markInterrupted(message) {
-  message.metadata = { ...(message.metadata || {}), interrupted: true };
-}
-
 async function stopTurn() {
   els.stop.disabled = true;
   setStatus("Stopping…");
@@ -245,38 +276,6 @@ async function stopTurn() {
   }
 }
 
-// SSE: events are separated by a blank line; each `data:` line carries one UI chunk.
-async function readStream(stream, onChunk) {
-  const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += value;
-    const events = buffer.split(/\r?\n\r?\n/);
-    buffer = events.pop();
-    for (const event of events) {
-      const data = event.split(/\r?\n/).filter((l) => l.startsWith("data:"))
-        .map((l) => l.slice(5).replace(/^ /, "")).join("\n");
-      if (!data) continue; // a `: ping` comment
-      if (data === "[DONE]") return;
-      onChunk(JSON.parse(data));
-    }
-  }
-}
-
-function toolPart(message, chunk) {
-  let part = message.parts.find((p) => p.toolCallId === chunk.toolCallId);
-  if (!part) {
-    part = chunk.dynamic
-      ? { type: "dynamic-tool", toolName: chunk.toolName, toolCallId: chunk.toolCallId }
-      : { type: `tool-${chunk.toolName}`, toolCallId: chunk.toolCallId };
-    part.state = "input-streaming";
-    message.parts.push(part);
-  }
-  return part;
-}
-
 // A call of an earlier message that this turn settled (the user sent a new message while it
 // waited): the part says what that message's tool part becomes, as a reload shows it.
 function settleEarlier({ messageId, toolCallId, ...update }) {
@@ -287,48 +286,9 @@ function settleEarlier({ messageId, toolCallId, ...update }) {
 
 function applyChunk(message, chunk) {
   const t = chunk.type;
-  const byId = (type, id) => message.parts.find((p) => p.type === type && p._id === id);
-  if (t === "start") {
-    place(message, chunk.messageId);
-  } else if (t === "start-step") {
-    message.parts.push({ type: "step-start" });
-  } else if (t === "text-start" || t === "reasoning-start") {
-    message.parts.push({ type: t.split("-")[0], text: "", state: "streaming", _id: chunk.id });
-  } else if (t === "text-delta" || t === "reasoning-delta") {
-    const part = byId(t.split("-")[0], chunk.id);
-    if (part) part.text += chunk.delta;
-  } else if (t === "text-end" || t === "reasoning-end") {
-    const part = byId(t.split("-")[0], chunk.id);
-    if (part) part.state = "done";
-  } else if (t === "tool-input-start") {
-    toolPart(message, chunk)._raw = "";
-  } else if (t === "tool-input-delta") {
-    const part = toolPart(message, chunk);
-    part._raw = (part._raw || "") + chunk.inputTextDelta;
-  } else if (t === "tool-input-available") {
-    Object.assign(toolPart(message, chunk), { state: "input-available", input: chunk.input });
-  } else if (t === "tool-input-error") {
-    Object.assign(toolPart(message, chunk), { state: "output-error", input: chunk.input, errorText: chunk.errorText });
-  } else if (t === "tool-output-available") {
-    Object.assign(toolPart(message, chunk), { state: "output-available", output: chunk.output });
-  } else if (t === "tool-output-error") {
-    Object.assign(toolPart(message, chunk), { state: "output-error", errorText: chunk.errorText });
-  } else if (t === "tool-output-denied") {
-    toolPart(message, chunk).state = "output-denied";
-  } else if (t === "tool-approval-request") {
-    Object.assign(toolPart(message, chunk), { state: "approval-requested", approval: { id: chunk.approvalId } });
-  } else if (t === "data-tool-settled") {
-    settleEarlier(chunk.data);
-  } else if (t === "message-metadata") {
-    message.metadata = { ...(message.metadata || {}), ...chunk.messageMetadata };
-  } else if (t === "error") {
-    message._error = chunk.errorText;
-  } else if (t === "finish") {
-    message._end = t;
-  } else if (t === "abort") {
-    message._end = t;
-    markInterrupted(message);
-  }
+  if (/^(text|reasoning|tool-input)-(start|delta)$/.test(t)) setStatus("Writing…");
+  else if (t === "start-step" && els.status.textContent === "Writing…") setStatus("Working…");
+  foldChunk(message, chunk, { start: (id) => place(message, id), settle: settleEarlier });
   schedule();
 }
 
@@ -340,13 +300,6 @@ function schedule() {
   requestAnimationFrame(() => { state.scheduled = false; render(); });
 }
 
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
 const pretty = (value) => (typeof value === "string" ? value : JSON.stringify(value, null, 2));
 
 // A not-executed result: {notExecuted, reason, message} on the stream; a restored history may
@@ -354,14 +307,27 @@ const pretty = (value) => (typeof value === "string" ? value : JSON.stringify(va
 const notExecuted = (part) => part.state === "output-available" && part.output
   && (part.output.notExecuted === true || part.output.status === "not_executed");
 
-function toolStatus(part) {
+// A call with no result while nothing runs waits for the user: an approval, a sign-in (its
+// link came as a `data-authorization` part), or the app itself (a client tool's output).
+function signIn(message, part) {
+  return message.parts.find((p) => p.type === "data-authorization" && p.data?.toolCallId === part.toolCallId);
+}
+
+function waiting(message, part) {
+  if (part.state === "approval-requested") return "approval";
+  if (part.state !== "input-available" || state.controller) return null;
+  return signIn(message, part) ? "sign-in" : "client";
+}
+
+function toolStatus(message, part) {
   if (notExecuted(part)) return ["not executed", "skipped"];
   if (part.state === "output-error" && part.errorText?.startsWith("cancelled: ")) return ["cancelled", "skipped"];
+  const wait = waiting(message, part);
+  if (wait) return [{ approval: "needs approval", "sign-in": "waiting for sign-in", client: "waiting for the app" }[wait], "waiting"];
   return {
-    "input-streaming": ["preparing", ""], "input-available": ["running", ""],
-    "approval-requested": ["needs approval", "skipped"], "approval-responded": ["answered", ""],
-    "output-available": ["done", "done"], "output-error": ["error", "failed"],
-    "output-denied": ["denied", "failed"],
+    "input-streaming": ["preparing", ""], "input-available": ["running", "running"],
+    "approval-responded": ["answered", ""], "output-available": ["done", "done"],
+    "output-error": ["error", "failed"], "output-denied": ["denied", "failed"],
   }[part.state] || [part.state, ""];
 }
 
@@ -377,13 +343,30 @@ function approvalButtons(message, part) {
   return actions;
 }
 
+// The sign-in link: opens the service in a new tab; its callback page tells this tab (a
+// BroadcastChannel), which continues the turn by itself. "Continue" is for a callback that
+// came back elsewhere (another browser, a phone).
+function signInBox(link) {
+  const box = el("div", "tool-wait");
+  const a = el("a", "sign-in", `Sign in to ${link.data.strategy}`);
+  a.href = link.data.url;
+  a.target = "_blank";
+  a.rel = "noopener";
+  const again = el("button", "ghost continue", "I have signed in — continue");
+  again.type = "button";
+  again.disabled = Boolean(state.controller);
+  again.addEventListener("click", continueTurn);
+  box.append(el("p", "", "This call needs you to sign in first. The answer carries on once you have."), a, again);
+  return box;
+}
+
 function renderTool(message, part) {
   const box = el("div", "tool");
   box.dataset.toolCallId = part.toolCallId;
   box.dataset.state = part.state;
   const head = el("div", "tool-head");
   const name = part.type === "dynamic-tool" ? part.toolName : part.type.slice(5);
-  const [label, kind] = toolStatus(part);
+  const [label, kind] = toolStatus(message, part);
   head.append(el("span", "tool-name", `${name}()`), el("span", `badge ${kind}`, label));
   box.append(head);
   const body = el("div", "tool-body");
@@ -396,8 +379,58 @@ function renderTool(message, part) {
     body.append(el("span", "label", "error"), el("pre", "tool-output", part.errorText || ""));
   }
   if (body.childElementCount) box.append(body);
-  if (part.state === "approval-requested") box.append(approvalButtons(message, part));
+  const wait = waiting(message, part);
+  if (wait === "approval") box.append(approvalButtons(message, part));
+  else if (wait === "sign-in") box.append(signInBox(signIn(message, part)));
+  else if (wait === "client") box.append(el("p", "tool-wait", "This tool runs in the app, not on the server: the answer waits for its result."));
   return box;
+}
+
+async function copyText(text, button) {
+  try {
+    await navigator.clipboard.writeText(text);
+  } catch {
+    const area = Object.assign(document.createElement("textarea"), { value: text });
+    document.body.append(area);
+    area.select();
+    document.execCommand("copy");
+    area.remove();
+  }
+  const before = button.textContent;
+  button.textContent = "Copied";
+  setTimeout(() => { button.textContent = before; }, 1500);
+}
+
+function messageText(message) {
+  return message.parts.filter((p) => p.type === "text").map((p) => p.text).join("\n\n");
+}
+
+function renderText(message, part) {
+  const cls = `text${part.state === "streaming" ? " streaming" : ""}`;
+  if (message.role !== "assistant") return el("div", cls, part.text);
+  const box = el("div", `${cls} md`);
+  box.append(renderMarkdown(part.text, copyText));
+  return box;
+}
+
+function messageActions(message, isLast) {
+  const actions = el("div", "msg-actions");
+  const text = messageText(message);
+  if (text && !state.controller) {
+    const copy = el("button", "ghost copy-message", "Copy");
+    copy.type = "button";
+    copy.addEventListener("click", () => copyText(text, copy));
+    actions.append(copy);
+  }
+  // Not under a call that waits for an answer: regenerating would drop that call.
+  const unanswered = message.parts.some((p) => (p.type === "dynamic-tool" || p.type.startsWith("tool-")) && waiting(message, p));
+  if (isLast && !state.controller && !unanswered) {
+    const again = el("button", "ghost regenerate", "↻ Regenerate");
+    again.type = "button";
+    again.addEventListener("click", () => regenerate(message.id));
+    actions.append(again);
+  }
+  return actions;
 }
 
 function renderMessage(message, isLast) {
@@ -406,38 +439,46 @@ function renderMessage(message, isLast) {
   const bubble = el("div", "bubble");
   for (const part of message.parts) {
     if (part.type === "text") {
-      bubble.append(el("div", `text${part.state === "streaming" ? " streaming" : ""}`, part.text));
+      bubble.append(renderText(message, part));
     } else if (part.type === "reasoning") {
       bubble.append(el("div", "reasoning", part.text));
     } else if (part.type === "dynamic-tool" || part.type.startsWith("tool-")) {
       bubble.append(renderTool(message, part));
     }
   }
-  if (message._error) bubble.append(el("div", "error", message._error));
-  if (message.metadata?.interrupted) {
+  const failure = message.metadata?.error;
+  if (failure !== undefined) {
+    bubble.append(el("div", "error", errorMessage(failure)));
+  } else if (message.metadata?.interrupted) {
     const marker = el("div", "marker", "interrupted");
     marker.title = "This answer was cut short: stopped, or its turn did not finish.";
     bubble.append(marker);
   }
   if (!bubble.childElementCount) bubble.append(el("div", "text streaming muted", ""));
-  if (isLast && message.role === "assistant" && !state.controller) {
-    const actions = el("div", "msg-actions");
-    const again = el("button", "ghost regenerate", "↻ Regenerate");
-    again.type = "button";
-    again.addEventListener("click", () => regenerate(message.id));
-    actions.append(again);
-    bubble.append(actions);
+  if (message.role === "assistant") {
+    const actions = messageActions(message, isLast);
+    if (actions.childElementCount) bubble.append(actions);
   }
   row.append(bubble);
   return row;
 }
 
+// Follows the answer only while the user is at the bottom: scrolling up to read stays put.
 function render() {
+  const box = els.messages;
+  const follow = state.follow;
+  const top = box.scrollTop;
   els.empty.hidden = state.messages.length > 0;
   const last = state.messages.length - 1;
   const nodes = state.messages.map((m, i) => renderMessage(m, i === last));
-  els.messages.replaceChildren(els.empty, ...nodes);
-  els.messages.scrollTop = els.messages.scrollHeight;
+  box.replaceChildren(els.empty, ...nodes);
+  box.scrollTop = follow ? box.scrollHeight : top;
+  els.jump.hidden = follow || box.scrollHeight <= box.clientHeight;
+}
+
+function atBottom() {
+  const box = els.messages;
+  return box.scrollHeight - box.scrollTop - box.clientHeight < 24;
 }
 
 // ---- context panel -------------------------------------------------------------------------
@@ -447,47 +488,16 @@ function setPanel(open) {
   els.panelToggle.setAttribute("aria-expanded", String(open));
 }
 
-function contextItem(kind, text) {
-  if (kind === "instruction" || kind === "notice") return { kind, content: text };
-  const names = text.split(",").map((s) => s.trim()).filter(Boolean);
-  return kind === "disable" ? { kind: "tools", disable: names } : { kind: "tools", enable: names };
-}
-
-async function addContext(event) {
-  event.preventDefault();
-  if (!state.started) return;
-  const item = contextItem(els.ctxKind.value, els.ctxText.value.trim());
-  const body = { sessionId: state.sessionId, items: [item] };
-  if (els.ctxKey.value.trim()) body.key = els.ctxKey.value.trim();
-  const entry = el("li");
-  entry.append(el("div", "what", `${els.ctxKind.selectedOptions[0].textContent}: ${els.ctxText.value.trim() || "—"}`));
-  els.ctxLog.prepend(entry);
-  try {
-    const res = await fetch("/context", {
-      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
-    });
-    const answer = await res.json();
-    entry.append(el("div", `answer ${res.ok ? "ok" : "bad"}`, `${res.status} ${JSON.stringify(answer)}`));
-    // Recorded, but the agent has no such tool (a typo?): say it where it is seen.
-    for (const warning of answer.warnings || []) entry.append(el("div", "warning", `Warning: ${warning}`));
-    if (res.ok) els.ctxText.value = "";
-  } catch (error) {
-    entry.append(el("div", "answer bad", String(error)));
-  }
-}
-
-function updateContextLabel() {
-  const tools = els.ctxKind.value === "disable" || els.ctxKind.value === "enable";
-  els.ctxLabel.textContent = tools ? "Tools (comma-separated)" : "Text";
-  els.ctxText.placeholder = tools ? "get_weather" : (els.ctxKind.value === "notice" ? "The user is on mobile." : "Answer in French.");
-}
-
 // ---- wiring --------------------------------------------------------------------------------
 
 els.form.addEventListener("submit", (event) => {
   event.preventDefault();
   const text = els.input.value.trim();
-  if (!text || state.controller) return;
+  if (!text) return;
+  if (state.controller) {  // nothing is queued: it stays a draft until the answer ends
+    showNotice("Your message stays here until the answer ends: send it then, or press Stop first.", "info");
+    return;
+  }
   els.input.value = "";
   sendText(text);
 });
@@ -499,13 +509,24 @@ els.input.addEventListener("keydown", (event) => {
 });
 els.stop.addEventListener("click", stopTurn);
 $("new-chat").addEventListener("click", () => { if (!state.controller) startSession(""); });
+els.messages.addEventListener("scroll", () => {
+  state.follow = atBottom();
+  els.jump.hidden = state.follow;
+});
+els.jump.addEventListener("click", () => {
+  state.follow = true;
+  els.messages.scrollTop = els.messages.scrollHeight;
+  els.jump.hidden = true;
+});
+els.ctxText.addEventListener("input", () => showContextError(els, ""));
 $("suggestions").addEventListener("click", (event) => {
   if (event.target.matches(".chip") && !state.controller) sendText(event.target.textContent);
 });
 els.panelToggle.addEventListener("click", () => setPanel(els.layout.classList.contains("panel-closed")));
-els.ctxForm.addEventListener("submit", addContext);
-els.ctxKind.addEventListener("change", updateContextLabel);
+els.ctxForm.addEventListener("submit", (event) => addContext(event, els, () => state));
+els.ctxKind.addEventListener("change", () => updateContextLabel(els));
 
 setPanel(window.matchMedia("(min-width: 861px)").matches);  // a drawer, closed, on a phone
+listenForSignIns();
 loadInfo();
 restore();

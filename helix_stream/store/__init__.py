@@ -10,7 +10,12 @@ Besides appending, a store can cut a session back (``Store.rewind``, which redel
 the queue entries whose rows it removed) and copy a prefix of one into a new session
 (``Store.branch``), as the README's "Durable sessions" describes.
 
-Layout: ``_protocol`` (the protocol and its records), ``_turns`` (``Snapshot``, ``TurnWrite``),
+A store also hands out what features keep beside the sessions (``_features``: pending
+sign-ins, token rows, the shared UI stream log), through the protocol, so that a store that
+wraps another keeps them.
+
+Layout: ``_protocol`` (the protocol and its records), ``_features`` (the features' tables,
+implemented in ``_auth`` and ``postgres/_streams``), ``_turns`` (``Snapshot``, ``TurnWrite``),
 ``_plan`` and ``_plan_history`` (every decision, once: the planners), ``_shared`` (encoding,
 checks, refusal texts), ``_writes`` (the write methods every store shares: argument checks,
 ``set_status`` and ``update_session_meta`` as turn writes); the backends ``_memory``,
@@ -22,6 +27,13 @@ from __future__ import annotations
 
 import os
 
+from helix_stream.store._features import (
+    PendingRow,
+    SignInTable,
+    StreamEvents,
+    StreamLog,
+    TokenTable,
+)
 from helix_stream.store._memory import MemoryStore
 from helix_stream.store._protocol import (
     Checkpoint,
@@ -42,14 +54,19 @@ __all__ = [
     "LogRecord",
     "MemoryStore",
     "NewSession",
+    "PendingRow",
     "PostgresStore",
     "QueueEntry",
     "RewindResult",
     "SQLiteStore",
     "SessionRecord",
     "SessionStatus",
+    "SignInTable",
     "Snapshot",
     "Store",
+    "StreamEvents",
+    "StreamLog",
+    "TokenTable",
     "TurnWrite",
     "TurnWriteResult",
     "open_store",

@@ -1,134 +1,78 @@
-"""The session store's two tables for tool authorization: pending sign-ins and token rows.
+"""The tables of tool authorization in each store: pending sign-ins and token rows.
 
-Beside a session store's own tables (in the same SQLite file, the same PostgreSQL schema, the
-same process for a ``MemoryStore``), outside the ``Store`` protocol, like the UI stream log:
-
-* ``auth_pending``: the sign-ins parked calls wait for, one row per state nonce (the session,
-  the call, the strategy, whose token it will be, when it expires). Nothing secret: the PKCE
-  verifier is derived from the app's secret and the nonce, never stored.
-  :meth:`AuthTables.take_pending` reads and deletes a row in one statement (``DELETE ...
-  RETURNING``), which is what makes a state usable once, even across processes.
-* ``auth_tokens``: ``(key, value)`` rows for ``EncryptedTokenStore`` (the values are its
-  ciphertext; this module never sees a token in the clear).
-
-:func:`auth_tables` gives the tables of a store. A store of another kind gets in-memory
-tables (logged once): its pending sign-ins do not survive the process.
+Each store hands its own out through the protocol (``Store.sign_in_table`` and
+``Store.token_table``, both one object of this module; ``_features.py`` says what they
+keep): :class:`MemoryAuthTables` in a ``MemoryStore`` (they live as long as it does),
+:class:`SQLiteAuthTables` in a ``SQLiteStore``'s file, :class:`PostgresAuthTables` in a
+``PostgresStore``'s schema (migration 4). The SQL is written once, for both databases.
 """
 
 from __future__ import annotations
 
-import logging
 import sqlite3
 import time
-import weakref
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
 from helix_stream._limits import check_session_id
+from helix_stream.store._features import PendingRow
+from helix_stream.store._shared import sign_in_pending
 
 if TYPE_CHECKING:
-    from helix_stream.store._protocol import Store
+    from helix_stream.store._memory import MemoryStore
     from helix_stream.store.postgres._db import Tx
     from helix_stream.store.postgres._store import PostgresStore
     from helix_stream.store.sqlite._store import SQLiteStore
 
-__all__ = ["AuthTables", "PendingRow", "auth_tables"]
-
-logger = logging.getLogger("helix_stream.store")
+__all__ = ["MemoryAuthTables", "PostgresAuthTables", "SQLiteAuthTables"]
 
 _COLUMNS = "nonce, session_id, tool_call_id, strategy, owner, created_at, expires_at"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PendingRow:
-    """One pending sign-in as the store keeps it (see the module docstring)."""
-
-    nonce: str
-    session_id: str
-    tool_call_id: str
-    strategy: str
-    owner: str
-    created_at: float
-    expires_at: float
-
-    def values(self) -> tuple[Any, ...]:
-        return (
-            self.nonce,
-            self.session_id,
-            self.tool_call_id,
-            self.strategy,
-            self.owner,
-            self.created_at,
-            self.expires_at,
-        )
-
-    @classmethod
-    def of(cls, row: tuple[Any, ...]) -> PendingRow:
-        nonce, session_id, call_id, strategy, owner, created, expires = row
-        return cls(
-            nonce=str(nonce),
-            session_id=str(session_id),
-            tool_call_id=str(call_id),
-            strategy=str(strategy),
-            owner=str(owner),
-            created_at=float(created),
-            expires_at=float(expires),
-        )
-
-
-class AuthTables(Protocol):
-    """A store's pending sign-ins and token rows (each call one transaction)."""
-
-    async def add_pending(self, row: PendingRow) -> None:
-        """Keep ``row`` (and drop the rows that expired)."""
-        ...
-
-    async def take_pending(self, nonce: str) -> PendingRow | None:
-        """Delete and return the row of ``nonce`` at once (``None``: there is none)."""
-        ...
-
-    async def get(self, key: str) -> bytes | None:
-        """The token row's value under ``key``."""
-        ...
-
-    async def set(self, key: str, value: bytes) -> None:
-        """Write a token row (replacing the one there)."""
-        ...
-
-    async def delete(self, key: str) -> None:
-        """Remove a token row (if present)."""
-        ...
-
-
 class MemoryAuthTables:
-    """The tables in memory (a ``MemoryStore``'s, or a store of an unknown kind)."""
+    """The tables in a ``MemoryStore`` (its writes count in the store's
+    ``write_transactions``, as a SQL store's do)."""
 
-    def __init__(self) -> None:
-        self.pending: dict[str, PendingRow] = {}
-        self.tokens: dict[str, bytes] = {}
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+        self._pending: dict[str, PendingRow] = {}
+        self._tokens: dict[str, bytes] = {}
+
+    def _wrote(self) -> None:
+        self._store.write_transactions += 1
 
     async def add_pending(self, row: PendingRow) -> None:
         check_session_id(row.session_id)
         now = time.time()
-        for nonce in [n for n, r in self.pending.items() if r.expires_at <= now]:
-            del self.pending[nonce]
-        self.pending[row.nonce] = row
+        kept = {n: r for n, r in self._pending.items() if r.expires_at > now}
+        if row.nonce in kept:
+            raise sign_in_pending(row.session_id)
+        self._pending = {**kept, row.nonce: row}
+        self._wrote()
 
     async def take_pending(self, nonce: str) -> PendingRow | None:
-        return self.pending.pop(nonce, None)
+        found = self._pending.pop(nonce, None)
+        if found is not None:
+            self._wrote()
+        return found
 
     async def get(self, key: str) -> bytes | None:
-        return self.tokens.get(key)
+        return self._tokens.get(key)
 
     async def set(self, key: str, value: bytes) -> None:
-        self.tokens[key] = bytes(value)
+        self._tokens[key] = bytes(value)
+        self._wrote()
 
     async def delete(self, key: str) -> None:
-        self.tokens.pop(key, None)
+        if self._tokens.pop(key, None) is not None:
+            self._wrote()
 
 
 _SQL_DROP_EXPIRED = "DELETE FROM {s}auth_pending WHERE expires_at <= {p}"
-_SQL_ADD = f"INSERT INTO {{s}}auth_pending ({_COLUMNS}) VALUES ({', '.join(['{p}'] * 7)})"
+# A nonce still pending is never replaced: the write is refused (and rolled back).
+_SQL_ADD = (
+    f"INSERT INTO {{s}}auth_pending ({_COLUMNS}) VALUES ({', '.join(['{p}'] * 7)}) "
+    "ON CONFLICT (nonce) DO NOTHING"
+)
 _SQL_TAKE = f"DELETE FROM {{s}}auth_pending WHERE nonce = {{p}} RETURNING {_COLUMNS}"
 _SQL_GET = "SELECT value FROM {s}auth_tokens WHERE key = {p}"
 _SQL_SET = (
@@ -158,7 +102,8 @@ class SQLiteAuthTables:
 
         def tx(conn: sqlite3.Connection) -> tuple[None, bool]:
             conn.execute(_sqlite(_SQL_DROP_EXPIRED), (time.time(),))
-            conn.execute(_sqlite(_SQL_ADD), row.values())
+            if conn.execute(_sqlite(_SQL_ADD), row.values()).rowcount == 0:
+                raise sign_in_pending(row.session_id)
             return None, True
 
         await self._db._write(tx)
@@ -200,7 +145,8 @@ class PostgresAuthTables:
 
         async def tx(tx: Tx) -> tuple[None, bool]:
             await tx.send(_pg(_SQL_DROP_EXPIRED), (time.time(),))
-            await tx.send(_pg(_SQL_ADD), row.values())
+            if await tx.execute(_pg(_SQL_ADD), row.values()) == 0:
+                raise sign_in_pending(row.session_id)
             return None, True
 
         await self._db._write(tx, "add_pending_sign_in")
@@ -231,34 +177,3 @@ class PostgresAuthTables:
             return None, await tx.execute(_pg(_SQL_DELETE), (key,)) > 0
 
         await self._db._write(tx, "delete_token_row")
-
-
-# One set of tables per store object: a MemoryStore's live as long as it does.
-_TABLES: weakref.WeakKeyDictionary[Any, AuthTables] = weakref.WeakKeyDictionary()
-
-
-def auth_tables(store: Store) -> AuthTables:
-    """The pending sign-ins and token rows of ``store`` (see the module docstring)."""
-    found = _TABLES.get(store)
-    if found is not None:
-        return found
-    from helix_stream.store._memory import MemoryStore
-    from helix_stream.store.postgres._store import PostgresStore
-    from helix_stream.store.sqlite._store import SQLiteStore
-
-    tables: AuthTables
-    if isinstance(store, SQLiteStore):
-        tables = SQLiteAuthTables(store)
-    elif isinstance(store, PostgresStore):
-        tables = PostgresAuthTables(store)
-    else:
-        if not isinstance(store, MemoryStore):
-            logger.warning(
-                "core.auth.memory_tables: store %s has no tables for pending sign-ins and "
-                "token rows; they are kept in memory and do not survive this process",
-                type(store).__name__,
-                extra={"event": "core.auth.memory_tables"},
-            )
-        tables = MemoryAuthTables()
-    _TABLES[store] = tables
-    return tables

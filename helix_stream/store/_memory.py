@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from helix_stream._limits import MAX_QUEUED_ITEMS, check_session_id
+from helix_stream.store._auth import MemoryAuthTables
 from helix_stream.store._plan import (
     CheckedWrite,
     ContextRequest,
@@ -88,7 +89,8 @@ class _Session:
 
     @property
     def record(self) -> SessionRecord:
-        return replace(self.head, meta=decode(self.meta))
+        # Judged by the clock when it is read (the process's), not when it was written.
+        return replace(self.head, meta=decode(self.meta), read_at=None)
 
     def records(self, start: int) -> list[LogRecord]:
         return [
@@ -121,6 +123,9 @@ class MemoryStore(StoreWrites):
         lease_renew_seconds: How often a running turn renews it (at most half the lease).
 
     Attributes:
+        sign_in_table: The pending sign-ins, in memory.
+        token_table: ``EncryptedTokenStore``'s rows, in memory.
+        stream_log: ``None``: one process, which follows its turns' streams itself.
         write_transactions: Count of write calls that committed a change. Calls that changed
             nothing (an existing session, a failed compare-and-set, a key dedupe, an empty
             commit, a rewind to the last seq) and calls that raised are not counted.
@@ -142,6 +147,10 @@ class MemoryStore(StoreWrites):
         self._next_queue_id = 1
         self._closed = False
         self.write_transactions = 0
+        tables = MemoryAuthTables(self)
+        # Sign-ins and tokens live as long as this object; no other process resumes a stream.
+        self.sign_in_table, self.token_table = tables, tables
+        self.stream_log: None = None
 
     def _check_open(self) -> None:
         if self._closed:

@@ -116,7 +116,8 @@ class TurnState:
         last_seq: The seq of its last log record (0 for an empty log, or no session).
         pending: Its undelivered queue entries in id order (read when the write delivers them).
         checkpoint_taken: The write's given checkpoint id is already one of the session's.
-        now: The time the write happens at.
+        now: The time the write happens at, by the store's clock (PostgreSQL: the database's
+            ``now()``, read with the lock), which every lease rule judges by.
     """
 
     session_id: str
@@ -330,6 +331,7 @@ def plan_turn_write(state: TurnState, write: CheckedWrite) -> TurnPlan:
             meta=meta,
             lease_token=lease_token,
             lease_expires=lease_expires,
+            read_at=now,
         ),
         meta=encode(meta) if created or meta_changed else None,
         rows=rows,

@@ -10,7 +10,11 @@ method that writes does so in one transaction: it writes everything or nothing.
 The protocol is what the session engine uses, twelve methods: a turn reads a
 :class:`~helix_stream.store.Snapshot` and writes :class:`~helix_stream.store.TurnWrite` s
 (which also create sessions, append messages and commit the context queue); the executor adds
-context, reads the log and checkpoints, sets the status or meta, rewinds and branches.
+context, reads the log and checkpoints, sets the status or meta, rewinds and branches. Beside
+them, a store says how long a turn's lease lasts (``lease_seconds``, ``lease_renew_seconds``)
+and hands out what features keep with the sessions (``sign_in_table``, ``token_table``,
+``stream_log``; ``_features.py``): a store that wraps another delegates these like the
+methods, and so keeps every feature.
 
 Payloads are plain JSON-safe dicts. A message payload is the OpenAI-format message exactly as
 it is sent to the model (so rendering the log again gives the same bytes). A context row
@@ -19,11 +23,13 @@ payload is ``{"kind", "source", ...item fields, "cursor"?, "origin"}``.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from helix_stream.store._features import SignInTable, StreamLog, TokenTable
     from helix_stream.store._turns import Snapshot, TurnWrite, TurnWriteResult
 
 __all__ = [
@@ -56,7 +62,12 @@ class SessionRecord:
             "Reliability notes"), or ``None``: no turn holds it, or a status set by hand
             (``running`` without a lease is held until someone sets another status).
         lease_expires: Unix time the lease ends unless renewed; a ``running`` session whose
-            lease has ended belongs to nobody, and the next claim takes it over.
+            lease has ended belongs to nobody, and the next claim takes it over. Written by
+            the store's clock: PostgreSQL's (``now()``), so that replicas whose clocks differ
+            agree; the process's for the stores of one machine.
+        read_at: The store's clock when the record was read or written (PostgreSQL: the
+            database's ``now()``, in the statement that read it), which :meth:`lease_expired`
+            judges by; ``None``: this process's clock is the store's. Not compared.
     """
 
     id: str
@@ -68,9 +79,16 @@ class SessionRecord:
     meta: JSON = field(default_factory=dict)
     lease_token: str | None = field(default=None, repr=False)
     lease_expires: float | None = None
+    read_at: float | None = field(default=None, compare=False, repr=False)
 
-    def lease_expired(self, now: float) -> bool:
-        """The session is ``running`` under a lease that ended by ``now``: nobody holds it."""
+    def lease_expired(self, now: float | None = None) -> bool:
+        """The session is ``running`` under a lease that ended by ``now``: nobody holds it.
+
+        ``now`` defaults to the store's clock when the record was read (``read_at``), else
+        this process's: pass it only to ask about another moment.
+        """
+        if now is None:
+            now = self.read_at if self.read_at is not None else time.time()
         return (
             self.status == "running"
             and self.lease_expires is not None
@@ -163,9 +181,60 @@ class Store(Protocol):
     surrogate — with :class:`~helix_stream.errors.InvalidRequestError`, writing nothing; and
     every write refuses a payload string with a lone surrogate with ``ValueError``. Stores take
     ``max_queued_items`` (default 1,000): see :meth:`enqueue_context`.
+
+    A store that wraps another (to count calls, say) delegates the five read-only members
+    below as well as the methods: they are how the engine finds a store's lease timing and
+    the tables features keep in it, never by the store's class.
+
+    Example::
+
+        class MeteredStore:
+            def __init__(self, inner: hs.Store) -> None:
+                self.inner = inner
+
+            @property
+            def sign_in_table(self) -> SignInTable | None:
+                return self.inner.sign_in_table
+
+            async def write_turn(self, session_id, write):
+                started = time.perf_counter()
+                try:
+                    return await self.inner.write_turn(session_id, write)
+                finally:
+                    WRITE_SECONDS.observe(time.perf_counter() - started)
+
+            ...  # every other member the same way
     """
 
     write_transactions: int
+
+    @property
+    def lease_seconds(self) -> float:
+        """How long a running turn's lease lasts unless renewed."""
+        ...
+
+    @property
+    def lease_renew_seconds(self) -> float:
+        """How often a running turn renews its lease (at most half of ``lease_seconds``)."""
+        ...
+
+    @property
+    def sign_in_table(self) -> SignInTable | None:
+        """Where the sign-ins parked calls wait for are kept (``None``: the store keeps none,
+        and ``Executor(auth_secret=...)`` refuses it)."""
+        ...
+
+    @property
+    def token_table(self) -> TokenTable | None:
+        """Where ``EncryptedTokenStore(store)`` keeps its rows (``None``: the store keeps
+        none, and that refuses it)."""
+        ...
+
+    @property
+    def stream_log(self) -> StreamLog | None:
+        """The running turns' UI streams, shared by every process that opens the store
+        (``None``: a turn's stream is followed only in the process that runs it)."""
+        ...
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         """The session, or ``None``."""

@@ -224,6 +224,13 @@ def session_exists(session_id: str) -> StateError:
     )
 
 
+def sign_in_pending(session_id: str) -> StateError:
+    return StateError(
+        f"A sign-in with this state nonce is already pending (session {show(session_id)}); "
+        "nothing was written. Each sign-in needs a fresh nonce."
+    )
+
+
 def key_conflict(session_id: str, key: str) -> ContextKeyConflictError:
     return ContextKeyConflictError(
         f"Context key {show(key)} was already used in session {show(session_id)} with other "
@@ -253,9 +260,9 @@ SESSION_COLUMNS = (
 """The columns :func:`session_from_row` reads, in its order (both SQL stores)."""
 
 
-def session_from_row(row: Sequence[Any]) -> SessionRecord:
+def session_from_row(row: Sequence[Any], read_at: float | None = None) -> SessionRecord:
     """The record of a SQL row of :data:`SESSION_COLUMNS` (meta as JSON text) — the SQL
-    stores' shared reading."""
+    stores' shared reading; ``read_at``: the store's clock, when it is not the process's."""
     sid, agent_name, status, parent_id, created_at, updated_at, meta, token, expires = row
     return SessionRecord(
         id=sid,
@@ -267,6 +274,7 @@ def session_from_row(row: Sequence[Any]) -> SessionRecord:
         meta=decode(meta),
         lease_token=token,
         lease_expires=expires,
+        read_at=read_at,
     )
 
 

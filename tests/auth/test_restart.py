@@ -25,6 +25,7 @@ from tests.auth._session import (
 from tests.auth.oauth_server import OAuthServer
 from tests.loopback import LoopbackServer, text, tool_calls
 from tests.store import _pg
+from tests.store._wrapper import MeteredStore, NoFeatures
 
 KEY = hs.EncryptedTokenStore.generate_key()
 
@@ -82,11 +83,15 @@ async def token_rows(make_store: Callable[[], hs.Store], backend: str) -> list[b
         await store.close()
 
 
+@pytest.mark.parametrize("wrapped", [False, True], ids=["plain", "wrapped"])
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 async def test_a_parked_call_survives_a_restart_and_runs_with_the_token(
-    loopback: LoopbackServer, oauth: OAuthServer, tmp_path: Path, backend: str
+    loopback: LoopbackServer, oauth: OAuthServer, tmp_path: Path, backend: str, wrapped: bool
 ) -> None:
-    make_store, rows = _sqlite(tmp_path) if backend == "sqlite" else _postgres()
+    """Also behind a wrapper that delegates the ``Store`` protocol member by member (as an app
+    that adds metrics writes one): the wrapper keeps the sign-in and token tables."""
+    make_plain, rows = _sqlite(tmp_path) if backend == "sqlite" else _postgres()
+    make_store = (lambda: MeteredStore(make_plain())) if wrapped else make_plain
     calendar = Calendar()
     strategy = oauth.strategy()
     loopback.script(tool_calls(("list_events", {"day": "monday"})), text("One standup."))
@@ -113,7 +118,7 @@ async def test_a_parked_call_survives_a_restart_and_runs_with_the_token(
     assert result.status == "authorized"
     kept = await tokens.get("loopback", 'principal:"alice"')
     assert kept is not None and kept.token == oauth.issued[0]
-    (row,) = await token_rows(make_store, backend)
+    (row,) = await token_rows(make_plain, backend)
     assert row.startswith(b"gAAAAA")  # a Fernet token: the row holds ciphertext only
 
     assert await restarted.run(bot, "s-1", auth="alice").text() == "One standup."
@@ -124,6 +129,34 @@ async def test_a_parked_call_survives_a_restart_and_runs_with_the_token(
     await second.close()
     stored = await rows()
     assert_absent(secrets_of(oauth), stored, *loopback.requests)
+    if wrapped:  # every session call went through the wrapper
+        assert isinstance(second, MeteredStore) and second.calls["read_snapshot"] >= 2
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite", "postgres"])
+async def test_a_store_without_sign_in_tables_is_refused_at_the_executor(
+    tmp_path: Path, backend: str
+) -> None:
+    """A store that keeps sessions but no sign-ins: ``Executor(auth_secret=...)`` refuses it,
+    naming what is missing, and writes nothing; without a secret it runs. The same for the
+    token table and ``EncryptedTokenStore``."""
+    plain: hs.Store
+    if backend == "memory":
+        plain = hs.MemoryStore()
+    elif backend == "sqlite":
+        plain = hs.SQLiteStore(tmp_path / "s.db")
+    else:
+        plain = hs.PostgresStore(_pg.DSN, schema=_pg.new_schema())
+    store = NoFeatures(plain)
+    with pytest.raises(hs.errors.FrameworkNotSupportedError, match="no sign-in table") as raised:
+        hs.Executor(store, auth_secret=SECRET)
+    assert raised.value.code == "framework_not_supported"
+    with pytest.raises(hs.errors.FrameworkNotSupportedError, match="no token table"):
+        hs.EncryptedTokenStore(store, key=KEY)
+    assert store.calls == {} and plain.write_transactions == 0
+    assert await plain.get_session("s-1") is None
+    hs.Executor(store)  # without sign-ins, the same store is fine
+    await plain.close()
 
 
 async def test_the_token_rows_are_ciphertext_and_another_key_reads_none(

@@ -51,6 +51,7 @@ def page(tmp_path: Path) -> Iterator[Page]:
 
 
 def _send(page: Page, text: str) -> None:
+    expect(page.locator("#send")).to_be_enabled()  # nothing is sent while an answer runs
     page.locator("#input").fill(text)
     page.locator("#input").press("Enter")
 

@@ -41,6 +41,7 @@ def page(tmp_path: Path) -> Iterator[Page]:
 
 
 def _send(page: Page, text: str) -> None:
+    expect(page.locator("#send")).to_be_enabled()  # nothing is sent while an answer runs
     page.locator("#input").fill(text)
     page.locator("#input").press("Enter")
 
@@ -66,7 +67,9 @@ def test_chat_with_tools_and_steer_it_from_the_context_panel(page: Page, tmp_pat
     page.locator("#ctx-kind").select_option("instruction")
     page.locator("#ctx-text").fill("Answer in French.")
     page.locator("#ctx-add").click()
-    expect(page.locator(".ctx-log li").first.locator(".answer")).to_have_text('200 {"recorded":1}')
+    expect(page.locator(".ctx-log li").first.locator(".answer")).to_have_text(
+        "Added: the agent sees it at its next model call."
+    )
 
     _send(page, "Hello again")
     second = page.locator(".msg.assistant").nth(1)
@@ -80,13 +83,18 @@ def test_chat_with_tools_and_steer_it_from_the_context_panel(page: Page, tmp_pat
     page.locator("#ctx-kind").select_option("disable")
     page.locator("#ctx-text").fill("get_weather")
     page.locator("#ctx-add").click()
-    expect(page.locator(".ctx-log li").first.locator(".answer")).to_have_text('200 {"recorded":1}')
+    expect(page.locator(".ctx-log li").first.locator(".answer")).to_have_text(
+        "Switched off: the agent cannot call them from its next model call."
+    )
     expect(page.locator(".ctx-log li").first.locator(".warning")).to_have_count(0)
     page.locator("#ctx-text").fill("get_wether")  # a typo: recorded (harmless), with a warning
     page.locator("#ctx-add").click()
     latest = page.locator(".ctx-log li").first
-    expect(latest.locator(".answer")).to_contain_text('"recorded":1')
-    expect(latest.locator(".warning")).to_have_text("Warning: unknown tool 'get_wether'")
+    expect(latest.locator(".answer")).to_have_text("Recorded, with a warning:")
+    expect(latest.locator(".warning")).to_have_text(
+        "The agent has no tool named “get_wether”: this changes nothing. Its tools: "
+        "get_weather, convert_currency, get_time."
+    )
     _send(page, "And the weather in Oslo?")
     skipped = page.locator(".msg.assistant").nth(2).locator(".tool")
     expect(skipped.locator(".badge")).to_have_text("not executed")

@@ -166,7 +166,7 @@ def test_an_answer_cut_by_a_model_failure_is_stored_as_the_user_saw_it(
     assert seen[1]["parts"][-1] == {"type": "text", "text": "Once upon a time", "state": "done"}
     stored = _stored(server, sid)
     assert _texts(stored) == _texts(steps[1]["messages"])
-    assert stored[1]["metadata"] == {"interrupted": True}
+    assert stored[1]["metadata"] == {"interrupted": True, "error": "model_unavailable"}
     # ...and the next request alternates: user, assistant (the partial answer), user.
     roles = [m["role"] for m in json.loads(loopback.requests[-1])["messages"]]
     assert roles == ["user", "assistant", "user"]

@@ -11,8 +11,10 @@ answer, so the log never holds two user messages in a row (item 7 of issue 25).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,7 @@ from helix_stream.store import Lease, NewSession, TurnWrite
 from tests.executor._util import snapshot
 from tests.loopback import LoopbackServer, error, text, tool_calls
 from tests.store import _pg
+from tests.store._wrapper import MeteredStore
 
 SID = "leased"
 LEASE = 0.4
@@ -185,7 +188,7 @@ async def test_a_turn_that_failed_before_any_text_stores_an_empty_interrupted_an
     assert [m["role"] for m in ui] == ["user", "assistant"]
     # The stored answer is the live stream's message: same id, marked interrupted, no text.
     assert ui[1]["id"] == start.message_id
-    assert ui[1]["metadata"] == {"interrupted": True}
+    assert ui[1]["metadata"] == {"interrupted": True, "error": "model_unavailable"}
     assert not [p for p in ui[1]["parts"] if p["type"] == "text"]
     loopback.script(text("back"))
     assert await executor.run(agent(loopback), SID, "again").text() == "back"
@@ -220,3 +223,112 @@ async def test_a_dead_turns_session_is_not_running_for_stop_or_close_sandbox(
     after = await snapshot(store, SID)
     assert after[:2] == before[:2]  # status and log as they were (a stop request is meta)
     await executor.close_sandbox(SID, a)  # not refused as busy: nothing was recorded
+
+
+class Q(BaseModel):
+    q: str
+
+
+class _Writes(MeteredStore):
+    """Records the lease every ``write_turn`` carries."""
+
+    def __init__(self, inner: hs.Store) -> None:
+        super().__init__(inner)
+        self.leases: list[str | None] = []
+
+    async def write_turn(self, session_id: str, write: TurnWrite) -> hs.TurnWriteResult:
+        self.leases.append(None if write.lease is None else write.lease.token)
+        return await super().write_turn(session_id, write)
+
+
+async def test_the_fence_is_a_writer_of_write_turn_and_every_write_of_a_turn_carries_it(
+    store: hs.Store, loopback: LoopbackServer
+) -> None:
+    """The lease fence is a small writer (one method, ``write_turn``), not a proxy of the store:
+    the turn reads through the store itself, and each of its writes (the claim, a step with a
+    tool call, the last step) carries one lease; a new turn carries another."""
+    from helix_stream.session._lease import FencedWriter
+
+    assert [n for n in vars(FencedWriter) if not n.startswith("_")] == ["write_turn"]
+    writes = _Writes(store)
+    executor = hs.Executor(writes)
+
+    def lookup(input: Q) -> str:
+        return input.q
+
+    tools = [hs.tool(name="lookup", input_schema=Q, execute=lookup)]
+    loopback.script(tool_calls(("lookup", {"q": "x"})), text("found"), text("again"))
+    await executor.run(agent(loopback, tools=tools), SID, "look").consume()
+    first = writes.leases
+    assert len(first) >= 2 and None not in first and len(set(first)) == 1
+    assert writes.calls["read_snapshot"] == 1
+    writes.leases = []
+    await executor.run(agent(loopback, tools=tools), SID, "more").consume()
+    assert len(set(writes.leases)) == 1 and set(writes.leases) != set(first)
+    assert (await store.get_session(SID)).status == "idle"  # type: ignore[union-attr]
+
+
+@contextlib.contextmanager
+def clock_off_by(seconds: float) -> Iterator[None]:
+    """This process's clock (``time.time``, which every module reads) ``seconds`` off, as on a
+    replica whose clock drifted; the event loop's monotonic clock is left alone."""
+    real = time.time
+    time.time = lambda: real() + seconds  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        time.time = real  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_a_replica_whose_clock_is_30_s_off_takes_over_neither_early_nor_late_on_postgres(
+    backend: str, tmp_path: Path, loopback: LoopbackServer
+) -> None:
+    """On PostgreSQL the database's clock decides a lease (``now()`` in the statement that reads
+    or writes it), so a replica 30 s ahead does not take a live turn's session over, and one
+    30 s behind takes a dead turn's over as soon as its lease ended. SQLite keeps the process's
+    clock (one machine, one clock): there the same skew moves the takeover, which shows that
+    the skew reaches everything the replica decides with."""
+    schema = _pg.new_schema() if backend == "postgres" else ""
+    options = {"lease_seconds": LEASE, "lease_renew_seconds": RENEW}
+
+    def replica() -> hs.Store:
+        if backend == "postgres":
+            return _pg.make_store(schema, **options)
+        return hs.SQLiteStore(str(tmp_path / "replicas.db"), **options)
+
+    healthy, skewed = replica(), replica()
+    try:
+        early, late = [], []
+        for sid in ("live", "dead"):
+            # What a turn of the healthy replica writes: its claim, with a lease that runs for
+            # 5 s ("live") or ended a moment ago ("dead").
+            seconds = 5.0 if sid == "live" else LEASE
+            held = Lease(token=uuid.uuid4().hex, seconds=seconds)
+            write = TurnWrite(
+                create=NewSession(agent_name="leased"), expect=("idle",), status="running",
+                lease=held, messages=[{"role": "user", "content": "first"}],
+            )  # fmt: skip
+            assert (await healthy.write_turn(sid, write)).applied
+        await asyncio.sleep(LEASE + 0.2)
+        loopback.script(text("taken over"), text("taken over"))
+        executor = hs.Executor(skewed)
+        with clock_off_by(+30):
+            try:
+                early.append(await executor.run(agent(loopback), "live", "second").text())
+            except hs.SessionBusyError:
+                early.append("busy")
+        with clock_off_by(-30):
+            try:
+                late.append(await executor.run(agent(loopback), "dead", "second").text())
+            except hs.SessionBusyError:
+                late.append("busy")
+        if backend == "postgres":
+            assert (early, late) == (["busy"], ["taken over"])
+            live = await healthy.get_session("live")
+            assert live is not None and live.status == "running" and not live.lease_expired()
+        else:
+            assert (early, late) == (["taken over"], ["busy"])
+    finally:
+        await healthy.close()
+        await skewed.close()

@@ -47,7 +47,10 @@ async def test_a_stall_is_stored_interrupted_and_the_next_turn_works(
     assert errors[0].limit == "chunk" and abs(took - 0.5) < SLACK
     messages = await executor.ui_messages("s1")
     assistant = messages[-1]
-    assert assistant["role"] == "assistant" and assistant["metadata"] == {"interrupted": True}
+    assert assistant["role"] == "assistant" and assistant["metadata"] == {
+        "interrupted": True,
+        "error": "model_timeout",
+    }
     assert [p.get("text") for p in assistant["parts"] if p["type"] == "text"] == ["Once upon a "]
     # Idle and usable: the next turn runs, and the model sees what was shown.
     seen = await _turn(executor, agent, "again")

@@ -57,7 +57,7 @@ async def test_a_stall_ends_the_turn_at_the_server_default_and_the_chat_goes_on(
     assert [e["type"] for e in events][-1] in ("error", "finish")
     assert any(e["type"] == "error" for e in events) and abs(took - 0.5) < SLACK
     stored = await executor.ui_messages("s1")
-    assert stored[-1]["metadata"] == {"interrupted": True}
+    assert stored[-1]["metadata"] == {"interrupted": True, "error": "model_timeout"}
     assert [p["text"] for p in stored[-1]["parts"] if p["type"] == "text"] == ["Once upon a "]
     events, _ = await _post(client, "s1", "again", "u2")
     deltas = [e["delta"] for e in events if e["type"] == "text-delta"]

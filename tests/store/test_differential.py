@@ -2,7 +2,8 @@
 
 Each seed drives one sequence of ``write_turn``s (every part of a ``TurnWrite``, good and bad),
 enqueues (keys replayed and conflicting, the queue cap), rewinds, branches, ``set_status``
-and ``update_session_meta`` calls over a few sessions, some missing. The sequence runs on
+and ``update_session_meta`` calls over a few sessions, some missing, and the features' tables:
+pending sign-ins parked and taken (expired, with a bad id), token rows written, read, deleted. The sequence runs on
 MemoryStore and on each SQL store; every answer (a result, or the refusal's type and text) and
 the final state of every session must be the same. Clocks and fresh checkpoint ids are left out
 of the comparison; queue ids are not (each store numbers entries 1, 2, 3, ...).
@@ -20,10 +21,13 @@ import pytest
 from helix_stream.store import (
     Checkpoint,
     NewSession,
+    PendingRow,
     RewindResult,
     SessionRecord,
     SessionStatus,
+    SignInTable,
     Store,
+    TokenTable,
     TurnWrite,
     TurnWriteResult,
 )
@@ -84,7 +88,8 @@ async def state(store: Store) -> list[Any]:
         pending = [(e.id, e.items, e.source, e.key, e.origin) for e in snap.pending]
         log = [(r.seq, r.role, r.payload) for r in snap.log]
         seen.append((_session(snap.session), log, checkpoints, pending, await store.last_seq(sid)))
-    return seen
+    seen += [await _tokens(store).get(key) for key in ("t-1", "t-2")]
+    return seen + [await _signs(store).take_pending(nonce) for nonce in NONCES]
 
 
 # -- the operations: each draws its arguments from the sequence's rng ---------------------------
@@ -183,7 +188,47 @@ def _meta(rng: random.Random, n: int) -> Op:
     return lambda store: store.update_session_meta(sid, patch)
 
 
+NONCES = ["n-1", "n-2", "n-3"]
+
+
+def _sign_in(rng: random.Random, n: int) -> Op:
+    """Park a sign-in (good, expired, or with a bad session id) or take one (once)."""
+    nonce = rng.choice(NONCES)
+    if rng.random() < 0.5:
+        return lambda store: _signs(store).take_pending(nonce)
+    sid = rng.choice([*SESSIONS, "bad\x00id"])
+    # Far from now either way: the stores' clocks never decide differently.
+    expires = rng.choice([1.0, 4e9, 4e9])
+    pending = PendingRow(
+        nonce=nonce, session_id=sid, tool_call_id=f"call-{n}", strategy="crm",
+        owner=f"principal:{n % 2}", created_at=0.5, expires_at=expires,
+    )  # fmt: skip
+    return lambda store: _signs(store).add_pending(pending)
+
+
+def _token(rng: random.Random, n: int) -> Op:
+    key = rng.choice(["t-1", "t-2"])
+    match rng.randrange(3):
+        case 0:
+            return lambda store: _tokens(store).get(key)
+        case 1:
+            return lambda store: _tokens(store).set(key, f"v{n}".encode())
+        case _:
+            return lambda store: _tokens(store).delete(key)
+
+
+def _signs(store: Store) -> SignInTable:
+    assert store.sign_in_table is not None
+    return store.sign_in_table
+
+
+def _tokens(store: Store) -> TokenTable:
+    assert store.token_table is not None
+    return store.token_table
+
+
 KINDS = [_turn] * 6 + [_enqueue] * 4 + [_rewind] * 2 + [_branch, _status, _meta]
+KINDS += [_sign_in, _token]
 
 
 async def run(store: Store, seed: int) -> list[Any]:

@@ -2,6 +2,7 @@
 // shows what the server stored, and `resume: true` follows an answer still running.
 import { createRoot } from "react-dom/client";
 import { App, API } from "./App.jsx";
+import "./styles.css";
 
 const id = decodeURIComponent(location.hash.slice(1)) || `chat-${crypto.randomUUID()}`;
 history.replaceState(null, "", `#${encodeURIComponent(id)}`);

@@ -11,6 +11,9 @@ gets is the newest; the turn write's and the rewind's reads go out pipelined wit
 from __future__ import annotations
 
 import hashlib
+import time
+from collections.abc import Sequence
+from typing import Any
 
 from helix_stream.store._plan import (
     CheckedWrite,
@@ -23,6 +26,7 @@ from helix_stream.store._plan_history import (
     RewindState,
     tool_call_ids,
 )
+from helix_stream.store._protocol import SessionRecord
 from helix_stream.store._shared import (
     SESSION_COLUMNS,
     checkpoints_from_rows,
@@ -44,11 +48,16 @@ __all__ = [
     "branch_state",
     "enqueue_state",
     "rewind_state",
+    "session_read",
     "snapshot",
     "turn_state",
 ]
 
-SQL_SESSION = f"SELECT {SESSION_COLUMNS} FROM {{s}}.sessions WHERE id = %s"
+# The database's clock, in the statement that reads the session: every replica judges leases
+# by it (and writes them by it: it is the planner's ``now``), whatever its own clock says.
+# ``now()`` is the transaction's start, the same in each of its statements.
+_NOW = "extract(epoch from now())::float8"
+SQL_SESSION = f"SELECT {SESSION_COLUMNS}, {_NOW} FROM {{s}}.sessions WHERE id = %s"
 # LEFT JOIN from the session's row: see ``Tx.all_of_session``.
 SQL_READ_LOG = (
     "SELECT l.seq, l.role, l.payload, l.created_at FROM {s}.sessions s"
@@ -70,12 +79,13 @@ _SQL_LAST_CHECKPOINT = (
 # The row this write creates when asked; a concurrent creator makes ON CONFLICT wait, then skip.
 _SQL_CREATE = (
     "INSERT INTO {s}.sessions (id, agent_name, status, parent_id, created_at, updated_at, meta)"
-    " VALUES (%s, %s, 'idle', %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING RETURNING 1"
+    f" VALUES (%s, %s, 'idle', %s, {_NOW}, {_NOW}, %s) ON CONFLICT (id) DO NOTHING RETURNING 1"
 )
 # Only columns of the locked row itself are current here: under READ COMMITTED, a subquery in
 # this statement would still read the snapshot taken before the wait.
 _SQL_LOCK = (
-    f"SELECT last_seq, {SESSION_COLUMNS} FROM {{s}}.sessions WHERE id = %s FOR NO KEY UPDATE"
+    f"SELECT last_seq, {SESSION_COLUMNS}, {_NOW} FROM {{s}}.sessions WHERE id = %s"
+    " FOR NO KEY UPDATE"
 )
 _SQL_TAKE_PENDING = (
     "SELECT id, items, source, key, origin FROM {s}.context_queue"
@@ -102,9 +112,14 @@ SQL_REWIND_QUEUE = (
 # FOR SHARE: no rewind or append of the source can change the copied prefix meanwhile, while
 # other branches of the same source may proceed.
 _SQL_BRANCH_SOURCE = (
-    f"SELECT last_seq, {SESSION_COLUMNS} FROM {{s}}.sessions WHERE id = %s FOR SHARE"
+    f"SELECT last_seq, {SESSION_COLUMNS}, {_NOW} FROM {{s}}.sessions WHERE id = %s FOR SHARE"
 )
 _SQL_EXISTS = "SELECT 1 FROM {s}.sessions WHERE id = %s"
+
+
+def session_read(row: Sequence[Any]) -> SessionRecord:
+    """The record of a row of :data:`SQL_SESSION` (its columns, then the database's clock)."""
+    return session_from_row(row[:-1], read_at=float(row[-1]))
 
 
 async def snapshot(tx: Tx, session_id: str) -> Snapshot:
@@ -120,22 +135,22 @@ async def snapshot(tx: Tx, session_id: str) -> Snapshot:
         return Snapshot(session=None)
     checkpoints = checkpoints_from_rows(session_id, await checkpoint.fetchall())
     return Snapshot(
-        session=session_from_row(row),
+        session=session_read(row),
         log=log_from_rows(await log.fetchall()),
         checkpoint=checkpoints[0] if checkpoints else None,
         pending=queue_entries_from_rows(await pending.fetchall()),
     )
 
 
-async def turn_state(tx: Tx, session_id: str, write: CheckedWrite, now: float) -> TurnState:
+async def turn_state(tx: Tx, session_id: str, write: CheckedWrite) -> TurnState:
     """Lock the session row (inserting it first when the write creates the session) and read
-    what ``plan_turn_write`` decides on; all in one round trip."""
+    what ``plan_turn_write`` decides on, the database's clock included; all in one round
+    trip."""
     created = None
     if write.create is not None:
         create = write.create
         created = await tx.send(
-            _SQL_CREATE,
-            (session_id, create.agent_name, create.parent_id, now, now, write.create_meta),
+            _SQL_CREATE, (session_id, create.agent_name, create.parent_id, write.create_meta)
         )
     locked = await tx.send(_SQL_LOCK, (session_id,))
     pending = await tx.send(_SQL_TAKE_PENDING, (session_id,)) if write.deliver_queue else None
@@ -149,11 +164,12 @@ async def turn_state(tx: Tx, session_id: str, write: CheckedWrite, now: float) -
         session_id=session_id,
         # A row this write inserted is not the session's state before it: the planner plans
         # the creation, and the rollback of a write it does not apply removes the row.
-        session=None if row is None or made else session_from_row(row[1:]),
+        session=None if row is None or made else session_read(row[1:]),
         last_seq=0 if row is None else int(row[0]),
         pending=await pending.fetchall() if pending is not None else (),
         checkpoint_taken=taken is not None and await taken.fetchone() is not None,
-        now=now,
+        # No row (and nothing to create): the planner refuses, by no clock.
+        now=time.time() if row is None else float(row[-1]),
     )
 
 
@@ -178,7 +194,7 @@ async def enqueue_state(tx: Tx, session_id: str, request: ContextRequest, cap: i
     )
 
 
-async def rewind_state(tx: Tx, session_id: str, to_seq: int, now: float) -> RewindState:
+async def rewind_state(tx: Tx, session_id: str, to_seq: int) -> RewindState:
     """Lock the session row and read what ``plan_rewind`` decides on."""
     locked = await tx.send(_SQL_LOCK, (session_id,))
     at_cut = await tx.send(_SQL_ROWS_AT, (session_id, to_seq, to_seq + 1))
@@ -203,18 +219,18 @@ async def rewind_state(tx: Tx, session_id: str, to_seq: int, now: float) -> Rewi
         cut=(at.get(to_seq), at.get(to_seq + 1)),
         entries=entries,
         surviving_calls=lambda: calls,
-        now=now,
+        now=float(row[-1]),
     )
 
 
-async def branch_state(tx: Tx, source_id: str, new_id: str, now: float) -> BranchState:
+async def branch_state(tx: Tx, source_id: str, new_id: str) -> BranchState:
     """Share-lock the source's row and read what ``plan_branch`` decides on."""
     source = await tx.one(_SQL_BRANCH_SOURCE, (source_id,))
     taken = await tx.one(_SQL_EXISTS, (new_id,))
     return BranchState(
         source_id=source_id,
-        source=None if source is None else session_from_row(source[1:]),
+        source=None if source is None else session_read(source[1:]),
         source_last_seq=0 if source is None else int(source[0]),
         target_exists=taken is not None,
-        now=now,
+        now=time.time() if source is None else float(source[-1]),
     )

@@ -8,10 +8,11 @@ in ``_db``, the migrations in ``_schema``. Each method here is a read (``_read``
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
+from functools import cached_property
 
 from helix_stream._limits import check_session_id
+from helix_stream.store._auth import PostgresAuthTables
 from helix_stream.store._plan import (
     CheckedWrite,
     ContextRequest,
@@ -31,13 +32,13 @@ from helix_stream.store._protocol import (
 from helix_stream.store._shared import (
     checkpoints_from_rows,
     log_from_rows,
-    session_from_row,
     session_not_found,
 )
 from helix_stream.store._turns import Snapshot, TurnWriteResult
 from helix_stream.store._writes import StoreWrites
 from helix_stream.store.postgres import _apply, _read
 from helix_stream.store.postgres._db import PostgresDatabase, Tx
+from helix_stream.store.postgres._streams import PostgresStreamLog
 
 __all__ = ["PostgresStore"]
 
@@ -76,9 +77,25 @@ class PostgresStore(StoreWrites, PostgresDatabase):
     more on a fresh one; a write only when its first try cannot have committed (README,
     "Reliability notes"; docs/postgres.md, "Lost connections").
 
+    The features' tables live in the same schema: ``sign_in_table`` (``auth_pending``),
+    ``token_table`` (``auth_tokens``) and ``stream_log`` (``ui_streams``,
+    ``ui_stream_events``: a client reconnecting to any process resumes its turn's stream).
+
     Raises:
         FrameworkNotSupportedError: psycopg is not installed.
     """
+
+    @cached_property
+    def sign_in_table(self) -> PostgresAuthTables:
+        return PostgresAuthTables(self)
+
+    @property
+    def token_table(self) -> PostgresAuthTables:
+        return self.sign_in_table
+
+    @cached_property
+    def stream_log(self) -> PostgresStreamLog:
+        return PostgresStreamLog(self)
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -88,7 +105,7 @@ class PostgresStore(StoreWrites, PostgresDatabase):
 
         async def read(tx: Tx) -> SessionRecord | None:
             row = await tx.one(_read.SQL_SESSION, (session_id,))
-            return None if row is None else session_from_row(row)
+            return None if row is None else _read.session_read(row)
 
         return await self._read(read, "get_session")
 
@@ -144,7 +161,7 @@ class PostgresStore(StoreWrites, PostgresDatabase):
         with ``COMMIT``."""
 
         async def tx(tx: Tx) -> tuple[TurnWriteResult, bool]:
-            state = await _read.turn_state(tx, session_id, checked, time.time())
+            state = await _read.turn_state(tx, session_id, checked)
             plan = plan_turn_write(state, checked)
             if plan.changed:
                 await _apply.apply_turn(tx, plan)
@@ -177,9 +194,7 @@ class PostgresStore(StoreWrites, PostgresDatabase):
         check_session_id(session_id)
 
         async def tx(tx: Tx) -> tuple[RewindResult, bool]:
-            plan = plan_rewind(
-                await _read.rewind_state(tx, session_id, to_seq, time.time()), to_seq
-            )
+            plan = plan_rewind(await _read.rewind_state(tx, session_id, to_seq), to_seq)
             if plan.changed:
                 await _apply.apply_rewind(tx, session_id, plan)
             return plan.result, plan.changed
@@ -194,7 +209,7 @@ class PostgresStore(StoreWrites, PostgresDatabase):
         check_session_id(new_id)
 
         async def tx(tx: Tx) -> tuple[SessionRecord, bool]:
-            state = await _read.branch_state(tx, source_id, new_id, time.time())
+            state = await _read.branch_state(tx, source_id, new_id)
             record = plan_branch(state, new_id, upto_seq=upto_seq, agent_name=agent_name)
             await _apply.apply_branch(tx, source_id, record, upto_seq)
             return record, True

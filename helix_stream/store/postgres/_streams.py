@@ -3,7 +3,8 @@
 A chat server that runs on several processes publishes each turn's UI stream here
 (:class:`helix_stream.server.SharedStreamRegistry` owns one log), so that a client that
 reconnects to any process can resume it. These tables are not sessions: they live beside the
-store's, in its schema and on its pool, but outside the ``Store`` protocol. This module owns
+store's, in its schema and on its pool; the store hands the log out as its ``stream_log``
+(``store/_features.py``: ``StreamLog``). This module owns
 their SQL: a session's latest stream (``ui_streams``, one row per session), its events in
 batches (``ui_stream_events``), the notification that tells listeners a stream grew
 (``pg_notify`` on :func:`channel`), and the deletion of finished streams after they have been
@@ -16,16 +17,16 @@ import functools
 import hashlib
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from helix_stream._limits import check_session_id
+from helix_stream.store._features import StreamEvents
 from helix_stream.store.postgres._db import Tx
 
 if TYPE_CHECKING:
     from helix_stream.store.postgres._store import PostgresStore
 
-__all__ = ["PostgresStreamLog", "StreamEvents", "channel"]
+__all__ = ["PostgresStreamLog", "channel"]
 
 _SQL_DROP_SESSION = "DELETE FROM {s}.ui_streams WHERE session_id = %s"
 _SQL_DROP_OLD = "DELETE FROM {s}.ui_streams WHERE finished_at < %s"
@@ -43,22 +44,6 @@ _SQL_EVENTS = (
 def channel(schema: str) -> str:
     """The notification channel of a schema's streams (a plain name of at most 63 bytes)."""
     return "helix_ui_" + hashlib.sha256(schema.encode()).hexdigest()[:20]
-
-
-@dataclass(frozen=True, slots=True)
-class StreamEvents:
-    """What a session's latest stream holds after a position.
-
-    Attributes:
-        stream_id: The stream, or ``None`` when the session has none.
-        batches: ``(seq, events)`` after the position asked for, in order; ``events`` is the
-            SSE text of one or more events.
-        finished: The stream has ended: nothing will follow.
-    """
-
-    stream_id: str | None
-    batches: list[tuple[int, str]] = field(default_factory=list)
-    finished: bool = True
 
 
 class PostgresStreamLog:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from functools import cached_property
 
 from helix_stream._limits import check_session_id
+from helix_stream.store._auth import SQLiteAuthTables
 from helix_stream.store._plan import (
     CheckedWrite,
     ContextRequest,
@@ -59,7 +61,20 @@ class SQLiteStore(StoreWrites, SQLiteDatabase):
             changed nothing (an existing session, a failed compare-and-set, a key dedupe, an
             empty commit, a rewind to the last seq) roll back and are not counted; neither is
             creating the schema.
+        sign_in_table: The pending sign-ins (table ``auth_pending`` of the file).
+        token_table: ``EncryptedTokenStore``'s rows (table ``auth_tokens``).
+        stream_log: ``None``: a turn's UI stream is followed in the process that runs it.
     """
+
+    stream_log: None = None
+
+    @cached_property
+    def sign_in_table(self) -> SQLiteAuthTables:
+        return SQLiteAuthTables(self)
+
+    @property
+    def token_table(self) -> SQLiteAuthTables:
+        return self.sign_in_table
 
     # -- reads -------------------------------------------------------------------------------
 
