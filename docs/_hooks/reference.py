@@ -18,6 +18,9 @@ from typing import Any
 
 from mkdocs.structure.files import File, Files
 
+INDEX_PAGE = "api/index.md"
+ERRORS_PAGE = "api/errors.md"
+
 # Public modules and the page each one gets (the top-level package is split, below).
 PUBLIC_MODULES: dict[str, str] = {
     "helix_stream.server": "Server: routes, app, FastAPI",
@@ -182,22 +185,22 @@ def reference_pages() -> dict[str, str]:
         "",
     ]
     for title, names in sorted(_top_level_groups().items()):
-        path = f"reference/hs-{_slug(title)}.md"
+        path = f"api/hs-{_slug(title)}.md"
         pages[path] = f"# {title}\n\nFrom `import helix_stream as hs`.\n\n" + _entries(
             "helix_stream", sorted(names)
         )
-        index.append(f"- [{title}]({path.removeprefix('reference/')})")
-    index += ["- [Errors](errors.md)", "", "## Subpackages", ""]
+        index.append(f"- [{title}]({path.removeprefix('api/')})")
+    index += [f"- [Errors]({ERRORS_PAGE.removeprefix('api/')})", "", "## Subpackages", ""]
     for module, title in PUBLIC_MODULES.items():
-        path = f"reference/{module.removeprefix('helix_stream.').replace('.', '-')}.md"
+        path = f"api/{module.removeprefix('helix_stream.').replace('.', '-')}.md"
         names = list(importlib.import_module(module).__all__)
         pages[path] = (
             f"# {title}\n\n`{module}`\n\n::: {module}\n    options:\n      members: false\n      show_root_heading: false\n\n"
             + _entries(module, names)
         )
-        index.append(f"- [`{module}`]({path.removeprefix('reference/')}): {title}")
-    pages["reference/index.md"] = "\n".join(index) + "\n"
-    pages["reference/errors.md"] = _errors_page()
+        index.append(f"- [`{module}`]({path.removeprefix('api/')}): {title}")
+    pages[INDEX_PAGE] = "\n".join(index) + "\n"
+    pages[ERRORS_PAGE] = _errors_page()
     return pages
 
 
@@ -213,7 +216,7 @@ def on_config(config: Any) -> Any:
     pages = reference_pages()
     for section in config["nav"]:
         if isinstance(section, dict) and "API reference" in section:
-            extra = [p for p in pages if p not in ("reference/index.md", "reference/errors.md")]
+            extra = [p for p in pages if p not in (INDEX_PAGE, ERRORS_PAGE)]
             section["API reference"] += [{_title(pages[p]): p} for p in extra]
     return config
 

@@ -102,7 +102,7 @@ def test_every_public_class_and_function_has_a_docstring() -> None:
 
 
 def test_the_built_reference_has_an_entry_for_each_name(site: Path) -> None:
-    html = "".join(p.read_text() for p in (site / "reference").glob("*.html"))
+    html = "".join(p.read_text() for p in (site / "api").glob("*.html"))
     missing = [
         f"{module}.{name}"
         for module, names in _documented().items()
@@ -121,7 +121,7 @@ def test_the_errors_page_is_the_error_classes(site: Path) -> None:
     }
     rows = HOOK.error_rows()
     assert {r[0] for r in rows} == classes
-    page = (site / "reference/errors.html").read_text()
+    page = (site / "api/errors.html").read_text()
     for name, code, status, retryable, _meaning, _advice in rows:
         cls = getattr(errors, name)
         assert (code, status, retryable) == (cls.code, cls.http_status, cls.retryable)
