@@ -10,12 +10,13 @@ Gemini and Bedrock Converse wire formats) streams every answer. Each framework
 
 * **(a) 200 chats at once**: the model streams 40 words 20 ms apart. Per server: p50/p99 time to
   the first ``text-delta``, p99 time to the end, and a check that every chat got its full text.
-* **(b) CPU per chunk**: one 2,000-word answer through Starlette over ``httpx.ASGITransport``, in
-  a fresh process per repeat; the serving process's CPU time (``time.process_time``, all
-  threads) divided by the words, median of ``--cpu-runs`` interleaved runs, with ratios.
-  **(e)** the same on the Anthropic Messages wire format (pydantic-ai's ``AnthropicModel`` on
-  the ``anthropic`` SDK), **(f)** on Gemini's (``GoogleModel``, ``google-genai``) and on
-  Bedrock Converse's binary event stream (``BedrockConverseModel``, boto3).
+* **(b) CPU per chunk**, on each provider family's wire format (``--families``, default all
+  four): one 2,000-word answer through Starlette over ``httpx.ASGITransport``, in a fresh
+  process per repeat; the serving process's CPU time (``time.process_time``, all threads)
+  divided by the words, median of ``--cpu-runs`` interleaved runs, with ratios. pydantic-ai
+  uses its own model per family: ``OpenAIChatModel`` (the ``openai`` SDK), ``AnthropicModel``
+  (``anthropic``), ``GoogleModel`` (``google-genai``) and ``BedrockConverseModel`` (boto3, on
+  Bedrock Converse's binary event stream).
 * **(c) memory**: the helix server's RSS growth per idle stored session (chats run one after
   another) and every server's RSS growth per active stream (peak during (a)).
 * **(d) several processes**: ``helix-stream serve --workers N`` (1 and 2) on one SQLite file
@@ -458,9 +459,9 @@ async def part_c(args: argparse.Namespace, base: str, tmp: Path) -> None:
         print(f"| {label} | {per / 1024:.1f} KiB |")
 
 
-def part_b(args: argparse.Namespace, base: str, family: str = "openai", label: str = "b") -> None:
+def part_b(args: argparse.Namespace, base: str, family: str = "openai") -> None:
     print(
-        f"\n({label}) CPU per chunk, {family} wire format: one {args.cpu_words}-word answer "
+        f"\n(b) CPU per chunk, {family} wire format: one {args.cpu_words}-word answer "
         f"({args.cpu_delay_ms} ms apart) over httpx.ASGITransport; median of {args.cpu_runs} "
         f"runs, {args.cpu_repeats} process(es)\n"
     )
@@ -621,7 +622,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add = parser.add_argument
     add("--quick", action="store_true", help="a short run: fewer chats, words and runs")
-    add("--parts", default="abcdefg", help="which parts to run (default abcdefg)")
+    add("--parts", default="abcdg", help="which parts to run (default abcdg)")
+    add("--families", default="openai,anthropic,gemini,bedrock",
+        help="wire formats of (b), comma-separated (default all four)")  # fmt: skip
     add("--big-chats", type=int, default=1000, help="chats at once in (g)")
     add("--chats", type=int, default=200)
     add("--words", type=int, default=40)
@@ -663,16 +666,12 @@ async def main(argv: list[str]) -> int:
         if "a" in args.parts:
             await part_a(args, base, Path(tmp))
         if "b" in args.parts:
-            part_b(args, base)
+            for family in args.families.split(","):
+                part_b(args, base, family)
         if "c" in args.parts:
             await part_c(args, base, Path(tmp))
         if "d" in args.parts:
             await part_d(args, base, model_port, Path(tmp))
-        if "e" in args.parts:
-            part_b(args, base, "anthropic", "e")
-        if "f" in args.parts:
-            part_b(args, base, "gemini", "f")
-            part_b(args, base, "bedrock", "f")
         if "g" in args.parts:
             await part_g(args, base, Path(tmp))
     return 0

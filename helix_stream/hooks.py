@@ -14,16 +14,19 @@ order of the session model's hook registry. Return values are ignored.
 ``ctx.add_context`` (README, "Differences from the AI SDK"); a handler re-run for the same
 event of the same turn (a retried or recovered turn) records nothing twice.
 
-**Failure policy.** A handler that raises fails the *turn*: the run stops with a ``turn.failed``
-event and an error chunk, and the session stays usable — the next ``run()`` works (a raising
-``turn.started`` hook never ends the session). A handler subscribed to a failure event
-(``turn.failed``, ``step.failed``, ``session.failed``) that raises escalates to
-``session.failed``; errors of ``session.failed`` handlers are logged and go no further.
+**Failure policy.** A handler that raises never keeps the event from the later handlers (a
+``*`` audit hook sees it too); once they have all run, it fails the *turn*: the run stops
+with a ``turn.failed`` event and an error chunk, and the session stays usable — the next
+``run()`` works (a raising ``turn.started`` hook never ends the session). A handler
+subscribed to a failure event (``turn.failed``, ``step.failed``, ``session.failed``) that
+raises escalates to ``session.failed``; errors of ``session.failed`` handlers are logged and
+go no further.
 """
 
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -33,6 +36,8 @@ from .state import SessionInfo
 
 if TYPE_CHECKING:
     from .sandbox import Sandbox, SkillHandle
+
+logger = logging.getLogger("helix_stream.hooks")
 
 __all__ = [
     "EVENTS",
@@ -86,18 +91,22 @@ class LifecycleEvent:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentInfo:
-    """The agent a hook runs for: ``name``."""
+    """The agent a hook runs for: ``name``; ``node_id`` names its node where the agent runs
+    as one node of a graph of agents (``None`` here: an agent runs on its own)."""
 
     name: str
+    node_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChannelInfo:
     """Where the turn came in: ``kind`` is ``"http"`` (the chat server), ``"python"``
     (``Executor.run`` called by your code) or ``"subagent"`` (a sub-agent's turn, run by its
-    parent's tool call)."""
+    parent's tool call). ``continuation_token`` resumes the turn's stream where the channel
+    has one to give (``None`` where it does not apply)."""
 
     kind: str
+    continuation_token: str | None = None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -189,10 +198,13 @@ async def dispatch(
     hooks: Sequence[Hook], event: LifecycleEvent, make_context: Callable[[int], HookContext]
 ) -> None:
     """Run the handlers for ``event``, one at a time: every hook's typed handler, then every
-    hook's ``*`` handler; raise HookError on the first failure. ``make_context(index)`` gets
-    the handler's place in that order (which identifies its call site)."""
+    hook's ``*`` handler. A handler that raises never keeps the later ones from seeing the
+    event; once all have run, the first failure is raised as :class:`HookError` (the others
+    are logged). ``make_context(index)`` gets the handler's place in that order (which
+    identifies its call site)."""
     typed = [hook.handlers[event.type] for hook in hooks if event.type in hook.handlers]
     wildcard = [hook.handlers["*"] for hook in hooks if "*" in hook.handlers]
+    failure: HookError | None = None
     for index, handler in enumerate([*typed, *wildcard]):
         ctx = make_context(index)
         try:
@@ -200,4 +212,10 @@ async def dispatch(
             if inspect.isawaitable(out):
                 await out
         except Exception as exc:
-            raise HookError(event.type, exc) from exc
+            if failure is None:
+                failure = HookError(event.type, exc)
+                failure.__cause__ = exc
+            else:
+                logger.error("another %s handler raised too: %r", event.type, exc)
+    if failure is not None:
+        raise failure

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .chunks import DataChunk, FinishReason, SourceUrl, Usage
 
@@ -18,10 +18,12 @@ __all__ = [
     "StopCondition",
     "ToolCall",
     "ToolResult",
+    "ToolServer",
     "ToolStatus",
     "has_tool_call",
     "step_count_is",
     "tool_result_from",
+    "with_origin",
 ]
 
 
@@ -45,6 +47,10 @@ class ToolResult:
     ``status`` is ``"output"`` (ran), ``"error"`` (invalid input or the body raised),
     ``"not_executed"`` (the tool gate refused it; ``reason`` says why), ``"denied"`` (an
     approval said no) or ``"pending"`` (waiting for an approval or a client's answer).
+
+    The result of an MCP server's tool also says where the tool lives: ``server`` is the
+    server's name and ``server_tool`` the tool's own name on it (``tool_name`` is the name
+    the model was offered, ``{prefix}__{tool}``); both are ``None`` for any other tool.
     """
 
     tool_call_id: str
@@ -53,6 +59,8 @@ class ToolResult:
     output: Any = None
     error: str | None = None
     reason: str | None = None
+    server: str | None = None
+    server_tool: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -167,7 +175,7 @@ def has_tool_call(name: str) -> StopCondition:
     return condition
 
 
-def tool_result_from(result: ToolResult, tool: Tool) -> Any | None:
+def tool_result_from(result: ToolResult, tool: Tool | ToolServer) -> Any | None:
     """The output of ``tool`` in ``result``, or ``None`` when the result is not that tool's
     output (another tool's result, an error, a call that did not run or waits).
 
@@ -182,12 +190,35 @@ def tool_result_from(result: ToolResult, tool: Tool) -> Any | None:
     model back). A tool that returned ``None`` gives ``None`` either way: check
     ``result.status`` and ``result.tool_name`` when that matters.
 
+    Given an MCP server (``hs.MCPServer``) instead of a tool, it gives the output of any of
+    that server's tools (``result.server_tool`` says which one) and ``None`` for any other.
+
     Args:
         result: A tool result (``step.tool_results``, or a hook event's).
-        tool: The tool to match: by name, the name the model calls it by.
+        tool: The tool to match: by name, the name the model calls it by; or an MCP server,
+            matched by its name.
     """
+    from .tools import Tool
+
     if not isinstance(result, ToolResult):
         raise TypeError(f"tool_result_from() needs a ToolResult, not {type(result).__name__}")
-    if result.tool_name != tool.name or result.status != "output":
+    if result.status != "output":
         return None
-    return result.output
+    if isinstance(tool, Tool):
+        return result.output if result.tool_name == tool.name else None
+    return result.output if result.server is not None and result.server == tool.name else None
+
+
+class ToolServer(Protocol):
+    """What :func:`tool_result_from` reads of a tool server (``hs.MCPServer``): its name."""
+
+    @property
+    def name(self) -> str: ...
+
+
+def with_origin(result: ToolResult, tool: Tool | None) -> ToolResult:
+    """``result`` saying which server's tool made it, when ``tool`` is an MCP server's."""
+    origin = tool.origin if tool is not None else None
+    if origin is None or result.server is not None:
+        return result
+    return replace(result, server=origin[0], server_tool=origin[1])

@@ -250,6 +250,8 @@ class Tool:
         available: ``False`` keeps the tool in the offered list (the request's bytes, and so
             the provider's prompt cache, stay as they were) while a call to it gets a
             ``tool_unavailable`` result and runs nothing: an MCP server no longer lists it.
+        origin: ``(server, name)`` for an MCP server's tool: the server's name and the
+            tool's own name on it (its results carry both); ``None`` for any other tool.
     """
 
     name: str
@@ -261,6 +263,7 @@ class Tool:
     auth: AuthStrategy | None = None
     context_key: str | None = None
     available: bool = True
+    origin: tuple[str, str] | None = None
     _frozen_context: type[BaseModel] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:

@@ -83,3 +83,46 @@ async def test_it_picks_each_tools_results_out_of_a_real_run(loopback: LoopbackS
     assert weather == [{"city": "Paris", "temperature": 21}, None, None, None]
     assert times == [None, "12:00", None, None]  # the error and the undeclared call: None
     assert Weather.model_validate(weather[0]) == Weather(city="Paris", temperature=21)
+
+
+async def test_an_mcp_servers_results_are_picked_by_the_server(
+    loopback: LoopbackServer, tmp_path: Any
+) -> None:
+    pytest.importorskip("mcp", reason="needs the mcp package: pip install 'helix-stream[mcp]'")
+    import sys
+
+    from tests.mcp.conftest import stdio_args
+
+    server = hs.MCPServer.stdio(
+        sys.executable, stdio_args(), env={"HELIX_MCP_STATE": str(tmp_path)}, name="demo"
+    )
+    other = hs.MCPServer.stdio(sys.executable, stdio_args(), name="elsewhere")
+    loopback.script(
+        tool_calls(
+            ("demo__echo", {"text": "hi"}),
+            ("demo__forecast", {"city": "Paris"}),
+            ("demo__fail", {"reason": "no"}),
+            ("get_weather", {"city": "Oslo"}),
+        ),
+        text("done"),
+    )
+    async with server:
+        tools = [*await server.tools(), get_weather]
+        run = hs.stream_text(**loopback.llm(), prompt="go", tools=tools)
+        await run.text()
+        (first, _) = await run.steps()
+    results = first.tool_results
+    assert [(r.server, r.server_tool) for r in results] == [
+        ("demo", "echo"),
+        ("demo", "forecast"),
+        ("demo", "fail"),
+        (None, None),
+    ]
+    picked = [hs.tool_result_from(r, server) for r in results]
+    assert picked[:2] == [r.output for r in results[:2]]
+    assert picked[1] == {"city": "Paris", "temp_c": 21, "sky": "sunny"}
+    assert picked[2:] == [None, None]  # the server's error, and another tool's output
+    assert [hs.tool_result_from(r, other) for r in results] == [None] * 4
+    assert hs.tool_result_from(results[3], get_weather) == {"city": "Oslo", "temperature": 21}
+    # A function tool named like the server does not pick the server's results.
+    assert hs.tool_result_from(results[0], hs.tool(name="demo", input_schema=City)) is None

@@ -15,7 +15,8 @@ the small :class:`SessionLink` protocol, which the loop calls at fixed points:
   how the step's calls resolve tokens, and ``park(park)`` when a call waits for the user to
   sign in (the session keeps the sign-in and gives its URL; the call's turn pauses after
   the step);
-* ``after_step(step, final=...)`` once a step is done: persist it and report it;
+* ``after_step(step, final=...)`` once a step is done: persist it (the run's ``step-ended``
+  event then reports it to the subscribers, the session's hooks among them);
 * ``end(how)`` once, when the run is over (:class:`RunEnd`: finished, failed or cut short,
   and the text of a step it left unfinished): the session ends its turn.
 
@@ -32,6 +33,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
+from .._event_stream import Subscriber
 from ..auth._cache import DEFAULT_AUTH, AuthSettings
 from ..auth._flow import ParkForSignIn
 from ..chunks import Chunk, ToolAuthorizationRequest
@@ -235,6 +237,7 @@ class LoopConfig:
             also gives the principal's ``identify``).
         timeout: The run's time limits (README, "Timeouts").
         transform: The stream transforms, in order (:mod:`._transform`).
+        subscribers: More subscribers of the run's event stream (a session's hooks).
     """
 
     model: str | WrappedModel
@@ -263,6 +266,7 @@ class LoopConfig:
     auth: AuthSettings = DEFAULT_AUTH
     timeout: Timeout | None = None
     transform: tuple[StreamTransform, ...] = ()
+    subscribers: tuple[Subscriber, ...] = ()  # the session's, on the run's event stream
 
 
 async def call_user(fn: Callback | None, *args: Any, session: SessionLink = NO_SESSION) -> Any:

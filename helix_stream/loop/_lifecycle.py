@@ -1,7 +1,9 @@
 """Lifecycle callbacks: ``on_start``, ``on_step_start``, ``on_model_call_start``/``_end``,
 ``on_tool_call_start``/``_end``, ``on_step_end``, ``on_end`` and ``on_abort``.
 
-Each callback is sync or async and receives one event, a frozen dataclass. A callback that
+Each callback is sync or async and receives one event, a frozen dataclass: the public form of
+the run's event (:mod:`helix_stream._event_stream`), whose subscribers the callbacks are
+(:class:`LifecycleSubscriber`, :class:`AliasSubscriber`). A callback that
 raises is logged (``helix_stream.loop``, with the session id) and never breaks the run: a
 callback observes a run, it does not steer it (``prepare_step``, stop conditions and hooks do).
 ``on_end`` and ``on_abort`` are exclusive: a run that is closed or cancelled (its client left,
@@ -15,17 +17,33 @@ older form and keeps working; so do ``on_chunk``, ``on_finish`` and ``on_error``
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, assert_never
 
+from .._event_stream import (
+    EventStream,
+    ModelCallEnded,
+    ModelCallStarted,
+    Policy,
+    RunAborted,
+    RunEvent,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    StepEnded,
+    StepStarted,
+    ToolCallEnded,
+    ToolCallStarted,
+)
 from ..steps import ModelCallPerformance, StepPerformance, StepResult, ToolCall, ToolResult
 
 __all__ = [
     "LIFECYCLE_NAMES",
     "AbortEvent",
+    "AliasSubscriber",
     "EndEvent",
-    "Lifecycle",
+    "LifecycleSubscriber",
     "ModelCallEndEvent",
     "ModelCallStartEvent",
     "StartEvent",
@@ -149,62 +167,160 @@ class AbortEvent:
 
 Callback = Callable[..., Any]
 
+_LIFECYCLE_KINDS = {
+    "on_start": "run-started",
+    "on_step_start": "step-started",
+    "on_model_call_start": "model-call-started",
+    "on_model_call_end": "model-call-ended",
+    "on_tool_call_start": "tool-call-started",
+    "on_tool_call_end": "tool-call-ended",
+    "on_step_end": "step-ended",
+    "on_end": "run-finished",
+    "on_abort": "run-aborted",
+}
 
-class Lifecycle:
-    """A run's lifecycle callbacks, and the one place they are called."""
 
-    __slots__ = ("_call", "callbacks")
+def _public_event(event: RunEvent) -> Any:
+    """The lifecycle callback's event for a stream event (its public, documented form)."""
+    sid = event.session_id
+    match event:
+        case RunStarted():
+            return StartEvent(
+                model=event.model, session_id=sid, runtime_context=event.runtime_context
+            )
+        case StepStarted():
+            return StepStartEvent(step_number=event.step_number, session_id=sid)
+        case ModelCallStarted():
+            return ModelCallStartEvent(
+                step_number=event.step_number, model=event.model, session_id=sid
+            )
+        case ModelCallEnded():
+            return ModelCallEndEvent(
+                step_number=event.step_number,
+                model=event.model,
+                session_id=sid,
+                performance=event.performance,
+                error=event.error,
+            )
+        case ToolCallStarted():
+            return ToolCallStartEvent(
+                step_number=event.step_number, call=event.call, session_id=sid
+            )
+        case ToolCallEnded():
+            return ToolCallEndEvent(
+                step_number=event.step_number,
+                call=event.call,
+                result=event.result,
+                session_id=sid,
+                duration=event.duration,
+                outcome=event.outcome,
+                approved=event.approved,
+            )
+        case StepEnded():
+            return StepEndEvent(step=event.step, performance=event.performance, session_id=sid)
+        case RunFinished():
+            return EndEvent(result=event.result, session_id=sid)
+        case RunAborted():
+            return AbortEvent(steps=list(event.steps), session_id=sid)
+        case RunFailed():
+            return event.error
+        case _:
+            assert_never(event)
 
-    def __init__(self, callbacks: Mapping[str, Callback | None], call: Callable[..., Any]) -> None:
-        self.callbacks = {k: v for k, v in callbacks.items() if v is not None}
-        self._call = call  # call_user, bound to the run's session
 
-    def wants(self, name: str) -> bool:
-        return name in self.callbacks
+@dataclass(frozen=True, slots=True)
+class LifecycleSubscriber:
+    """The lifecycle callbacks as a subscriber of the run's event stream: observe-only. A
+    callback that raises is logged (with its name and the session id) and the run goes on."""
 
-    async def emit(self, name: str, event: Any, session_id: str | None = None) -> None:
-        """Call callback ``name`` with ``event``; a raising callback is logged, not raised."""
-        fn = self.callbacks.get(name)
-        if fn is None:
-            return
+    by_kind: Mapping[str, tuple[str, Callback]]  # stream kind -> (callback name, callback)
+    call: Callable[..., Awaitable[Any]]  # call_user, bound to the run's session
+    policy: Policy = "observe"
+
+    @classmethod
+    def of(
+        cls, callbacks: Mapping[str, Callback | None], call: Callable[..., Awaitable[Any]]
+    ) -> LifecycleSubscriber:
+        """The subscriber of the callbacks given (by name: ``on_start``, ...)."""
+        by_kind = {
+            _LIFECYCLE_KINDS[name]: (name, fn) for name, fn in callbacks.items() if fn is not None
+        }
+        return cls(by_kind, call)
+
+    @property
+    def kinds(self) -> frozenset[str]:
+        return frozenset(self.by_kind)
+
+    async def handle(self, event: RunEvent) -> None:
+        name, fn = self.by_kind[event.kind]
         try:
-            await self._call(fn, event)
+            await self.call(fn, _public_event(event))
         except Exception:
             logger.exception(
                 "session %r: the %s callback raised; the run goes on",
-                session_id,
+                event.session_id,
                 name,
-                extra={"event": "core.callback_failed", "session_id": session_id},
+                extra={"event": "core.callback_failed", "session_id": event.session_id},
             )
+
+
+@dataclass(frozen=True, slots=True)
+class AliasSubscriber:
+    """The older callbacks as a subscriber: ``on_step_finish`` (each, with the step),
+    ``on_finish`` (the result) and ``on_error`` (the error). They keep their policy: an
+    error of one fails the run."""
+
+    on_step_finish: tuple[Callback, ...]
+    on_finish: Callback | None
+    on_error: Callback | None
+    call: Callable[..., Awaitable[Any]]
+    policy: Policy = "fail"
+
+    @property
+    def kinds(self) -> frozenset[str]:
+        wanted = {"step-ended"} if self.on_step_finish else set()
+        wanted |= {"run-finished"} if self.on_finish is not None else set()
+        return frozenset(wanted | ({"run-failed"} if self.on_error is not None else set()))
+
+    async def handle(self, event: RunEvent) -> None:
+        if isinstance(event, StepEnded):
+            for callback in self.on_step_finish:
+                await self.call(callback, event.step)
+        elif isinstance(event, RunFinished):
+            await self.call(self.on_finish, event.result)
+        elif isinstance(event, RunFailed):
+            await self.call(self.on_error, event.error)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolWatch:
-    """What a step's tool runner needs to report its calls (``on_tool_call_start``/``_end``)."""
+    """What a step's tool runner needs to report its calls to the run's event stream."""
 
-    lifecycle: Lifecycle
+    stream: EventStream
     step_number: int
     session_id: str | None
 
     async def start(self, call: ToolCall) -> None:
-        event = ToolCallStartEvent(
-            step_number=self.step_number, call=call, session_id=self.session_id
-        )
-        await self.lifecycle.emit("on_tool_call_start", event, self.session_id)
+        if self.stream.wants("tool-call-started"):
+            event = ToolCallStarted(
+                step_number=self.step_number, call=call, session_id=self.session_id
+            )
+            await self.stream.emit(event)
 
     async def end(
         self, call: ToolCall, result: ToolResult, duration: float, outcome: ToolOutcome, **kw: Any
     ) -> None:
-        event = ToolCallEndEvent(
-            step_number=self.step_number,
-            call=call,
-            result=result,
-            session_id=self.session_id,
-            duration=duration,
-            outcome=outcome,
-            approved=bool(kw.get("approved")),
-        )
-        await self.lifecycle.emit("on_tool_call_end", event, self.session_id)
+        if self.stream.wants("tool-call-ended"):
+            event = ToolCallEnded(
+                step_number=self.step_number,
+                call=call,
+                result=result,
+                session_id=self.session_id,
+                duration=duration,
+                outcome=outcome,
+                approved=bool(kw.get("approved")),
+            )
+            await self.stream.emit(event)
 
 
 def outcome_of(result: ToolResult) -> ToolOutcome:

@@ -10,14 +10,24 @@ told last (``SessionLink.end``).
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import time
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
+from .._event_stream import (
+    EventStream,
+    ModelCallEnded,
+    ModelCallStarted,
+    RunAborted,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    StepEnded,
+    StepStarted,
+)
 from ..chunks import (
     Chunk,
     ContextRowChunk,
@@ -46,20 +56,10 @@ from ..steps import (
     ToolCall,
     ToolResult,
 )
+from ..telemetry._recorder import recorder_subscriber
 from ..tools import Tool
 from ._config import LoopConfig, RunEnd, StepCommit, ToolRun, call_user
-from ._lifecycle import (
-    AbortEvent,
-    EndEvent,
-    Lifecycle,
-    ModelCallEndEvent,
-    ModelCallStartEvent,
-    StartEvent,
-    StepEndEvent,
-    StepStartEvent,
-    ToolWatch,
-    outcome_of,
-)
+from ._lifecycle import AliasSubscriber, LifecycleSubscriber, ToolWatch, outcome_of
 from ._result import GenerateTextResult
 from ._step import ModelCall, ModelResult, model_name, request_params
 from ._timeout import NO_CLOCK, RunClock, StreamTimer, as_timeout
@@ -87,8 +87,9 @@ async def _should_stop(conditions: Sequence[StopCondition], steps: list[StepResu
 async def run_loop(cfg: LoopConfig) -> AsyncGenerator[Chunk, None]:
     """Run the loop, yielding its chunks; each goes to ``on_chunk`` first (the one place).
     Last, however the run ended, its session is told how (``SessionLink.end``)."""
-    on_chunk = cfg.callbacks.on_chunk
     run = _Run(cfg)
+    events = run.events
+    on_chunk = events.on_chunk  # read once: a run without it does nothing per chunk
     try:
         async with aclosing(run.chunks()) as source:
             # After the loop, before every consumer (on_chunk, the result, the UI stream).
@@ -96,13 +97,35 @@ async def run_loop(cfg: LoopConfig) -> AsyncGenerator[Chunk, None]:
             try:
                 async for chunk in chunks:
                     if on_chunk is not None:
-                        await call_user(on_chunk, chunk, session=cfg.session)
+                        await events.chunk(chunk)
                     yield chunk
             finally:
                 if chunks is not source:
                     await _aclose(chunks)
     finally:
         await cfg.session.end(run.how_it_ended())
+
+
+def _event_stream(cfg: LoopConfig) -> EventStream:
+    """The run's one event stream. Its subscribers, in the order they see an event:
+    telemetry, the session's (its hooks), the older callbacks, the lifecycle callbacks."""
+
+    async def call(fn: Any, event: Any) -> Any:
+        return await call_user(fn, event, session=cfg.session)
+
+    callbacks = cfg.callbacks
+    subscribers = [
+        recorder_subscriber(cfg.recorder),
+        *cfg.subscribers,
+        AliasSubscriber(callbacks.on_step_finish, callbacks.on_finish, callbacks.on_error, call),
+        LifecycleSubscriber.of(callbacks.lifecycle, call),
+    ]
+    on_chunk = callbacks.on_chunk
+    return EventStream(
+        [s for s in subscribers if s is not None and s.kinds],
+        on_chunk=(lambda chunk: call(on_chunk, chunk)) if on_chunk is not None else None,
+        session_id=cfg.session_id,
+    )
 
 
 async def _aclose(stream: Any) -> None:
@@ -144,36 +167,29 @@ class _Run:
         self.finished = False  # the finish chunk was made
         self.unfinished: ModelCall | None = None  # the model call of the step in progress
         self.clock = NO_CLOCK  # the run's total limit, set when it starts
-        self.lifecycle = Lifecycle(
-            cfg.callbacks.lifecycle, lambda fn, event: call_user(fn, event, session=cfg.session)
-        )
+        self.events = _event_stream(cfg)
 
     def how_it_ended(self) -> RunEnd:
         unfinished = self.unfinished.text if self.unfinished is not None else ""
         return RunEnd(error=self.error, finished=self.finished, unfinished_text=unfinished)
 
     async def chunks(self) -> AsyncGenerator[Chunk, None]:
-        cfg, recorder = self.cfg, self.cfg.recorder
+        cfg, events = self.cfg, self.events
         # Before any span or clock starts: litellm's import (seconds) is no model call's time.
         await ensure_litellm()
-        recorder.call_started(
-            model=model_name(cfg.model)[0],
-            runtime_context=self.runtime_context,
-            messages=self.messages,
-            system=cfg.system,
-        )
         ended = False
-        self.clock = RunClock(cfg.timeout)  # the total runs from here
         try:
-            self.output_spec = await self._output_spec()
-            await self._emit(
-                "on_start",
-                StartEvent(
-                    model=model_name(cfg.model)[0],
+            await events.emit(
+                RunStarted(
                     session_id=cfg.session_id,
+                    model=model_name(cfg.model)[0],
                     runtime_context=self.runtime_context,
-                ),
+                    messages=self.messages,
+                    system=cfg.system,
+                )
             )
+            self.clock = RunClock(cfg.timeout)  # the total runs from here
+            self.output_spec = await self._output_spec()
             yield Start(message_id=cfg.message_id)
             tool_run = ToolRun(clock=self.clock, watch=self._tool_watch(0))
             async with aclosing(cfg.session.preamble(tool_run)) as preamble:
@@ -192,14 +208,11 @@ class _Run:
                 step_number += 1
             finish = self._finish()
             ended = True
-            recorder.call_finished(
-                steps=self.steps,
-                finish_reason=finish.finish_reason,
-                usage=self.usage,
-                text=self.steps[-1].text if self.steps else "",
+            result = self.summary(finish)
+            end = RunFinished(
+                session_id=cfg.session_id, result=result, finish_reason=finish.finish_reason
             )
-            await call_user(cfg.callbacks.on_finish, self.summary(finish), session=cfg.session)
-            await self._emit("on_end", EndEvent(result=self.summary(finish), session_id=None))
+            await events.emit(end)
             self.finished = True
             yield finish
         except Exception as exc:
@@ -207,27 +220,19 @@ class _Run:
             yield await self._fail(exc)
         finally:
             if not ended:  # closed by the consumer or cancelled: the call was aborted
-                recorder.call_failed(asyncio.CancelledError("the run was cancelled"))
-                await self._emit("on_abort", AbortEvent(steps=list(self.steps), session_id=None))
+                await events.emit(RunAborted(session_id=cfg.session_id, steps=list(self.steps)))
 
     async def _step(self, step_number: int, forced: bool) -> AsyncGenerator[Chunk, None]:
         """One step's chunks; sets :attr:`next`, what the loop does after it."""
-        cfg, recorder = self.cfg, self.cfg.recorder
+        cfg, events = self.cfg, self.events
         self.clock.check()  # the total limit, between steps
         began = time.perf_counter()
-        await self._emit("on_step_start", StepStartEvent(step_number=step_number, session_id=None))
+        if events.wants("step-started"):
+            await events.emit(StepStarted(session_id=cfg.session_id, step_number=step_number))
         prepared = await self._prepare(step_number, forced)
         yield StartStep(step_number=step_number)
         for chunk in prepared.context.chunks:
             yield chunk
-        recorder.step_started(
-            step_number=step_number,
-            model=prepared.params["model"],
-            params=prepared.params,
-            runtime_context=self.runtime_context,
-            context_rows=[c.row for c in prepared.context.chunks if isinstance(c, ContextRowChunk)],
-            skipped=[c for c in prepared.context.chunks if isinstance(c, ContextSkipped)],
-        )
         call = self._model_call(step_number, prepared)
         self.unfinished = call
         async with aclosing(self._model_chunks(step_number, call, prepared)) as model_chunks:
@@ -238,7 +243,7 @@ class _Run:
             model.calls,
             tools=cfg.tools,
             contexts=self.contexts,
-            recorder=recorder,
+            recorder=cfg.recorder,
             session=cfg.session,
             secrets=model.credentials,
             auth=cfg.auth,
@@ -246,10 +251,17 @@ class _Run:
             watch=self._tool_watch(step_number),
         )
         performance = _performance(began, call.performance())
-        recorder.step_finished(
-            step=self._step_result(step_number, model, [], [], performance=performance),
-            response=model.response,
-        )
+        if events.wants("model-call-ended"):
+            await events.emit(
+                ModelCallEnded(
+                    session_id=cfg.session_id,
+                    step_number=step_number,
+                    model=prepared.params["model"],
+                    performance=call.performance(),
+                    step=self._step_result(step_number, model, [], [], performance=performance),
+                    response=model.response,
+                )
+            )
         tools_began = time.perf_counter()
         if model.calls:
             # aclosing: if this run is closed mid-way, the tools still running are cancelled
@@ -276,11 +288,13 @@ class _Run:
         # their bytes never change between calls.
         self.messages.extend(model_message(m) for m in step.response_messages)
         self.next = await self._decide(step, forced)
-        await cfg.session.after_step(step, final=self.next == _STOP)
-        for callback in cfg.callbacks.on_step_finish:
-            await call_user(callback, step, session=cfg.session)
-        end = StepEndEvent(step=step, performance=performance, session_id=None)
-        await self._emit("on_step_end", end)
+        final = self.next == _STOP
+        await cfg.session.after_step(step, final=final)
+        if events.wants("step-ended"):
+            ended = StepEnded(
+                session_id=cfg.session_id, step=step, performance=performance, final=final
+            )
+            await events.emit(ended)  # telemetry, hooks and callbacks: one emission
         self.unfinished = None
         yield FinishStep(
             step_number=step_number,
@@ -290,19 +304,11 @@ class _Run:
             step=step,
         )
 
-    async def _emit(self, name: str, event: Any) -> None:
-        """A lifecycle event (its ``session_id`` is the run's)."""
-        if self.lifecycle.wants(name):
-            sid = self.cfg.session_id
-            await self.lifecycle.emit(name, replace(event, session_id=sid), sid)
-
     def _tool_watch(self, step_number: int) -> ToolWatch | None:
-        lifecycle = self.lifecycle
-        if not (lifecycle.wants("on_tool_call_start") or lifecycle.wants("on_tool_call_end")):
+        events = self.events
+        if not (events.wants("tool-call-started") or events.wants("tool-call-ended")):
             return None
-        return ToolWatch(
-            lifecycle=lifecycle, step_number=step_number, session_id=self.cfg.session_id
-        )
+        return ToolWatch(stream=events, step_number=step_number, session_id=self.cfg.session_id)
 
     async def _not_executed(
         self,
@@ -324,30 +330,37 @@ class _Run:
     async def _model_chunks(
         self, step_number: int, call: ModelCall, prepared: _Prepared
     ) -> AsyncGenerator[Chunk, None]:
-        """The model call's chunks, between ``on_model_call_start`` and ``_end``."""
-        model = prepared.params["model"]
-        await self._emit(
-            "on_model_call_start",
-            ModelCallStartEvent(step_number=step_number, model=model, session_id=None),
-        )
-        error: BaseException | None = None
+        """The model call's chunks, after its ``model-call-started`` event; a call that fails
+        ends with its ``model-call-ended`` (one that succeeds: when its step is built)."""
+        model, events, sid = prepared.params["model"], self.events, self.cfg.session_id
+        if events.wants("model-call-started"):
+            committed = prepared.context.chunks
+            await events.emit(
+                ModelCallStarted(
+                    session_id=sid,
+                    step_number=step_number,
+                    model=model,
+                    params=prepared.params,
+                    runtime_context=self.runtime_context,
+                    context_rows=[c.row for c in committed if isinstance(c, ContextRowChunk)],
+                    skipped=[c for c in committed if isinstance(c, ContextSkipped)],
+                )
+            )
         try:
             async with aclosing(call.chunks()) as chunks:
                 async for chunk in chunks:
                     yield chunk
         except Exception as exc:
-            error = exc
-            raise
-        finally:
-            if error is not None or call.done:
-                end = ModelCallEndEvent(
+            if events.wants("model-call-ended"):
+                end = ModelCallEnded(
+                    session_id=sid,
                     step_number=step_number,
                     model=model,
-                    session_id=None,
                     performance=call.performance(),
-                    error=error,
+                    error=exc,
                 )
-                await self._emit("on_model_call_end", end)
+                await events.emit(end)
+            raise
 
     def _model_call(self, step_number: int, prepared: _Prepared) -> ModelCall:
         cfg = self.cfg
@@ -504,8 +517,7 @@ class _Run:
     async def _fail(self, exc: Exception) -> ErrorChunk:
         error = translate_error(exc)
         self.error = error
-        self.cfg.recorder.call_failed(error)
-        await call_user(self.cfg.callbacks.on_error, error, session=self.cfg.session)
+        await self.events.emit(RunFailed(session_id=self.cfg.session_id, error=error))
         return ErrorChunk(error=error)
 
 

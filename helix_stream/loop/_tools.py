@@ -34,7 +34,7 @@ from ..chunks import (
     ToolOutputError,
 )
 from ..errors import describe_validation
-from ..steps import ToolCall, ToolResult
+from ..steps import ToolCall, ToolResult, with_origin
 from ..telemetry import Recorder
 from ..telemetry._filters import redact, secret_strings
 from ..tools import Tool, ToolContext, approval_id, dump_output
@@ -142,6 +142,7 @@ class ToolCalls:
         )
 
     def _settle(self, result: ToolResult, content: str | None) -> None:
+        result = with_origin(result, self._tools.get(result.tool_name))
         self._results[result.tool_call_id] = result
         if content is not None:
             self._contents[result.tool_call_id] = content

@@ -101,4 +101,5 @@ def build_tool(
         context_key=server,
         available=available,
         auth=auth,
+        origin=(server, remote),
     )

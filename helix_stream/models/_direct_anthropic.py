@@ -36,6 +36,8 @@ from ._direct_stream import DirectStream, Fields
 
 __all__ = ["AnthropicStream", "anthropic_response"]
 
+_COMMON = "litellm.llms.anthropic.common_utils"
+
 
 def anthropic_response(iterator: Any) -> Any:
     """The HTTP response of litellm's unread Anthropic iterator, where litellm would read the
@@ -146,11 +148,15 @@ class AnthropicStream(DirectStream):
         return Fields({"usage": self._usage_now()})
 
     def _message_delta(self, event: dict[str, Any]) -> Fields | None:
-        stop_reason = _object(event.get("delta")).get("stop_reason") or "stop"
-        reason = self._module().map_finish_reason(finish_reason=stop_reason)
+        delta = _object(event.get("delta"))
+        reason = self._module().map_finish_reason(finish_reason=delta.get("stop_reason") or "stop")
         self._finished = True
+        # A refusal's explanation (``stop_details``), as litellm's iterator gives it: a refusal.
+        said = sys.modules[_COMMON].refusal_params(delta) if delta.get("stop_reason") else {}
         fields: dict[str, Any] = {
-            "choices": [Fields({"delta": Fields({}), "finish_reason": self._tool_finish(reason)})]
+            "choices": [
+                Fields({"delta": Fields(dict(said)), "finish_reason": self._tool_finish(reason)})
+            ]
         }
         usage = event.get("usage")
         if isinstance(usage, dict):

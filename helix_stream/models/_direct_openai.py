@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._direct_stream import DirectStream, Fields
+from ._direct_stream import DirectStream, Fields, count_reasoning
 
 __all__ = ["OpenAIStream"]
 
@@ -137,21 +137,7 @@ class OpenAIStream(DirectStream):
         usage = fields.get("usage")
         if usage.__class__ is dict:
             answer.usage = True
-            self._count_reasoning(usage)
-
-    def _count_reasoning(self, usage: dict[str, Any]) -> None:
-        """Reasoning tokens the provider did not count, counted as litellm counts them."""
-        if not self._answer.reasoning:
-            return
-        details = usage.get("completion_tokens_details")
-        if isinstance(details, dict) and details.get("reasoning_tokens") is not None:
-            return
-        counted = self._litellm.token_counter(
-            text="".join(self._answer.reasoning), count_response_tokens=True
-        )
-        completion = usage.get("completion_tokens")
-        capped = min(max(0, counted), completion if isinstance(completion, int) else 0)
-        usage["completion_tokens_details"] = {**(details or {}), "reasoning_tokens": capped}
+            count_reasoning(self._litellm, usage, self._answer.reasoning)
 
     def _end(self) -> list[Fields]:
         if self._answer.usage:

@@ -30,11 +30,11 @@ litellm.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from types import ModuleType
 from typing import Any
 
-__all__ = ["DirectStream", "Events", "Fields", "is_openai_stream"]
+__all__ = ["DirectStream", "Events", "Fields", "count_reasoning", "is_openai_stream"]
 
 
 class Fields:
@@ -92,11 +92,17 @@ class DirectStream:
     wrapper raises; a read error after it is not an error.
     """
 
-    def __init__(self, litellm: ModuleType, wrapper: Any, response: Any) -> None:
+    # litellm's wrapper fails a clean end before a finish reason on the OpenAI-shaped streams
+    # only; on the others it ends the answer there.
+    _eof_is_error = True
+
+    def __init__(self, litellm: ModuleType, wrapper: Any, response: Any = None) -> None:
         self._litellm = litellm
         self._wrapper = wrapper
         self._response = response
         self._finished = False
+        self._events = Events()
+        self._done = False  # the body said it ended (an SSE ``[DONE]``)
         self._first: dict[str, Any] = {
             # What litellm's first chunk says about the response: the model name litellm
             # puts on its chunks (the requested one, not the provider's) and the hidden params.
@@ -117,31 +123,60 @@ class DirectStream:
 
     async def aclose(self) -> None:
         await self._iterator.aclose()
-        await self._response.aclose()
+        if self._response is not None:
+            await self._response.aclose()
+        else:  # read by litellm (see _open)
+            close = getattr(self._wrapper, "aclose", None)
+            if close is not None:
+                await close()
+
+    async def _open(self) -> Any:
+        """The HTTP response to read, or ``None``: litellm's wrapper reads this stream."""
+        return self._response
 
     async def _chunks(self) -> AsyncGenerator[Any, None]:
-        events, first = Events(), True
+        try:
+            self._response = await self._open()
+        except Exception as exc:
+            self._fail(exc)
+        if self._response is None:  # litellm's reading, as it is
+            async for chunk in self._wrapper:
+                yield chunk
+            return
+        first = True
         try:
             async for block in self._response.aiter_bytes():
-                for data in events.feed(block):
-                    chunk = self._parse(data)
+                for chunk in self._feed(block):
                     if chunk is None:
                         continue
                     if first:
                         first = False
-                        chunk.__dict__.update(self._first)
+                        _label(chunk, self._first)
                     yield chunk
-                if events.done:
+                if self._done:
                     break
         except Exception as exc:
             if not (self._finished and _is_read_error(exc)):
                 self._fail(exc)
         if not self._finished:
-            self._fail(self._ended_early())
+            if self._eof_is_error:
+                self._fail(self._ended_early())
+            # litellm's wrapper ends the answer there, as if the provider said "stop".
+            yield Fields({"choices": [Fields({"delta": Fields({}), "finish_reason": "stop"})]})
         for chunk in self._end():
             yield chunk
 
-    def _parse(self, data: bytes) -> Fields | None:
+    def _feed(self, block: bytes) -> Iterator[Any]:
+        """The chunks one block of the body makes (``None`` entries are skipped), made one by
+        one as they are read: an event that raises comes after the chunks before it.
+
+        By default the body is server-sent events, each event's data read by :meth:`_parse`.
+        """
+        events = self._events.feed(block)
+        self._done = self._events.done
+        return map(self._parse, events)
+
+    def _parse(self, data: bytes) -> Any:
         raise NotImplementedError
 
     def _end(self) -> list[Fields]:
@@ -165,6 +200,50 @@ class DirectStream:
         if handle is not None:
             handle(exc)
         raise exc
+
+
+def _label(chunk: Any, first: dict[str, Any]) -> None:
+    """Give the stream's first chunk what litellm's wrapper puts on its first chunk."""
+    if isinstance(chunk, Fields):
+        chunk.__dict__.update(first)
+        return
+    # One of litellm's own chunks (a shape the direct reader left to litellm's parser).
+    chunk.model = first["model"]
+    hidden = getattr(chunk, "_hidden_params", None)
+    if isinstance(hidden, dict):
+        hidden.update(first["_hidden_params"])
+
+
+def count_reasoning(litellm: ModuleType, usage: Any, reasoning: list[str]) -> None:
+    """Reasoning tokens the provider did not count, counted as litellm's stream builder counts
+    them: once, from the whole reasoning text, capped at the completion tokens.
+
+    ``usage`` is a usage dict or litellm's ``Usage``; it is changed in place (it is the
+    stream's own, not yet handed out).
+    """
+    text = "".join(reasoning)
+    if not text:
+        return
+    details = _read(usage, "completion_tokens_details")
+    if details is not None and _read(details, "reasoning_tokens") is not None:
+        return
+    counted = litellm.token_counter(text=text, count_response_tokens=True)
+    completion = _read(usage, "completion_tokens")
+    capped = min(max(0, counted), completion if isinstance(completion, int) else 0)
+    if isinstance(usage, dict):
+        usage["completion_tokens_details"] = {**(details or {}), "reasoning_tokens": capped}
+    elif details is None:
+        usage.completion_tokens_details = litellm.types.utils.CompletionTokensDetailsWrapper(
+            reasoning_tokens=capped, text_tokens=(completion or 0) - capped
+        )
+    else:
+        details.reasoning_tokens = capped
+        if getattr(details, "text_tokens", None) is None:
+            details.text_tokens = (completion or 0) - capped
+
+
+def _read(value: Any, name: str) -> Any:
+    return value.get(name) if isinstance(value, dict) else getattr(value, name, None)
 
 
 def _is_read_error(exc: BaseException) -> bool:

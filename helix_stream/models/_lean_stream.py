@@ -9,8 +9,9 @@ applies to every stream litellm returns. Two costs of litellm's stream wrapper
   quarter of litellm's streaming cost on a long answer). Callbacks and the cache read that
   answer; the caller only gets its usage, in the last chunk. With no callback registered
   (globally or on the call), no cache, and usage the provider reported itself, helix builds the
-  answer from the chunks that carry usage and the finish reason only: the usage chunk the
-  caller gets is the same. In every other case litellm's own builder runs.
+  answer from the chunks that carry usage and the finish reason only, and counts the reasoning
+  tokens the provider did not report from the whole reasoning text, once, as litellm's builder
+  does: the usage chunk the caller gets is the same. In every other case litellm's own builder runs.
 * **An async generator per chunk.** litellm reads the OpenAI SDK's stream with a fresh
   ``async for`` per chunk, and the SDK's ``__aiter__`` is an async generator function: each
   chunk makes a generator that is dropped after one item, and the event loop schedules a task
@@ -33,8 +34,10 @@ from types import ModuleType
 from typing import Any, Literal
 
 from ._direct_anthropic import AnthropicStream, anthropic_response
+from ._direct_bedrock import BedrockStream, bedrock_parts
+from ._direct_gemini import GeminiStream, is_gemini_call
 from ._direct_openai import OpenAIStream
-from ._direct_stream import DirectStream, is_openai_stream
+from ._direct_stream import DirectStream, count_reasoning, is_openai_stream
 
 __all__ = ["direct_stream", "lighten_stream", "nothing_reads_the_answer", "read_path"]
 
@@ -99,8 +102,9 @@ def direct_stream(
 ) -> DirectStream | None:
     """A direct reader for litellm's ``wrapper``, or ``None`` where litellm must read it.
 
-    Only for the ``openai`` provider's SDK stream and the ``anthropic`` provider's Messages
-    stream, unread, and only when nothing else reads litellm's chunks: no callback or cache
+    Only for the ``openai`` provider's SDK stream, the ``anthropic`` provider's Messages
+    stream, a Gemini ``streamGenerateContent`` call (``gemini``, ``vertex_ai``) and a Bedrock
+    ConverseStream, unread, and only when nothing else reads litellm's chunks: no callback or cache
     (the caller checks that), no budget, no call parameter that changes the chunks (``n``,
     ``logprobs``, ``merge_reasoning_content_in_choices``, a mock), and no streaming time limit
     (``LITELLM_MAX_STREAMING_DURATION_SECONDS``). An Anthropic stream litellm reshapes (JSON
@@ -120,6 +124,10 @@ def direct_stream(
         kind: type[DirectStream] = OpenAIStream
     elif provider == "anthropic":
         response, kind = anthropic_response(inner), AnthropicStream
+    elif is_gemini_call(wrapper):  # litellm's "vertex_ai_beta": the gemini/ and vertex_ai/ routes
+        return GeminiStream(litellm, wrapper)  # the request is made when it is first read
+    elif provider == "bedrock" and (parts := bedrock_parts(inner)) is not None:
+        return BedrockStream(litellm, wrapper, *parts)
     else:
         return None
     if not hasattr(response, "aiter_bytes"):
@@ -189,6 +197,7 @@ def lighten_stream(
                 )
             except Exception:
                 return await build()
+            _count_unreported_reasoning(litellm, getattr(answer, "usage", None), chunks)
             built[:] = [len(chunks), answer]
             return answer
 
@@ -203,6 +212,33 @@ def _usage(chunk: Any) -> Any:
     if isinstance(extra, dict) and "usage" not in vars(chunk):
         return extra.get("usage")
     return getattr(chunk, "usage", None)
+
+
+def _count_unreported_reasoning(litellm: ModuleType, usage: Any, chunks: list[Any]) -> None:
+    """Reasoning tokens the provider did not report, counted from the whole answer's reasoning
+    text as litellm's builder counts them (it saw only the kept chunks' reasoning)."""
+    reasoning = [r for c in chunks if (r := _reasoning(c))]
+    if usage is None or not reasoning:
+        return
+    reported = next((u for c in reversed(chunks) if (u := _usage(c)) is not None), None)
+    details = getattr(reported, "completion_tokens_details", None)
+    if getattr(details, "reasoning_tokens", None) is not None:
+        return
+    unreported_text = getattr(details, "text_tokens", None) is None
+    built = getattr(usage, "completion_tokens_details", None)
+    if built is not None:
+        built.reasoning_tokens = None
+        if unreported_text:
+            built.text_tokens = None
+    count_reasoning(litellm, usage, reasoning)
+
+
+def _reasoning(chunk: Any) -> str | None:
+    choices: Any = getattr(chunk, "choices", None)
+    if not choices:
+        return None
+    value = vars(getattr(choices[0], "delta", None) or object()).get("reasoning_content")
+    return value if isinstance(value, str) else None
 
 
 def _finishes(chunk: Any) -> bool:

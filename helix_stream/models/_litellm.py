@@ -246,9 +246,23 @@ def translate_error(exc: BaseException, *, secrets: set[str] | None = None) -> B
     if isinstance(exc, httpx.TimeoutException):  # read directly from the body (_direct_stream)
         timed_out = errors.ModelTimeoutError(f"{type(exc).__name__}: {exc or 'timed out'}")
         return _as_litellm(timed_out, None)
+    lx = _litellm.exceptions
+    inner = getattr(exc, "original_exception", None)
+    if isinstance(exc, lx.MidStreamFallbackError) and isinstance(inner, openai.OpenAIError):
+        # litellm wraps an error met while streaming, whatever it was (a rate limit, a
+        # refusal): the provider's own error says what happened.
+        return translate_error(inner, secrets=secrets)
+    unreadable = _unreadable(exc, _unrecognised(lx))
+    if unreadable is not None and not _local_cause_of_json(unreadable):
+        text = f"{type(unreadable).__name__}: {unreadable}"
+        unread = errors.ModelError(
+            "litellm could not read the provider's answer "
+            f"({redact(text, secrets) if secrets else text}). The answer has a shape litellm "
+            "does not know; trying again would only repeat it."
+        )
+        return _as_litellm(unread, exc)
     if not isinstance(exc, openai.OpenAIError):
         return exc
-    lx = _litellm.exceptions
     detail = f"{type(exc).__name__}: {getattr(exc, 'message', None) or exc}"
     message = redact(detail, secrets) if secrets else detail
     # Only the kinds litellm gives an error it does not recognise: a rate limit or a refusal
@@ -338,6 +352,54 @@ def _combined_class(bases: tuple[type[BaseException], ...]) -> type[errors.Model
             return None
         _combined[bases] = made
     return made
+
+
+_PARSE_ERRORS = (KeyError, IndexError, AttributeError, ValueError, TypeError)
+
+
+def _unrecognised(lx: Any) -> tuple[type[BaseException], ...]:
+    """The errors litellm raises for a failure it does not recognise (what it wraps may say)."""
+    return (lx.APIConnectionError, lx.APIError, lx.InternalServerError, lx.ServiceUnavailableError)
+
+
+def _unreadable(
+    exc: BaseException, unrecognised: tuple[type[BaseException], ...]
+) -> BaseException | None:
+    """A plain Python error litellm's own code raised (reading a provider's answer it does
+    not know: a Gemini stream of partial function-call arguments, a Groq error event whose
+    code is a word), as ``exc`` or wrapped in errors litellm raises for what it does not
+    recognise; never under an error litellm did recognise (a rate limit, a bad request)."""
+    import openai  # loaded with litellm
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen and len(seen) < 16:
+        seen.add(id(current))
+        if isinstance(current, _PARSE_ERRORS) and _raised_in_litellm(current):
+            return current
+        if isinstance(current, openai.OpenAIError) and not isinstance(current, unrecognised):
+            return None
+        current = (
+            getattr(current, "original_exception", None) or current.__cause__ or current.__context__
+        )
+    return None
+
+
+def _raised_in_litellm(exc: BaseException) -> bool:
+    tb = exc.__traceback__
+    while tb is not None:
+        if str(tb.tb_frame.f_globals.get("__name__", "")).startswith("litellm."):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def _local_cause_of_json(exc: BaseException) -> bool:
+    """An argument of the call that JSON cannot encode (the caller's, see :func:`_local_cause`)."""
+    text = str(exc)
+    return isinstance(exc, (TypeError, ValueError)) and (
+        "JSON serializable" in text or "Circular reference" in text
+    )
 
 
 def _timed_out(exc: BaseException, lx: Any) -> bool:

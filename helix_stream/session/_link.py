@@ -26,6 +26,7 @@ from contextlib import AbstractContextManager, aclosing
 from dataclasses import replace
 from typing import Any
 
+from .._event_stream import FunctionSubscriber, RunEvent, StepEnded, Subscriber
 from .._messages import message_text
 from ..auth._cache import AuthSettings
 from ..auth._flow import ParkForSignIn
@@ -33,7 +34,7 @@ from ..chunks import Chunk, ContextRowChunk, ContextSkipped, ToolAuthorizationRe
 from ..context import TOOL_SOURCE, validate_items
 from ..loop._config import GateReason, RunEnd, StepCommit, ToolRun
 from ..state import bind_scope
-from ..steps import StepResult, ToolCall
+from ..steps import StepResult, ToolCall, ToolResult
 from ..store import Checkpoint, TurnWrite
 from ..tools import FINISH_TOOL_NAME, Tool, ToolContext
 from ._authorization import waiting_answer
@@ -79,10 +80,12 @@ class TurnLink:
 
     async def preamble(self, tools: ToolRun) -> AsyncGenerator[Chunk, None]:
         opened = self._opened
+        view = opened.view
         if opened.created:
             await self._events.emit("session.started", {"agent": opened.request.agent.name})
-        await self._events.emit("turn.started", {"turn": opened.scope.info.turn.sequence})
-        view = opened.view
+        # A run that resumes a paused turn carries the same turn on: it started already.
+        if not (view.waiting and opened.meta.turns == view.meta.turns):
+            await self._events.emit("turn.started", {"turn": opened.scope.info.turn.sequence})
         if not view.waiting:
             return
         settlement = Settlement(
@@ -118,6 +121,7 @@ class TurnLink:
         patch = {**(write.meta or {}), **meta.paused(), **self._parked_answers()}
         await self._writer.write_turn(self._session_id, replace(write, status="paused", meta=patch))
         self._ended = True
+        await self._action_results(settled.results if settled else ())
         await self._events.emit("session.waiting", self._waiting_data(list(self._parked)))
         return True
 
@@ -216,6 +220,7 @@ class TurnLink:
         user_text = message_text(message) if message else None
         commit = await self._commits.commit(0, write, user_text=user_text)
         self._meta = opened_meta(opened.view, opened.meta, write)
+        await self._action_results(settled.results if settled else ())
         return commit
 
     async def gate(self, call: ToolCall) -> GateReason | None:
@@ -266,9 +271,21 @@ class TurnLink:
             _skill=sandbox.skill,
         )
 
+    def subscribers(self) -> tuple[Subscriber, ...]:
+        """What the turn subscribes to the run's event stream: a step's end, reported to the
+        agent's hooks (a raising handler fails the turn: the session model's policy)."""
+        if not self._opened.request.agent.hooks:
+            return ()
+
+        async def step_ended(event: RunEvent) -> None:
+            assert isinstance(event, StepEnded)
+            await self._report_step(event.step, final=event.final)
+
+        return (FunctionSubscriber(frozenset({"step-ended"}), "fail", step_ended),)
+
     async def after_step(self, step: StepResult, *, final: bool) -> None:
-        """Persist the step (messages, checkpoint; the status when it is the last), then
-        report it."""
+        """Persist the step (messages, checkpoint; the status when it is the last); the run's
+        ``step-ended`` event reports it (:meth:`subscribers`)."""
         records = step_records(step, message_id=self._opened.message_id, tools=self._setup.tools)
         write = TurnWrite(messages=records, checkpoint=self._checkpoint(step))
         if final:
@@ -283,11 +300,24 @@ class TurnLink:
         self._in_step = False
         if written.records:  # the checkpoint is at the step's last record
             self._events.checkpointed(written.records[-1].seq)
+
+    async def _report_step(self, step: StepResult, *, final: bool) -> None:
+        """The hook events of a recorded step (and of the turn's end, for its last)."""
         message = copy.deepcopy(step.response_messages[0]) if step.response_messages else None
         await self._events.emit(
             "message.completed", {"step": step.step_number, "text": step.text, "message": message}
         )
-        for result in step.tool_results:
+        await self._action_results(step.tool_results)
+        await self._events.emit(
+            "step.completed", {"step": step.step_number, "finish_reason": step.finish_reason}
+        )
+        if final:
+            await self._ended_with(step)
+
+    async def _action_results(self, results: Sequence[ToolResult]) -> None:
+        """``action.result`` for each call that ended (a step's, or a paused turn's settled
+        ones, once their tool messages are written)."""
+        for result in results:
             # A call the gate refused ran nothing of its tool: no after-tool hook either.
             if result.status not in ("pending", "not_executed"):
                 await self._events.emit(
@@ -301,11 +331,6 @@ class TurnLink:
                         "error": result.error,
                     },
                 )
-        await self._events.emit(
-            "step.completed", {"step": step.step_number, "finish_reason": step.finish_reason}
-        )
-        if final:
-            await self._ended_with(step)
 
     async def _ended_with(self, step: StepResult) -> None:
         if step.pending:

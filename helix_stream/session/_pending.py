@@ -31,7 +31,7 @@ import json
 import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..chunks import (
@@ -49,7 +49,7 @@ from ..errors import StateError
 from ..loop._config import SessionLink, ToolRun
 from ..loop._tools import ToolCalls, not_executed_message, tool_message
 from ..models._parse import parse_arguments
-from ..steps import ToolCall
+from ..steps import ToolCall, ToolResult, with_origin
 from ..store import LogRecord
 from ..telemetry import Recorder
 from ..tools import Tool, dump_output
@@ -185,10 +185,27 @@ _RESULTS = (ToolOutputAvailable, ToolOutputError, ToolOutputDenied, ToolNotExecu
 
 @dataclass(frozen=True, slots=True)
 class Settled:
-    """What settling produced: tool messages in the waiting order, late-answer rows."""
+    """What settling produced: tool messages in the waiting order, late-answer rows, and the
+    results of the calls that ended (ran, denied, answered, failed; not the cancelled ones
+    nor those waiting again), in the waiting order, for ``action.result``."""
 
     messages: list[dict[str, Any]]
     rows: list[dict[str, Any]]
+    results: list[ToolResult] = field(default_factory=list)
+
+
+def _result_of(call: ToolCall, chunk: Chunk) -> ToolResult | None:
+    """The result a settled call's chunk says it ended with (``None``: cancelled)."""
+    base = {"tool_call_id": call.id, "tool_name": call.name}
+    if isinstance(chunk, ToolOutputAvailable):
+        return ToolResult(**base, status="output", output=chunk.output)
+    if isinstance(chunk, ToolOutputError):
+        return ToolResult(**base, status="error", error=chunk.error_text)
+    if isinstance(chunk, ToolOutputDenied):
+        return ToolResult(**base, status="denied", reason=chunk.reason)
+    if isinstance(chunk, ToolNotExecuted):
+        return ToolResult(**base, status="not_executed", reason=chunk.reason)
+    return None
 
 
 class Settlement:
@@ -225,11 +242,16 @@ class Settlement:
         self._session = session
         self._messages: dict[str, dict[str, Any]] = {}
         self._rows: list[dict[str, Any]] = []
+        self._results: dict[str, ToolResult] = {}
 
     def outcome(self) -> Settled:
         # A call that parked on a sign-in again has no message yet: it keeps waiting.
         order = [w.call.id for w in self._waiting if w.call.id in self._messages]
-        return Settled(messages=[self._messages[i] for i in order], rows=list(self._rows))
+        return Settled(
+            messages=[self._messages[i] for i in order],
+            rows=list(self._rows),
+            results=[self._results[i] for i in order if i in self._results],
+        )
 
     async def chunks(self) -> AsyncGenerator[Chunk, None]:
         earlier = {w.call.id: w for w in self._waiting} if self._moved_on else {}
@@ -264,6 +286,9 @@ class Settlement:
                 to_run.append(call)
                 continue
             self._messages[call.id], chunk = settled
+            result = _result_of(call, chunk)
+            if result is not None:
+                self._results[call.id] = with_origin(result, self._tools.get(call.name))
             yield chunk
         if to_run:
             async with aclosing(self._run(to_run, frozenset(signed_in))) as chunks:
@@ -297,6 +322,7 @@ class Settlement:
             call_id = message["tool_call_id"]
             record = ToolRecord(message=message, status=statuses[call_id])
             self._messages[call_id] = record.encode()
+        self._results.update((r.tool_call_id, r) for r in outcome.results)
 
     def _authorization(
         self, call: ToolCall, answer: Answer | None

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
+from dataclasses import replace
 
 from ..chunks import Chunk, ErrorChunk
 from ..loop._run import run_loop
@@ -50,12 +51,14 @@ async def run_turn(request: TurnRequest) -> AsyncGenerator[Chunk, None]:
             # ended).
             yield ErrorChunk(error=exc)
             return
+        link = TurnLink(opened)
         config = loop_config(
             opened.request.setup,  # with the MCP servers' tools
             messages=opened.messages,
             message_id=opened.message_id,
-            session=TurnLink(opened),
+            session=link,
         )
+        config = replace(config, subscribers=link.subscribers())  # its hooks, on the stream
         # The loop tells the link how it ended (SessionLink.end), which ends the turn if need
         # be.
         async with aclosing(run_loop(config)) as chunks:

@@ -1,18 +1,42 @@
-"""The recorder interface the loop reports to; the no-op default costs nothing.
+"""The recorder interface telemetry implements; the no-op default costs nothing.
 
-The loop calls these methods at the moments a span must start or end (the chunk stream alone
-cannot say when a model call ends and its tools begin). :mod:`._otel` implements them on
-OpenTelemetry; the loop never depends on OpenTelemetry itself.
+A recorder is a subscriber of the run's event stream (:mod:`helix_stream._event_stream`,
+through :func:`recorder_subscriber`): the run's start, each model call's start and end, and
+the run's end, failure or abort start and end its spans — the chunk stream alone cannot say
+when a model call ends and its tools begin. The moments only telemetry observes, inside a
+span's own context (the request as sent, a failed attempt, the first chunk, a tool's span
+around its body, a token resolved, a sign-in asked for), stay direct calls at their place.
+:mod:`._otel` implements them on OpenTelemetry; the loop never depends on OpenTelemetry itself.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["NOOP_RECORDER", "TOOL_SPAN", "Recorder", "annotate_tool_call"]
+from .._event_stream import (
+    ModelCallEnded,
+    ModelCallStarted,
+    Policy,
+    RunAborted,
+    RunEvent,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+)
+
+__all__ = [
+    "NOOP_RECORDER",
+    "TOOL_SPAN",
+    "Recorder",
+    "RecorderSubscriber",
+    "annotate_tool_call",
+    "recorder_subscriber",
+]
 
 # The span of the tool call running in this task (set by the OpenTelemetry recorder inside the
 # tool's own task), so that code a tool calls can describe the call on it.
@@ -109,3 +133,58 @@ class Recorder:
 
 
 NOOP_RECORDER = Recorder()
+
+
+_RECORDED = frozenset(
+    {"run-started", "model-call-started", "model-call-ended", "run-finished", "run-failed"}
+    | {"run-aborted"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RecorderSubscriber:
+    """A recorder as a subscriber of the run's event stream. Observe-only: telemetry that
+    fails is logged and never fails the run."""
+
+    recorder: Recorder
+    kinds: frozenset[str] = _RECORDED
+    policy: Policy = "observe"
+
+    async def handle(self, event: RunEvent) -> None:
+        recorder = self.recorder
+        if isinstance(event, RunStarted):
+            recorder.call_started(
+                model=event.model,
+                runtime_context=event.runtime_context,
+                messages=event.messages,
+                system=event.system,
+            )
+        elif isinstance(event, ModelCallStarted):
+            recorder.step_started(
+                step_number=event.step_number,
+                model=event.model,
+                params=event.params,
+                runtime_context=event.runtime_context,
+                context_rows=event.context_rows,
+                skipped=event.skipped,
+            )
+        elif isinstance(event, ModelCallEnded):
+            if event.step is not None:  # a failed call ends with the run (run-failed)
+                recorder.step_finished(step=event.step, response=event.response)
+        elif isinstance(event, RunFinished):
+            result = event.result
+            recorder.call_finished(
+                steps=result.steps,
+                finish_reason=event.finish_reason,
+                usage=result.usage,
+                text=result.text,
+            )
+        elif isinstance(event, RunFailed):
+            recorder.call_failed(event.error)
+        elif isinstance(event, RunAborted):
+            recorder.call_failed(asyncio.CancelledError("the run was cancelled"))
+
+
+def recorder_subscriber(recorder: Recorder) -> RecorderSubscriber | None:
+    """``recorder`` as a subscriber; ``None`` for the no-op recorder (nothing to build)."""
+    return None if recorder is NOOP_RECORDER else RecorderSubscriber(recorder)

@@ -333,3 +333,62 @@ async def test_a_bad_state_is_refused_and_nothing_is_written(
     assert await executor.token_store.get("loopback", "session:s-1") == tokens_before
     assert raised.value.http_status == 400
     assert code not in str(raised.value) and state not in str(raised.value)
+
+
+async def test_a_call_re_run_after_its_sign_in_fires_action_result_in_the_same_turn(
+    loopback: LoopbackServer, oauth: OAuthServer, tmp_path: Path
+) -> None:
+    calendar, seen = Calendar(), []
+
+    def on_event(event: hs.LifecycleEvent, ctx: hs.HookContext) -> None:
+        if event.type == "action.result":
+            seen.append((event.type, event.data["tool_call_id"], event.data["status"]))
+        elif event.type in ("turn.started", "turn.completed", "session.waiting"):
+            seen.append((event.type, ctx.session.turn.sequence, None))
+
+    store = hs.SQLiteStore(tmp_path / "s.db")
+    executor = hs.Executor(store, auth_secret=SECRET)
+    bot = agent(loopback, calendar.tools(oauth.strategy()), hooks=[hs.define_hook({"*": on_event})])
+    loopback.script(tool_calls(("list_events", {"day": "monday"})), text("A standup."))
+    chunks = [c async for c in executor.run(bot, "s-1", "What is on monday?", auth="alice")]
+    (link,) = sign_in_links(chunks)
+    query = await follow(link.url)
+    await executor.complete_authorization(query["state"], query["code"])
+    assert await executor.run(bot, "s-1", auth="alice").text() == "A standup."
+    assert calendar.times == 0 and len(calendar.tokens) == 1
+    assert seen == [
+        ("turn.started", 1, None),
+        ("session.waiting", 1, None),
+        ("action.result", CALL, "output"),  # the call re-run with its token
+        ("turn.completed", 1, None),
+    ]
+    await store.close()
+
+
+async def test_a_turn_with_an_approval_pause_and_a_sign_in_pause_starts_and_completes_once(
+    loopback: LoopbackServer, oauth: OAuthServer, tmp_path: Path
+) -> None:
+    calendar, seen = Calendar(), []
+
+    def on_event(event: hs.LifecycleEvent, ctx: hs.HookContext) -> None:
+        if event.type in ("turn.started", "turn.completed", "session.waiting", "action.result"):
+            seen.append((event.type, ctx.session.turn.sequence))
+
+    executor = hs.Executor(hs.SQLiteStore(tmp_path / "s.db"), auth_secret=SECRET)
+    hook = hs.define_hook({"*": on_event})
+    bot = agent(loopback, calendar.tools(oauth.strategy(), needs_approval=True), hooks=[hook])
+    loopback.script(tool_calls(("list_events", {"day": "monday"})), text("A standup."))
+    await executor.run(bot, "s-1", "Monday?").consume()  # pause 1: the approval
+    answer = hs.ApprovalAnswer(approval_id=f"approval-{CALL}", approved=True)
+    chunks = [c async for c in executor.run(bot, "s-1", answers=[answer])]
+    (link,) = sign_in_links(chunks)  # pause 2: the approved call needs a sign-in
+    query = await follow(link.url)
+    await executor.complete_authorization(query["state"], query["code"])
+    assert await executor.run(bot, "s-1").text() == "A standup."
+    assert seen == [
+        ("turn.started", 1),
+        ("session.waiting", 1),
+        ("session.waiting", 1),
+        ("action.result", 1),  # the call, re-run after its sign-in
+        ("turn.completed", 1),
+    ]

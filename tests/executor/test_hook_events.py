@@ -143,3 +143,94 @@ async def test_hook_context_reaches_the_sandbox_and_the_skills(
     loopback.script(text("ok"))
     await executor.run(a, "s", "go").consume()
     assert seen == [(["SKILL.md"], "Write short lines.")]
+
+
+async def test_node_id_and_continuation_token_are_none_where_they_do_not_apply(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
+    seen: list[tuple[Any, Any]] = []
+
+    def started(event: hs.LifecycleEvent, ctx: hs.HookContext) -> None:
+        seen.append((ctx.agent.node_id, ctx.channel.continuation_token))
+
+    loopback.script(text("ok"))
+    hook = hs.define_hook(events={"turn.started": started})
+    await executor.run(agent(loopback, hooks=[hook]), "s", "go").consume()
+    assert seen == [(None, None)]
+
+
+async def test_a_raising_handler_never_stops_the_others_of_the_same_event(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
+    seen: list[tuple[str, str]] = []
+
+    def boom(event: hs.LifecycleEvent, ctx: hs.HookContext) -> None:
+        seen.append(("boom", event.type))
+        raise RuntimeError("hook bug")
+
+    def typed(event: hs.LifecycleEvent, ctx: hs.HookContext) -> None:
+        seen.append(("typed", event.type))
+
+    def audit(event: hs.LifecycleEvent, ctx: hs.HookContext) -> None:
+        seen.append(("*", event.type))
+
+    hooks = [
+        hs.define_hook(events={"step.completed": boom}),
+        hs.define_hook(events={"step.completed": typed}),
+        hs.define_hook(events={"*": audit}),
+    ]
+    loopback.script(text("ok"))
+    result = executor.run(agent(loopback, hooks=hooks), "s", "go")
+    await result.consume()
+    # The raising handler is reported: it fails the turn (the session model's policy) ...
+    assert isinstance(result.error, hs.errors.HookError)
+    assert result.error.event == "step.completed"
+    assert (await executor.session("s")).status == "failed"
+    # ... but the later handlers of the same event, the "*" audit hook too, all saw it.
+    at = seen.index(("boom", "step.completed"))
+    assert seen[at : at + 3] == [
+        ("boom", "step.completed"),
+        ("typed", "step.completed"),
+        ("*", "step.completed"),
+    ]
+    assert ("*", "turn.failed") in seen
+
+
+async def test_settled_calls_fire_action_result_and_the_turn_is_bracketed_once(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
+    seen: list[tuple[str, Any]] = []
+
+    def on_event(event: hs.LifecycleEvent, ctx: hs.HookContext) -> None:
+        data = event.data
+        if event.type == "action.result":
+            seen.append((event.type, (data["tool_name"], data["status"], data["output"])))
+        elif event.type in ("turn.started", "turn.completed", "session.waiting"):
+            seen.append((event.type, ctx.session.turn.sequence))
+
+    hook = hs.define_hook(events={"*": on_event})
+    deploy = hs.tool(
+        name="deploy",
+        input_schema=City,
+        execute=lambda i: f"deployed {i.city}",
+        needs_approval=True,
+    )
+    a = agent(loopback, tools=[deploy], hooks=[hook])
+    loopback.script(tool_calls(("deploy", {"city": "Paris"}), ("deploy", {"city": "Oslo"})))
+    await executor.run(a, "s", "deploy both").consume()
+    await executor.respond_to_approval("s", "approval-call_0_deploy", approved=True)
+    await executor.respond_to_approval("s", "approval-call_1_deploy", approved=False, reason="no")
+    loopback.script(text("done"))
+    assert await executor.run(a, "s", None).text() == "done"
+    assert seen == [
+        ("turn.started", 1),
+        ("session.waiting", 1),
+        # The resumed run carries the same turn on: no second turn.started; the approved call
+        # that ran and the denied one both reach an audit hook on action.result.
+        ("action.result", ("deploy", "output", "deployed Paris")),
+        ("action.result", ("deploy", "denied", None)),
+        ("turn.completed", 1),
+    ]
+    loopback.script(text("next"))
+    await executor.run(a, "s", "and now?").consume()
+    assert seen[-2:] == [("turn.started", 2), ("turn.completed", 2)]

@@ -355,7 +355,7 @@ async def test_a_hook_can_add_context_first_wins(
     assert (row.source, row.content) == ("app", "Be brief.")
 
 
-async def test_a_resumed_turns_hooks_can_add_context_again(
+async def test_a_resumed_turn_does_not_start_again(
     executor: hs.Executor, loopback: LoopbackServer
 ) -> None:
     recorded: list[int] = []
@@ -372,7 +372,10 @@ async def test_a_resumed_turns_hooks_can_add_context_again(
     await executor.submit_tool_result("s", "call_0_ask", "yes")
     loopback.script(text("ok"))
     await executor.run(a, "s", None).consume()  # continues the paused turn's message id
-    # The resumed run is the same turn (sequence 1), but a new part of it: its handler is a
-    # new call site and queues again.
-    assert recorded == [1, 1] and runs == [1, 1]
-    assert [r.content for r in await executor.context_rows("s")] == ["run 1", "run 2"]
+    # The resumed run is the same turn (sequence 1), carried on: "turn.started" brackets a
+    # turn once however many pauses it has, so a per-turn budget reset there holds.
+    assert recorded == [1] and runs == [1]
+    assert [r.content for r in await executor.context_rows("s")] == ["run 1"]
+    loopback.script(text("next"))
+    await executor.run(a, "s", "again").consume()
+    assert runs == [1, 2]

@@ -62,13 +62,20 @@ def record_readers(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     return made
 
 
-async def read_turn(llm: dict[str, Any], *, direct: bool, **kw: Any) -> Any:
+async def read_turn(
+    llm: dict[str, Any], *, direct: bool, lightened: bool = False, **kw: Any
+) -> Any:
     """One single-step turn: (its chunks but ``Start``, its steps), or ``("error", type, text)``.
 
     ``direct=False`` leaves litellm's stream exactly as litellm makes it (what a registered
-    callback gets); ``direct=True`` is helix's default. Every delta must be a string.
+    callback gets); ``direct=True`` is helix's default; ``lightened=True`` (with
+    ``direct=True``) is litellm's wrapper lightened, with no direct reader (the path of a
+    provider helix has no reader for). Every delta must be a string.
     """
     _lean_stream.enabled = direct
+    original = _lean_stream.direct_stream
+    if lightened:
+        _lean_stream.direct_stream = lambda *args, **kwargs: None  # type: ignore[assignment]
     result = hs.stream_text(**llm, max_retries=0, stop_when=hs.step_count_is(1), **kw)
     try:
         out = [x for x in [chunk async for chunk in result] if not isinstance(x, hs.chunks.Start)]
@@ -77,5 +84,6 @@ async def read_turn(llm: dict[str, Any], *, direct: bool, **kw: Any) -> Any:
         return ("error", type(exc), str(exc))
     finally:
         _lean_stream.enabled = True
+        _lean_stream.direct_stream = original
     assert all(isinstance(getattr(x, "delta", ""), str) for x in out), out
     return out, steps

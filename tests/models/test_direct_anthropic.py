@@ -92,6 +92,11 @@ STREAMS = {
         + end("end_turn", {"output_tokens": 12, "server_tool_use": {"web_search_requests": 1}})
     ),
     "a non-ascii answer": start() + text(0, "Voilà, ", "ça ", "marche 😊") + end("end_turn", {"output_tokens": 5}),
+    # A refusal with its explanation in stop_details (Claude's streaming classifiers).
+    "a refusal with its explanation": start() + text(0, "I was ") + event(
+        {"type": "message_delta", "delta": {"stop_reason": "refusal", "stop_sequence": None,
+         "stop_details": {"type": "refusal", "category": "cyber", "explanation": "This request may violate the usage policy."}},
+         "usage": {"output_tokens": 3}}) + event({"type": "message_stop"}),
 }  # fmt: skip
 
 FAILURES = {
@@ -185,3 +190,9 @@ async def test_closing_early_closes_the_response(replay: ReplayServer) -> None:
     await anext(aiter(stream))
     await stream.aclose()
     assert stream._response.is_closed
+
+
+async def test_a_refusal_shows_its_explanation_on_both_paths(replay: ReplayServer) -> None:
+    for direct in (False, True):
+        _, steps = await read(replay, STREAMS["a refusal with its explanation"], direct=direct)
+        assert steps[0].text == "I was This request may violate the usage policy.", direct

@@ -1,8 +1,9 @@
 """Each quirk real OpenAI-compatible servers send comes out right, on both reading paths.
 
 Every body in ``_quirks.py`` is replayed from a loopback server, cut at awkward byte boundaries,
-and read by ``hs.stream_text`` twice: through litellm's own stream wrapper (what a registered
-callback gets) and through helix's direct reader (the default). Both give the same chunks,
+and read by ``hs.stream_text`` three times: through litellm's own stream wrapper (what a
+registered callback gets), through helix's direct reader (the default) and through litellm's
+wrapper lightened (the path of providers helix has no reader for). Both give the same chunks,
 text, reasoning, tool calls, finish reason and usage, or the same typed error — except where
 litellm's wrapper drops a content list, where the direct reader reads it whole. No delta is
 ever anything but a string.
@@ -26,10 +27,10 @@ from tests.models._quirks import QUIRKS, ROLE, chunk, sse
 from tests.models._replay import CUTS, ReplayServer, pieces, read_turn
 
 
-async def read(replay: ReplayServer, body: bytes, *, direct: bool) -> Any:
+async def read(replay: ReplayServer, body: bytes, *, direct: bool, lightened: bool = False) -> Any:
     """(chunks, step) of one turn, or ("error", type, text)."""
     replay.bodies.append(body)
-    result = await read_turn(replay.llm(), direct=direct, prompt="Hello")
+    result = await read_turn(replay.llm(), direct=direct, lightened=lightened, prompt="Hello")
     return result if result[0] == "error" else (result[0], result[1][0])
 
 
@@ -46,6 +47,8 @@ async def test_both_paths_read_each_quirk_alike(
     direct = await read(replay, QUIRKS[name], direct=True)
     assert len(readers) == 1 and isinstance(readers[0], OpenAIStream)
     assert direct == wrapped
+    # litellm's wrapper lightened (the path of providers helix has no reader for)
+    assert await read(replay, QUIRKS[name], direct=True, lightened=True) == wrapped
 
 
 def _step(result: Any) -> Any:

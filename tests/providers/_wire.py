@@ -53,6 +53,7 @@ class WireServer:
 
     content_type = "text/event-stream"
     cuts: tuple[int, ...] | None = None
+    status = 200  # an error status answers with the rendered body as JSON
 
     def __init__(self) -> None:
         self.requests: list[Recorded] = []
@@ -77,8 +78,9 @@ class WireServer:
                     server.calls += 1
                     number = server.calls
                 payload = server.render(recorded, reply, number)
-                self.send_response(200)
-                self.send_header("content-type", server.content_type)
+                self.send_response(server.status)
+                kind = server.content_type if server.status == 200 else "application/json"
+                self.send_header("content-type", kind)
                 if server.cuts is None:
                     self.send_header("content-length", str(len(payload)))
                     self.end_headers()

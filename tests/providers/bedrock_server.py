@@ -32,13 +32,21 @@ def _header(name: str, value: str) -> bytes:
 
 
 def event_frame(event_type: str, payload: dict[str, Any]) -> bytes:
-    """One event-stream message: prelude (total and header lengths, CRC), headers, payload,
-    message CRC."""
-    headers = (
-        _header(":event-type", event_type)
-        + _header(":content-type", "application/json")
-        + _header(":message-type", "event")
+    """One Converse event: an event-stream message of message type ``event``."""
+    return frame(
+        {
+            ":event-type": event_type,
+            ":content-type": "application/json",
+            ":message-type": "event",
+        },
+        payload,
     )
+
+
+def frame(header_values: dict[str, str], payload: dict[str, Any]) -> bytes:
+    """One event-stream message: prelude (total and header lengths, CRC), string headers,
+    payload, message CRC."""
+    headers = b"".join(_header(name, value) for name, value in header_values.items())
     body = json.dumps(payload).encode()
     total = 12 + len(headers) + len(body) + 4
     prelude = struct.pack("!II", total, len(headers))
