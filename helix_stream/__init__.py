@@ -122,6 +122,7 @@ if TYPE_CHECKING:  # "X as X": explicit re-exports, so type checkers see the laz
         StepInput as StepInput,
     )
     from .sandbox import (
+        BubblewrapSandbox as BubblewrapSandbox,
         LocalSandbox as LocalSandbox,
         Sandbox as Sandbox,
         SandboxProvider as SandboxProvider,
@@ -198,6 +199,7 @@ _LAZY: dict[str, str] = {
     **dict.fromkeys(["ApprovalAnswer", "Executor", "ToolAnswer"], "session"),
     **dict.fromkeys(
         [
+            "BubblewrapSandbox",
             "LocalSandbox",
             "Sandbox",
             "SandboxProvider",

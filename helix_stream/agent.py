@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from ._options import LoopOptions
+from ._tool_source import FunctionTools, ToolSource
 from .context import StepContextLimits
 from .errors import InvalidRequestError
 from .middleware import WrappedModel
@@ -209,8 +210,8 @@ class Agent(LoopOptions):
     @property
     def tool_map(self) -> dict[str, Tool]:
         """The agent's tools by name, with ``load_skill`` when it has skills and
-        ``__finish__`` when it has an output schema (an MCP server's tools: see
-        :meth:`tools_with`)."""
+        ``__finish__`` when it has an output schema (an MCP server's tools come at its turns:
+        see :attr:`tool_sources`)."""
         return self.tools_with({})
 
     def tools_with(self, served: Mapping[str, Sequence[Tool]]) -> dict[str, Tool]:
@@ -220,20 +221,56 @@ class Agent(LoopOptions):
         Raises:
             ValueError: two tools have one name.
         """
+        tools: list[Tool] = []
+        for source in self.tool_sources:
+            if isinstance(source, FunctionTools):
+                tools.extend(source.tools)
+            elif isinstance(source, SkillSet):
+                tools.append(source.tool)
+            else:
+                tools.extend(served.get(source.name, ()))
+        return self.tools_of(tools)
+
+    @property
+    def tool_sources(self) -> tuple[ToolSource, ...]:
+        """Where the agent's tools come from, in the order they are offered: its function
+        tools and each MCP server, where they stand in ``tools``, then its skills
+        (``load_skill``). A turn asks each once (``helix_stream/_tool_source.py``)."""
         if isinstance(self.tools, Mapping):
-            tools = tools_by_name(self.tools)
+            sources: list[ToolSource] = [FunctionTools(tuple(self._own_tools_in_order))]
         else:
-            entries = (
-                [entry] if isinstance(entry, Tool) else served.get(entry.name, ())
-                for entry in self.tools
-            )
-            tools = tools_by_name([tool for group in entries for tool in group])
-        skill_set = self.skill_set
-        if skill_set.skills:
-            tools[LOAD_SKILL_TOOL] = skill_set.tool
+            sources, group = [], []
+            for entry in self.tools:
+                if isinstance(entry, Tool):
+                    group.append(entry)
+                    continue
+                if group:
+                    sources.append(FunctionTools(tuple(group)))
+                    group = []
+                sources.append(entry)
+            if group:
+                sources.append(FunctionTools(tuple(group)))
+        if self.skill_set.skills:
+            sources.append(self.skill_set)
+        return tuple(sources)
+
+    def tools_of(self, tools: Sequence[Tool]) -> dict[str, Tool]:
+        """The turn's tools by name: ``tools`` (what the sources gave, in order) with
+        ``__finish__`` when the agent has an output schema.
+
+        Raises:
+            ValueError: two tools have one name.
+        """
+        by_name = tools_by_name(tools)
         if self.output_schema is not None:
-            tools[FINISH_TOOL_NAME] = finish_tool(self.output_schema)
-        return tools
+            by_name[FINISH_TOOL_NAME] = finish_tool(self.output_schema)
+        return by_name
+
+    @property
+    def _own_tools_in_order(self) -> list[Tool]:
+        if isinstance(self.tools, Mapping):
+            return list(tools_by_name(self.tools).values())
+        return [entry for entry in self.tools if isinstance(entry, Tool)]
 
 
 def _check_servers(servers: Sequence[Any]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -21,6 +22,7 @@ __all__ = [
     "ToolServer",
     "ToolStatus",
     "has_tool_call",
+    "should_stop",
     "step_count_is",
     "tool_result_from",
     "with_origin",
@@ -143,6 +145,17 @@ class StepResult:
 StopCondition = Callable[[Sequence[StepResult]], bool | Awaitable[bool]]
 """A stop condition: called with the steps so far, true stops the loop (sync or async).
 ``stop_when=`` takes one or a list (any stops), e.g. ``lambda steps: len(steps) >= 3``."""
+
+
+async def should_stop(conditions: Sequence[StopCondition], steps: Sequence[StepResult]) -> bool:
+    """Whether any of ``conditions`` (sync or async) says the run stops after ``steps``."""
+    for condition in conditions:
+        out = condition(steps)
+        if inspect.isawaitable(out):
+            out = await out
+        if out:
+            return True
+    return False
 
 
 def step_count_is(count: int) -> StopCondition:

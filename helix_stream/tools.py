@@ -6,44 +6,48 @@ JSON schema) before ``execute`` runs. A tool with a ``context_schema`` receives 
 never sees the runtime context or another tool's context.
 
 A tool with ``auth=`` (a strategy from :mod:`helix_stream.auth`) gets its token through
-``await ctx.get_token()``; the loop gives its context the step's token cache.
+``await ctx.get_token()``; the loop gives its context the step's token cache. The context
+itself (:class:`ToolContext`) is defined in ``helix_stream/_tool_context.py``, below the
+token cache and the sandbox, and re-exported here.
 """
 
 from __future__ import annotations
 
 import inspect
 import json
-import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal, NoReturn, overload
+from typing import TYPE_CHECKING, Any, Literal, get_origin, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from ._json_schema import JsonSchemaInput, json_schema_model
+from ._tool_context import ToolContext
 from .errors import ToolContextError, describe_validation
 
 if TYPE_CHECKING:
-    from .auth import AuthStrategy, CallAuth, Token
-    from .sandbox import Sandbox, SkillHandle
-    from .state import SessionInfo
+    from .auth import AuthStrategy
 
 __all__ = [
     "FINISH_TOOL_NAME",
     "Tool",
     "ToolContext",
+    "ToolUnavailable",
     "approval_id",
     "dump_output",
     "finish_tool",
+    "resolve_contexts",
     "tool",
     "tools_by_name",
 ]
 
 FINISH_TOOL_NAME = "__finish__"
-_DATA_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
-# A context item as a tool passes it: a dict, or a pydantic model of one.
-ItemLike = Mapping[str, Any] | BaseModel
+
+class ToolUnavailable(Exception):
+    """Raised by a tool's body before it did anything: the tool is no longer there (its MCP
+    server no longer lists it). The call gets a ``tool_unavailable`` not-executed result,
+    as a call to an undeclared tool does."""
 
 
 def approval_id(tool_call_id: str) -> str:
@@ -53,181 +57,6 @@ def approval_id(tool_call_id: str) -> str:
 
 ExecuteFn = Callable[..., Any]
 DescriptionFn = Callable[[Any], str]
-
-
-@dataclass(slots=True, kw_only=True)
-class ToolContext:
-    """What a running tool receives besides its input.
-
-    Attributes:
-        context: This tool's validated, read-only context (``None`` without a context_schema).
-        tool_call_id: The id of the call being executed.
-        tool_name: The tool's name.
-        session: The session this call runs in (``None`` outside an executor session).
-    """
-
-    context: Any
-    tool_call_id: str
-    tool_name: str
-    session: SessionInfo | None = None
-    _add_context: Callable[[Sequence[ItemLike], int], Awaitable[int]] | None = None
-    _add_calls: int = 0
-    _write: Callable[[Any], None] | None = None
-    _auth: CallAuth | None = None
-    _sandbox: Callable[[], Awaitable[Sandbox]] | None = None
-    _skill: Callable[[str], SkillHandle] | None = None
-
-    def _call_auth(self, what: str) -> CallAuth:
-        if self._auth is None:
-            from .errors import InvalidRequestError
-
-            raise InvalidRequestError(
-                f"tool {self.tool_name!r} declares no auth=: ctx.{what}() needs one, e.g. "
-                "hs.tool(auth=hs.token_auth(get_token)) or hs.tool(auth=hs.oauth_auth(...))"
-            )
-        return self._auth
-
-    async def get_token(self) -> Token:
-        """The token of this tool's auth strategy for the current principal.
-
-        Within one step the strategy is asked at most once per principal, however many
-        calls ask; across steps the token comes from the token store until it expires (an
-        OAuth token is refreshed first when it can be).
-
-        Raises:
-            InvalidRequestError: the tool declares no ``auth=``.
-            AuthorizationRequiredError: an interactive strategy has no token for this
-                principal: the user must sign in first.
-        """
-        return await self._call_auth("get_token").get_token()
-
-    def require_auth(self) -> NoReturn:
-        """Stop here until the user has signed in: raises ``AuthorizationRequiredError`` at
-        once, without resolving a token first (the same path as a token miss).
-
-        Raises:
-            InvalidRequestError: the tool declares no ``auth=``.
-            AuthorizationRequiredError: always, otherwise.
-        """
-        self._call_auth("require_auth").require()
-
-    def reject_token(self) -> NoReturn:
-        """The service refused the token: forget it and stop here.
-
-        The token leaves the per-step cache and the token store, so the next
-        ``get_token()`` does not hand it out again. Raising ``hs.TokenRejectedError`` from
-        the tool does the same.
-
-        Raises:
-            InvalidRequestError: the tool declares no ``auth=``.
-            TokenRejectedError: always, otherwise.
-        """
-        self._call_auth("reject_token").reject()
-
-    async def add_context(self, items: Sequence[ItemLike]) -> int:
-        """Queue context items for the session; they reach the model at its next call, once.
-
-        Items a tool adds always carry ``source="tool"``. Re-running the same call does not
-        queue them twice (first wins). Returns how many items were recorded.
-
-        Raises:
-            FrameworkNotSupportedError: the tool runs outside a session (plain ``stream_text``).
-            ContextValidationError: an item is invalid; nothing is queued.
-        """
-        from .errors import FrameworkNotSupportedError
-
-        position = self._add_calls
-        self._add_calls += 1
-        if self._add_context is None:
-            raise FrameworkNotSupportedError(
-                "ctx.add_context needs a session: run the agent through Executor.run(), "
-                "not stream_text(), to queue context from a tool."
-            )
-        return await self._add_context(items, position)
-
-    async def get_sandbox(self) -> Sandbox:
-        """The agent's sandbox in this session (README, "Sandboxes and skills"): made at the
-        session's first call, attached again later (after a restart too), shared by every
-        tool of the agent; a sub-agent has its own.
-
-        Raises:
-            FrameworkNotSupportedError: no session (plain ``stream_text``), or the agent has
-                no sandbox (``Agent(sandbox=...)``).
-            NoActiveContextError: called after the tool's call ended.
-        """
-        from .errors import FrameworkNotSupportedError
-
-        if self._sandbox is None:
-            raise FrameworkNotSupportedError(
-                "ctx.get_sandbox needs a session: run the agent through Executor.run(), not "
-                "stream_text(), and give it Agent(sandbox=...)."
-            )
-        return await self._sandbox()
-
-    def get_skill(self, name: str) -> SkillHandle:
-        """A handle on the agent's skill ``name``: ``await handle.file(path).text()`` reads
-        from the sandbox when the agent has one, else from the skill's own files; an unknown
-        skill or file raises :class:`~helix_stream.errors.SkillNotFoundError` at that read.
-
-        Raises:
-            FrameworkNotSupportedError: no session (plain ``stream_text``).
-        """
-        from .errors import FrameworkNotSupportedError
-
-        if self._skill is None:
-            raise FrameworkNotSupportedError(
-                "ctx.get_skill needs a session: run the agent (Agent(skills=...)) through "
-                "Executor.run(), not stream_text()."
-            )
-        return self._skill(name)
-
-    def write_data(
-        self, name: str, data: Any, *, id: str | None = None, transient: bool = False
-    ) -> None:
-        """Stream a custom ``data-<name>`` part to the chat UI now (the AI SDK's data parts).
-
-        Example::
-
-            ctx.write_data("progress", {"done": 3, "of": 10}, id="progress")
-
-        Args:
-            name: The part's name: the UI sees a part of type ``data-<name>``.
-            data: Its JSON-safe value.
-            id: A part keeps its id: a later write with the same id replaces the earlier one
-                in the client (a progress bar, a status line).
-            transient: Send it, but do not keep it: it is not in the UI message the client
-                keeps, nor in the stored messages.
-
-        Raises:
-            InvalidRequestError: ``name`` is not letters, digits, ``-`` or ``_``.
-            FrameworkNotSupportedError: the tool is not running in the loop.
-        """
-        from .chunks import DataChunk
-        from .errors import FrameworkNotSupportedError, InvalidRequestError
-
-        if not isinstance(name, str) or not _DATA_NAME.fullmatch(name):
-            raise InvalidRequestError(
-                f"data part name {name!r} must be letters, digits, '-' or '_' (1 to 64)"
-            )
-        if self._write is None:
-            raise FrameworkNotSupportedError(
-                "ctx.write_data needs a running loop: call the tool through stream_text, "
-                "generate_text or Executor.run"
-            )
-        self._write(DataChunk(name=name, data=data, id=id, transient=transient))
-
-    @property
-    def abort(self) -> bool:
-        """Whether the run is being cancelled (the AI SDK's ``abortSignal.aborted``).
-
-        Cancellation is asyncio's: a cancelled run cancels the tool's task, and
-        ``asyncio.CancelledError`` is raised at the tool's next ``await``; a tool that works
-        without awaiting can poll this.
-        """
-        import asyncio
-
-        task = asyncio.current_task()
-        return task is not None and task.cancelling() > 0
 
 
 @dataclass(slots=True, kw_only=True)
@@ -361,7 +190,9 @@ def _signature_tool(fn: ExecuteFn) -> tuple[type[BaseModel], ExecuteFn]:
     hints = inspect.get_annotations(fn, eval_str=True)
 
     def is_ctx(p: inspect.Parameter) -> bool:
-        return hints.get(p.name) is ToolContext or p.name in ("ctx", "context")
+        hint = hints.get(p.name)
+        # ``ctx: hs.ToolContext[WeatherContext]`` is a parametrized alias of the class.
+        return (get_origin(hint) or hint) is ToolContext or p.name in ("ctx", "context")
 
     first = params[0] if params else None
     if (
@@ -526,6 +357,11 @@ def tools_by_name(tools: Sequence[Tool] | Mapping[str, Tool] | None) -> dict[str
             raise ValueError(f"two tools are named {t.name!r}")
         result[t.name] = t
     return result
+
+
+def resolve_contexts(tools: Mapping[str, Tool], tools_context: Any) -> dict[str, Any]:
+    """Each tool's validated, frozen context (raises ToolContextError naming the tool)."""
+    return {name: t.resolve_context(tools_context) for name, t in tools.items()}
 
 
 def dump_output(output: Any) -> str:

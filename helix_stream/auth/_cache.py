@@ -19,7 +19,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal, NoReturn
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, Protocol
 
 from ..errors import AuthorizationRequiredError, TokenRejectedError
 from ..telemetry import NOOP_RECORDER, Recorder
@@ -29,8 +29,8 @@ from ._strategy import AuthStrategy, InteractiveAuth, TokenAuth, is_interactive
 from ._token import Token, TokenRequest
 
 if TYPE_CHECKING:
+    from .._tool_context import ToolContext
     from ..state import SessionInfo
-    from ..tools import Tool, ToolContext
 
 __all__ = ["DEFAULT_AUTH", "AuthSettings", "CallAuth", "StepTokens", "TokenSource"]
 
@@ -63,6 +63,13 @@ class AuthSettings:
     cannot_wait: str = "plain stream_text never can"
 
 
+class _Authed(Protocol):
+    """What the cache reads of a tool: its name and its strategy."""
+
+    name: str
+    auth: AuthStrategy | None
+
+
 # Outside a session with no token store given: one store for the whole process.
 DEFAULT_AUTH = AuthSettings()
 
@@ -83,14 +90,28 @@ class StepTokens:
         self.recorder = recorder
         self._resolutions: dict[tuple[str, str], _Resolution] = {}
 
-    def bind(self, ctx: ToolContext, tool: Tool) -> ToolContext:
-        """``ctx`` with the token accessors of ``tool`` (as it is when the tool has no auth)."""
-        if tool.auth is None:
-            return ctx
-        call = CallAuth(
-            self, tool.auth, tool_call_id=ctx.tool_call_id, tool_name=tool.name, session=ctx.session
+    def for_call(
+        self,
+        strategy: AuthStrategy | None,
+        *,
+        tool_call_id: str,
+        tool_name: str,
+        session: SessionInfo | None,
+    ) -> CallAuth | None:
+        """What a call of a tool with ``strategy`` holds of this step's cache (``None``: the
+        tool declares no ``auth=``)."""
+        if strategy is None:
+            return None
+        return CallAuth(
+            self, strategy, tool_call_id=tool_call_id, tool_name=tool_name, session=session
         )
-        return replace(ctx, _auth=call)
+
+    def bind(self, ctx: ToolContext[Any], tool: _Authed) -> ToolContext[Any]:
+        """``ctx`` with the token access of ``tool`` (as it is when the tool has no auth)."""
+        call = self.for_call(
+            tool.auth, tool_call_id=ctx.tool_call_id, tool_name=tool.name, session=ctx.session
+        )
+        return ctx if call is None else replace(ctx, tokens=call)
 
     async def resolve(
         self, strategy: AuthStrategy, owner: str, request: TokenRequest

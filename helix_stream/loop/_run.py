@@ -4,13 +4,15 @@ One run is one async generator of chunks. It holds no background task of its own
 consumer stops (the generator is closed) or its task is cancelled, the ``finally`` blocks
 close the litellm stream and cancel the tools still running. Results travel in the chunks:
 each ``finish-step`` carries its :class:`~helix_stream.StepResult`, ``finish`` the total usage
-and the finish tool's output, ``error`` the exception. However the run ends, its session is
-told last (``SessionLink.end``).
+and the finish tool's output, ``error`` the exception. What the run needs of its session comes
+in one value, its turn environment (``cfg.env``, ``loop/_env.py``): before the first step it
+settles the calls a paused turn waited for (``loop/_resume.py``), each step commits its context
+and persists its result through the environment's log, and however the run ends, the log is
+told last (``TurnLog.end``).
 """
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
@@ -32,7 +34,6 @@ from ..chunks import (
     Chunk,
     ContextRowChunk,
     ContextSkipped,
-    DataChunk,
     ErrorChunk,
     Finish,
     FinishReason,
@@ -42,51 +43,31 @@ from ..chunks import (
     Usage,
 )
 from ..context import model_message
-from ..errors import OutputValidationError
 from ..middleware import ModelMiddleware
 from ..models._cache import PromptCache, check_prompt_cache
 from ..models._litellm import ensure_litellm, translate_error
-from ..models._output import OutputSpec, output_from_value, parse_output
+from ..models._output import OutputSpec
 from ..prepare_step import StepInput, run_step_chain
-from ..steps import (
-    ModelCallPerformance,
-    StepPerformance,
-    StepResult,
-    StopCondition,
-    ToolCall,
-    ToolResult,
-)
+from ..steps import StepResult, ToolCall, ToolResult, should_stop
 from ..telemetry._recorder import recorder_subscriber
-from ..tools import Tool
-from ._config import LoopConfig, RunEnd, StepCommit, ToolRun, call_user
+from ..tools import resolve_contexts
+from ._answer import finish_required, run_output_spec, structured_output
+from ._config import LoopConfig, call_user
+from ._env import RunEnd, StepCommit
 from ._lifecycle import AliasSubscriber, LifecycleSubscriber, ToolWatch, outcome_of
 from ._result import GenerateTextResult
-from ._step import ModelCall, ModelResult, model_name, request_params
+from ._resume import Resumed, ResumeStep
+from ._step import ModelCall, model_name, request_params, step_performance, step_result
 from ._timeout import NO_CLOCK, RunClock, StreamTimer, as_timeout
-from ._tools import ToolCalls
-from ._transform import apply_transforms
+from ._tools import ToolCalls, ToolRun
+from ._transform import aclose_stream, apply_transforms
 
-__all__ = ["resolve_contexts", "run_loop"]
-
-
-def resolve_contexts(tools: dict[str, Tool], tools_context: Any) -> dict[str, Any]:
-    """Each tool's validated, frozen context (raises ToolContextError naming the tool)."""
-    return {name: t.resolve_context(tools_context) for name, t in tools.items()}
-
-
-async def _should_stop(conditions: Sequence[StopCondition], steps: list[StepResult]) -> bool:
-    for condition in conditions:
-        out = condition(steps)
-        if inspect.isawaitable(out):
-            out = await out
-        if out:
-            return True
-    return False
+__all__ = ["run_loop"]
 
 
 async def run_loop(cfg: LoopConfig) -> AsyncGenerator[Chunk, None]:
     """Run the loop, yielding its chunks; each goes to ``on_chunk`` first (the one place).
-    Last, however the run ended, its session is told how (``SessionLink.end``)."""
+    Last, however the run ended, its session is told how (``TurnLog.end``)."""
     run = _Run(cfg)
     events = run.events
     on_chunk = events.on_chunk  # read once: a run without it does nothing per chunk
@@ -101,9 +82,9 @@ async def run_loop(cfg: LoopConfig) -> AsyncGenerator[Chunk, None]:
                     yield chunk
             finally:
                 if chunks is not source:
-                    await _aclose(chunks)
+                    await aclose_stream(chunks)
     finally:
-        await cfg.session.end(run.how_it_ended())
+        await cfg.env.log.end(run.how_it_ended())
 
 
 def _event_stream(cfg: LoopConfig) -> EventStream:
@@ -111,7 +92,7 @@ def _event_stream(cfg: LoopConfig) -> EventStream:
     telemetry, the session's (its hooks), the older callbacks, the lifecycle callbacks."""
 
     async def call(fn: Any, event: Any) -> Any:
-        return await call_user(fn, event, session=cfg.session)
+        return await call_user(fn, event, scope=cfg.env.calls.scope)
 
     callbacks = cfg.callbacks
     subscribers = [
@@ -126,12 +107,6 @@ def _event_stream(cfg: LoopConfig) -> EventStream:
         on_chunk=(lambda chunk: call(on_chunk, chunk)) if on_chunk is not None else None,
         session_id=cfg.session_id,
     )
-
-
-async def _aclose(stream: Any) -> None:
-    close = getattr(stream, "aclose", None)
-    if close is not None:
-        await close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +142,10 @@ class _Run:
         self.finished = False  # the finish chunk was made
         self.unfinished: ModelCall | None = None  # the model call of the step in progress
         self.clock = NO_CLOCK  # the run's total limit, set when it starts
+        self.scope = cfg.env.calls.scope  # the session binding around user code
+        self.inactive: frozenset[str] = frozenset()  # the tool gate, as the last commit said
+        self.resumed: Resumed | None = None  # what settling a paused turn's calls produced
+        self.first: StepCommit | None = None  # the first call's commit, when made early
         self.events = _event_stream(cfg)
 
     def how_it_ended(self) -> RunEnd:
@@ -189,16 +168,15 @@ class _Run:
                 )
             )
             self.clock = RunClock(cfg.timeout)  # the total runs from here
-            self.output_spec = await self._output_spec()
+            self.output_spec = await run_output_spec(cfg)
             yield Start(message_id=cfg.message_id)
-            tool_run = ToolRun(clock=self.clock, watch=self._tool_watch(0))
-            async with aclosing(cfg.session.preamble(tool_run)) as preamble:
-                async for chunk in preamble:
+            if cfg.env.begin is not None:
+                await cfg.env.begin()
+            async with aclosing(self._resume()) as resume_chunks:
+                async for chunk in resume_chunks:
                     yield chunk
             step_number, forced = 0, False
-            # Settling what a paused turn left may leave a call waiting again (an approved
-            # call that needs a sign-in): then the turn pauses again with no model call.
-            while not await cfg.session.paused():
+            while not await self._paused():
                 async with aclosing(self._step(step_number, forced)) as step_chunks:
                     async for chunk in step_chunks:
                         yield chunk
@@ -222,6 +200,71 @@ class _Run:
             if not ended:  # closed by the consumer or cancelled: the call was aborted
                 await events.emit(RunAborted(session_id=cfg.session_id, steps=list(self.steps)))
 
+    async def _resume(self) -> AsyncGenerator[Chunk, None]:
+        """The resume step: settle the calls a paused turn waited for (``loop/_resume.py``)."""
+        resume = self.cfg.env.resume
+        if resume is None:
+            return
+        step = ResumeStep(
+            resume,
+            lambda calls, signed_in: self._tool_calls(
+                calls,
+                0,
+                approved=frozenset(c.id for c in calls),
+                signed_in=signed_in,
+                # After a new message nothing can wait: the conversation has moved on.
+                can_park=not resume.moved_on,
+            ),
+        )
+        async with aclosing(step.chunks()) as chunks:
+            async for chunk in chunks:
+                yield chunk
+        self.resumed = step.outcome()
+
+    async def _paused(self) -> bool:
+        """Settling may leave a call waiting again (an approved call that needs a sign-in):
+        then the first commit pauses the turn instead, and no model call is made."""
+        resumed = self.resumed
+        if self.steps or resumed is None or not resumed.parked:
+            return False
+        self.first = await self._commit(0)
+        return self.first.paused
+
+    async def _commit(self, step_number: int, *, retry: bool = False) -> StepCommit:
+        """The session's commit before a model call; its switched-off tools gate the calls."""
+        resumed = None if retry or step_number else self.resumed
+        commit = await self.cfg.env.log.commit(step_number, retry=retry, resumed=resumed)
+        self.inactive = commit.inactive
+        return commit
+
+    def _tool_calls(
+        self,
+        calls: Sequence[ToolCall],
+        step_number: int,
+        *,
+        inactive: frozenset[str] = frozenset(),
+        secrets: frozenset[str] = frozenset(),
+        approved: frozenset[str] = frozenset(),
+        signed_in: frozenset[str] = frozenset(),
+        can_park: bool = True,
+    ) -> ToolCalls:
+        """The runner of a step's (or the resume step's) tool calls."""
+        cfg = self.cfg
+        return ToolCalls(
+            calls,
+            tools=cfg.tools,
+            contexts=self.contexts,
+            recorder=cfg.recorder,
+            factory=cfg.env.calls,
+            inactive=inactive,
+            approved=approved,
+            secrets=secrets,
+            auth=cfg.env.calls.auth or cfg.auth,
+            signed_in=signed_in,
+            can_park=can_park,
+            run=ToolRun(clock=self.clock, watch=self._tool_watch(step_number)),
+        )
+
     async def _step(self, step_number: int, forced: bool) -> AsyncGenerator[Chunk, None]:
         """One step's chunks; sets :attr:`next`, what the loop does after it."""
         cfg, events = self.cfg, self.events
@@ -239,18 +282,10 @@ class _Run:
             async for chunk in model_chunks:
                 yield chunk
         model = call.result()
-        tools = ToolCalls(
-            model.calls,
-            tools=cfg.tools,
-            contexts=self.contexts,
-            recorder=cfg.recorder,
-            session=cfg.session,
-            secrets=model.credentials,
-            auth=cfg.auth,
-            clock=self.clock,
-            watch=self._tool_watch(step_number),
+        tools = self._tool_calls(
+            model.calls, step_number, inactive=self.inactive, secrets=model.credentials
         )
-        performance = _performance(began, call.performance())
+        performance = step_performance(began, call.performance())
         if events.wants("model-call-ended"):
             await events.emit(
                 ModelCallEnded(
@@ -258,7 +293,9 @@ class _Run:
                     step_number=step_number,
                     model=prepared.params["model"],
                     performance=call.performance(),
-                    step=self._step_result(step_number, model, [], [], performance=performance),
+                    step=step_result(
+                        step_number, model, [], [], self.runtime_context, performance=performance
+                    ),
                     response=model.response,
                 )
             )
@@ -271,12 +308,13 @@ class _Run:
                     yield chunk
         outcome = tools.outcome()
         await self._not_executed(step_number, model.calls, outcome.results, tools.executed)
-        performance = _performance(began, performance.model, time.perf_counter() - tools_began)
-        step = self._step_result(
+        performance = step_performance(began, performance.model, time.perf_counter() - tools_began)
+        step = step_result(
             step_number,
             model,
             outcome.results,
             [model.assistant, *outcome.messages],
+            self.runtime_context,
             data=outcome.data,
             performance=performance,
         )
@@ -289,7 +327,7 @@ class _Run:
         self.messages.extend(model_message(m) for m in step.response_messages)
         self.next = await self._decide(step, forced)
         final = self.next == _STOP
-        await cfg.session.after_step(step, final=final)
+        await cfg.env.log.persist(step, final=final)
         if events.wants("step-ended"):
             ended = StepEnded(
                 session_id=cfg.session_id, step=step, performance=performance, final=final
@@ -375,14 +413,14 @@ class _Run:
             router=cfg.router,
             retry=cfg.retry,
             where=cfg.where,
-            before_retry=lambda: cfg.session.before_retry(step_number),
+            before_retry=lambda: self._commit(step_number, retry=True),
             timer=timer if timer.active else None,
         )
 
     async def _prepare(self, step_number: int, forced: bool) -> _Prepared:
         """Commit the session's context, run the prepare_step chain, build the request."""
         cfg = self.cfg
-        context = await cfg.session.before_step(step_number)
+        context, self.first = self.first or await self._commit(step_number), None
         self.messages.extend(context.messages)
         step_in = StepInput(
             step_number=step_number,
@@ -395,7 +433,7 @@ class _Run:
             forced_completion=forced,
         )
         # prepare_step and the tools' description functions run in the session scope.
-        with cfg.session.bind():
+        with self.scope():
             step_in, overrides = await run_step_chain(cfg.prepare_step, step_in)
             self.runtime_context = step_in.runtime_context
             if step_in.tools_context is not self.tools_context:
@@ -418,31 +456,6 @@ class _Run:
             timeout=timeout,
         )
 
-    def _step_result(
-        self,
-        step_number: int,
-        model: ModelResult,
-        results: list[ToolResult],
-        messages: list[dict[str, Any]],
-        data: Sequence[DataChunk] = (),
-        performance: StepPerformance | None = None,
-    ) -> StepResult:
-        return StepResult(
-            step_number=step_number,
-            text=model.text,
-            reasoning=model.reasoning,
-            tool_calls=model.calls,
-            tool_results=results,
-            finish_reason=model.finish_reason,
-            usage=model.usage,
-            response_model=model.response_model,
-            response_messages=messages,
-            runtime_context=self.runtime_context,
-            sources=list(model.sources),
-            data=list(data),
-            performance=performance,
-        )
-
     async def _decide(self, step: StepResult, forced: bool) -> str:
         """Go on, force the finish tool next, or stop (keeping the finish tool's output)."""
         finish_tool = self.cfg.finish_tool
@@ -455,53 +468,17 @@ class _Run:
             return _STOP
         if not step.tool_calls:
             # A structured answer asked for through the finish tool must come through it.
-            return _FORCE if self._finish_required() else _STOP
-        with self.cfg.session.bind():  # stop conditions are user code too
-            stop = await _should_stop(self.cfg.stop_when, self.steps)
+            return _FORCE if finish_required(self.output_spec, self.cfg) else _STOP
+        with self.scope():  # stop conditions are user code too
+            stop = await should_stop(self.cfg.stop_when, self.steps)
         if stop:
             return _STOP if finish_tool is None else _FORCE
         return _GO_ON
 
     def _finish(self) -> Finish:
         reason: FinishReason = self.steps[-1].finish_reason if self.steps else "stop"
-        self.output = self._structured_output()
+        self.output = structured_output(self.output_spec, self.steps, self.output, self.cfg)
         return Finish(finish_reason=reason, usage=self.usage, output=self.output)
-
-    async def _output_spec(self) -> OutputSpec | None:
-        """How this run asks for its structured answer (needs litellm for ``auto``)."""
-        cfg = self.cfg
-        if cfg.output is None:
-            return None
-        if cfg.output_mode == "tool":
-            return OutputSpec(schema=cfg.output, mode="tool")
-        from ..models._output import output_spec
-
-        await ensure_litellm()
-        return output_spec(cfg.output, model=model_name(cfg.model)[0], router=cfg.router)
-
-    def _finish_required(self) -> bool:
-        spec = self.output_spec
-        return spec is not None and spec.mode == "tool" and self.cfg.output_mode == "auto"
-
-    def _structured_output(self) -> Any:
-        """The run's structured answer as an instance of its model (raises
-        OutputValidationError with the raw text when it is not one)."""
-        spec, last = self.output_spec, self.steps[-1] if self.steps else None
-        if spec is None or last is None or last.pending:
-            return self.output
-        if spec.mode == "json_schema":
-            return parse_output(last.text, spec.schema)
-        if self.output is not None:
-            return output_from_value(self.output, spec.schema)
-        if self.cfg.output_mode == "tool":
-            return None  # an agent's turn may end without finishing (it answered in text)
-        finish = [c for c in last.tool_calls if c.name == self.cfg.finish_tool]
-        error = next((r.error for r in last.tool_results if r.status == "error"), None)
-        raise OutputValidationError(
-            finish[-1].arguments if finish else last.text,
-            schema_name=spec.schema.__name__,
-            errors=error or "the model did not call the finish tool",
-        )
 
     def summary(self, finish: Finish) -> GenerateTextResult:
         """What ``on_finish`` receives (the same as ``generate_text`` returns)."""
@@ -519,16 +496,3 @@ class _Run:
         self.error = error
         await self.events.emit(RunFailed(session_id=self.cfg.session_id, error=error))
         return ErrorChunk(error=error)
-
-
-def _performance(
-    began: float, model: ModelCallPerformance | None, tool_time: float = 0.0
-) -> StepPerformance:
-    """A step's figures, ``began`` (``perf_counter``) to now."""
-    model_time = model.response_time if model is not None else 0.0
-    return StepPerformance(
-        step_time=time.perf_counter() - began,
-        model_time=model_time,
-        tool_time=tool_time,
-        model=model,
-    )

@@ -6,7 +6,9 @@ the answer's shape) and its :class:`~helix_stream._options.LoopOptions`. :func:`
 refuses, before anything is sent or written, what cannot run: a misplaced or unsendable litellm
 param, a retry count that is not one, an ``output`` that is not a pydantic model, a tool
 context that is missing or invalid, a telemetry filter naming a tool the call does not have.
-What it checked (:class:`RunSetup`) is then made into the run's
+What it checked (:class:`RunCheck`) is set up once per run by :func:`finish_setup` (its
+tools, when its sources are resolved later, as an agent's MCP servers are at its turn; the
+telemetry recorder) and then made into the run's
 :class:`~helix_stream.loop._config.LoopConfig` by :func:`loop_config`, with what only the
 run's session knows: the conversation so far, the message id, the session itself. A plain
 ``stream_text`` call does both at once; an executor turn checks in ``Executor.run`` and
@@ -32,14 +34,23 @@ from ..models._params import check_params
 from ..models._retry import RetryPolicy
 from ..steps import StopCondition, step_count_is
 from ..telemetry import Recorder
-from ..tools import FINISH_TOOL_NAME, Tool, finish_tool, tools_by_name
-from ._config import NO_SESSION, Callbacks, LoopConfig, SessionLink
+from ..tools import FINISH_TOOL_NAME, Tool, finish_tool, resolve_contexts, tools_by_name
+from ._config import Callbacks, LoopConfig
+from ._env import PLAIN, TurnEnv
 from ._lifecycle import LIFECYCLE_NAMES
-from ._run import resolve_contexts
 from ._timeout import as_timeout
 from ._transform import as_transforms
 
-__all__ = ["DEFAULT_MAX_STEPS", "LoopCall", "RunSetup", "loop_config", "setup_run"]
+__all__ = [
+    "DEFAULT_MAX_STEPS",
+    "LoopCall",
+    "RunCheck",
+    "RunSetup",
+    "check_run",
+    "finish_setup",
+    "loop_config",
+    "setup_run",
+]
 
 DEFAULT_MAX_STEPS = 20
 
@@ -77,8 +88,8 @@ class LoopCall:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RunSetup:
-    """A run's call and options, checked (see :func:`setup_run`), with what checking made.
+class RunCheck:
+    """A run's call and options, checked (see :func:`check_run`), with what checking made.
 
     Attributes:
         call: The call.
@@ -89,7 +100,6 @@ class RunSetup:
         runtime_context: The runtime context the run starts with.
         finish_tool: The tool whose successful call ends the run, if any.
         output: The checked pydantic model of a structured answer.
-        recorder: The run's telemetry.
         where: Where the litellm params came from.
     """
 
@@ -101,21 +111,30 @@ class RunSetup:
     runtime_context: dict[str, Any]
     finish_tool: str | None
     output: type[BaseModel] | None
-    recorder: Recorder
     where: str
 
 
-def setup_run(call: LoopCall, options: LoopOptions) -> RunSetup:
-    """Check a run before anything is sent or written (see the module docstring).
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunSetup(RunCheck):
+    """A checked run with its tools resolved and its telemetry: made once per run (per turn).
+
+    Attributes:
+        recorder: The run's telemetry.
+    """
+
+    recorder: Recorder
+
+
+def check_run(call: LoopCall, options: LoopOptions) -> RunCheck:
+    """Check a run before anything is sent or written (see the module docstring); the
+    telemetry filter is checked by :func:`finish_setup`, once every tool is known.
 
     Raises:
         InvalidRequestError: a litellm param that is misplaced or cannot be sent, a retry
-            count, an ``output``, a ``prompt_cache`` or a telemetry filter that is wrong, two
-            different auth strategies of one name.
+            count, an ``output`` or a ``prompt_cache`` that is wrong, two different auth
+            strategies of one name.
         ToolContextError: a tool's context is missing or invalid.
     """
-    from ..telemetry import recorder_for
-
     where = call.where or f"{call.operation}()"
     check_params(options.settings, where=where)
     RetryPolicy(max_retries=options.max_retries)  # InvalidRequestError for a wrong count
@@ -131,30 +150,57 @@ def setup_run(call: LoopCall, options: LoopOptions) -> RunSetup:
         output, tools = _with_output(output, tools, options.settings)
         finish = FINISH_TOOL_NAME
     tools_context = dict(options.tools_context or {})
-    # Fails here, before any model call, naming the tool whose context is missing or invalid.
-    contexts = resolve_contexts(tools, tools_context)
-    runtime = dict(options.runtime_context or {})
-    recorder = recorder_for(
-        options.telemetry,
-        operation=call.operation,
-        tools=tools,
-        runtime_context=runtime,
-        tools_context=tools_context,
-        agent_name=call.agent_name,
-        conversation_id=call.conversation_id,
-    )
-    return RunSetup(
+    return RunCheck(
         call=call,
         options=options,
         tools=tools,
         tools_context=tools_context,
-        contexts=contexts,
-        runtime_context=runtime,
+        # Fails here, before any model call, naming the tool whose context is missing.
+        contexts=resolve_contexts(tools, tools_context),
+        runtime_context=dict(options.runtime_context or {}),
         finish_tool=finish,
         output=output,
-        recorder=recorder,
         where=where,
     )
+
+
+def finish_setup(check: RunCheck, tools: Mapping[str, Tool] | None = None) -> RunSetup:
+    """The run's setup: ``check`` with ``tools`` (what its tool sources gave, when they were
+    resolved after the check: their strategies and contexts are checked here) and its
+    telemetry recorder.
+
+    Raises:
+        InvalidRequestError: the telemetry filter names a tool the run does not have; two
+            different auth strategies of one name.
+        ToolContextError: a tool's context is missing or invalid.
+    """
+    from ..telemetry import recorder_for
+
+    if tools is not None:
+        check = replace(check, tools=dict(tools))
+        strategies_by_name(check.tools)
+        check = replace(check, contexts=resolve_contexts(check.tools, check.tools_context))
+    call, options = check.call, check.options
+    recorder = recorder_for(
+        options.telemetry,
+        operation=call.operation,
+        tools=check.tools,
+        runtime_context=check.runtime_context,
+        tools_context=check.tools_context,
+        agent_name=call.agent_name,
+        conversation_id=call.conversation_id,
+    )
+    fields = {name: getattr(check, name) for name in RunCheck.__dataclass_fields__}
+    return RunSetup(**fields, recorder=recorder)
+
+
+def setup_run(call: LoopCall, options: LoopOptions) -> RunSetup:
+    """Check a run and set it up (:func:`check_run`, then :func:`finish_setup`).
+
+    Raises:
+        InvalidRequestError, ToolContextError: as :func:`check_run` and :func:`finish_setup`.
+    """
+    return finish_setup(check_run(call, options))
 
 
 def loop_config(
@@ -162,10 +208,11 @@ def loop_config(
     *,
     messages: Iterable[dict[str, Any]],
     message_id: str | None = None,
-    session: SessionLink = NO_SESSION,
+    env: TurnEnv = PLAIN,
 ) -> LoopConfig:
     """The run's config: ``setup`` with the conversation so far, the id the ``start`` chunk
-    announces and the run's session. Checks nothing more (``setup`` was checked)."""
+    announces and the turn environment its session hands it. Checks nothing more (``setup``
+    was checked)."""
     call, options = setup.call, setup.options
     return LoopConfig(
         model=call.model,
@@ -196,7 +243,7 @@ def loop_config(
             on_error=options.on_error,
             lifecycle={n: getattr(options, n) for n in LIFECYCLE_NAMES if getattr(options, n)},
         ),
-        session=session,
+        env=env,
         prompt_cache=options.prompt_cache,
         auth=_auth(options),
         timeout=as_timeout(options.timeout),

@@ -12,24 +12,27 @@ from __future__ import annotations
 
 import asyncio
 import statistics
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..chunks import Chunk, FinishReason, SourceUrl, Usage
+from ..chunks import Chunk, DataChunk, FinishReason, SourceUrl, Usage
 from ..middleware import ModelMiddleware, WrappedModel, call_with_middleware
 from ..models._cache import PromptCache, with_cache_breakpoints
 from ..models._lean_stream import read_path
 from ..models._litellm import acompletion, translate_error
 from ..models._output import OutputSpec
 from ..models._parse import ResponseInfo, StepParser, has_content, map_finish_reason
-from ..models._retry import RetryPolicy, open_content_stream
+from ..models._retry import Attempt, RetryPolicy, open_content_stream
 from ..prepare_step import STEP_OVERRIDE_KEYS, StepInput
-from ..steps import ModelCallPerformance, ToolCall
+from ..steps import ModelCallPerformance, StepPerformance, StepResult, ToolCall, ToolResult
 from ..telemetry import Recorder
 from ..telemetry._filters import credential_strings
 from ..tools import Tool
-from ._config import LoopConfig, StepCommit
+from ._config import LoopConfig
+from ._env import StepCommit
+from ._retry_status import opening, retry_status
 from ._timeout import StreamTimer
 
 __all__ = ["ModelCall", "ModelResult", "model_name", "request_params"]
@@ -142,6 +145,7 @@ class ModelCall:
         self._before_retry = before_retry
         self.retry_messages: list[dict[str, Any]] = []
         self._retry_chunks: list[Chunk] = []
+        self._status: list[DataChunk] = []  # data-retry parts not yet handed on
         self._prompt_cache = prompt_cache
         self._middleware = middleware
         self._recorder = recorder
@@ -158,7 +162,11 @@ class ModelCall:
         """The model's chunks as they stream, then the ones that close its open parts."""
         parser, timer, clock, gaps = self._parser, self._timer, self._clock, self._gaps
         self._began = clock()
-        prefix, stream = await self._open()
+        opened: list[tuple[list[Any], AsyncIterator[Any]]] = []
+        # Opened in this task (the timer cancels it), saying so while attempts are retried.
+        async for status in opening(self._open(), self._status, opened.append):
+            yield status
+        prefix, stream = opened[0]
         for chunk in self._retry_chunks:
             yield chunk
         read = stream.__anext__
@@ -262,7 +270,7 @@ class ModelCall:
                 attempt,
                 self._params,
                 self._retry,
-                on_attempt=recorder.attempt_failed,
+                on_attempt=self._attempt_failed,
                 where=self._where,
                 before_retry=self._again if self._before_retry is not None else None,
                 is_content=has_content if timer is not None else None,
@@ -272,6 +280,14 @@ class ModelCall:
             if timer is not None:
                 timer.close()
             raise
+
+    def _attempt_failed(self, attempt: Attempt) -> None:
+        """Telemetry's record of a failed attempt; the UI's ``data-retry`` part if retried."""
+        self._recorder.attempt_failed(attempt)
+        if attempt.delay is not None:
+            attempts = (self._retry or RetryPolicy()).max_retries + 1
+            part = retry_status(attempt.number, attempts, attempt.error, attempt.delay)
+            self._status.append(part)
 
     async def _again(self, request: dict[str, Any]) -> dict[str, Any]:
         """The request of a retried attempt: with the rows the session committed for it."""
@@ -304,3 +320,43 @@ class ModelCall:
             credentials=self._credentials,
             sources=tuple(parser.sources),
         )
+
+
+def step_result(
+    step_number: int,
+    model: ModelResult,
+    results: list[ToolResult],
+    messages: list[dict[str, Any]],
+    runtime_context: Mapping[str, Any],
+    data: Sequence[DataChunk] = (),
+    performance: StepPerformance | None = None,
+) -> StepResult:
+    """A finished step: the model's answer, the tools' results, the messages it adds."""
+    return StepResult(
+        step_number=step_number,
+        text=model.text,
+        reasoning=model.reasoning,
+        tool_calls=model.calls,
+        tool_results=results,
+        finish_reason=model.finish_reason,
+        usage=model.usage,
+        response_model=model.response_model,
+        response_messages=messages,
+        runtime_context=runtime_context,
+        sources=list(model.sources),
+        data=list(data),
+        performance=performance,
+    )
+
+
+def step_performance(
+    began: float, model: ModelCallPerformance | None, tool_time: float = 0.0
+) -> StepPerformance:
+    """A step's figures, ``began`` (``perf_counter``) to now."""
+    model_time = model.response_time if model is not None else 0.0
+    return StepPerformance(
+        step_time=time.perf_counter() - began,
+        model_time=model_time,
+        tool_time=tool_time,
+        model=model,
+    )

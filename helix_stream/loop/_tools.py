@@ -23,7 +23,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from ..auth._cache import DEFAULT_AUTH, AuthSettings, StepTokens
+from .._tool_context import ToolContext
+from ..auth._cache import DEFAULT_AUTH, AuthSettings, CallAuth, StepTokens
 from ..auth._flow import ParkForSignIn
 from ..chunks import (
     Chunk,
@@ -37,12 +38,30 @@ from ..errors import describe_validation
 from ..steps import ToolCall, ToolResult, with_origin
 from ..telemetry import Recorder
 from ..telemetry._filters import redact, secret_strings
-from ..tools import Tool, ToolContext, approval_id, dump_output
-from ._config import NO_SESSION, SessionLink
+from ..tools import FINISH_TOOL_NAME, Tool, ToolUnavailable, approval_id, dump_output
+from ._env import PLAIN, CallContexts, Parker
 from ._lifecycle import ToolWatch, outcome_of
 from ._timeout import NO_CLOCK, RunClock, describe_seconds
 
-__all__ = ["ToolCalls", "ToolOutcome", "not_executed_message", "tool_message"]
+__all__ = [
+    "NO_TOOL_RUN",
+    "ToolCalls",
+    "ToolOutcome",
+    "ToolRun",
+    "not_executed_message",
+    "tool_message",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolRun:
+    """How a run's tool calls run: its limits (``timeout=``) and its tool callbacks."""
+
+    clock: RunClock = NO_CLOCK
+    watch: ToolWatch | None = None
+
+
+NO_TOOL_RUN = ToolRun()
 
 
 def not_executed_message(call: ToolCall, reason: str) -> str:
@@ -84,10 +103,12 @@ class ToolCalls:
     Tools run concurrently; each output is yielded as soon as it is ready. If the consumer
     stops or the task is cancelled, every tool still running is cancelled before
     :meth:`chunks` returns. Calls in ``approved`` run even though their tool needs approval:
-    the app said yes (the gate does not apply to them: the caller settled that). The calls
-    share one per-step token cache, resolved as ``auth`` says (or the session: its
-    ``token_settings``); calls in ``signed_in`` are re-run right after their sign-in.
-    Without ``can_park`` no call parks (the conversation has moved on): a miss is an error.
+    the app said yes (the gate does not apply to them: the caller settled that); a call to
+    a tool in ``inactive`` is answered ``tool_inactive``. Each call's ``ctx`` comes from
+    ``factory`` (the turn environment's), made inside its scope (the session binding). The
+    calls share one per-step token cache, resolved as ``auth`` says; calls in ``signed_in``
+    are re-run right after their sign-in. Without ``can_park`` no call parks (the
+    conversation has moved on): a miss is an error.
     """
 
     def __init__(
@@ -97,26 +118,27 @@ class ToolCalls:
         tools: Mapping[str, Tool],
         contexts: Mapping[str, Any],
         recorder: Recorder,
-        session: SessionLink = NO_SESSION,
+        factory: CallContexts = PLAIN.calls,
+        inactive: frozenset[str] = frozenset(),
         approved: frozenset[str] = frozenset(),
         secrets: frozenset[str] = frozenset(),
         auth: AuthSettings = DEFAULT_AUTH,
         signed_in: frozenset[str] = frozenset(),
         can_park: bool = True,
-        clock: RunClock = NO_CLOCK,
-        watch: ToolWatch | None = None,
+        run: ToolRun = NO_TOOL_RUN,
     ) -> None:
         self._calls = list(calls)
-        self._watch = watch  # lifecycle callbacks (on_tool_call_start/_end)
+        self._watch = run.watch  # lifecycle callbacks (on_tool_call_start/_end)
         self.executed: set[str] = set()  # the calls that ran (their events are sent live)
-        self._clock = clock  # the run's tool limits (timeout=)
+        self._clock = run.clock  # the run's tool limits (timeout=)
         self._tools = tools
         self._contexts = contexts
         self._recorder = recorder
-        self._session = session
+        self._factory = factory
+        self._inactive = inactive
         self._approved = approved
         self._secrets = secrets
-        settings = session.token_settings(auth)
+        settings = auth
         if signed_in:
             settings = replace(settings, signed_in=settings.signed_in | signed_in)
         if not can_park and settings.parks:
@@ -147,7 +169,7 @@ class ToolCalls:
         if content is not None:
             self._contents[result.tool_call_id] = content
 
-    async def _screen(self, call: ToolCall) -> tuple[Chunk | None, Any]:
+    def _screen(self, call: ToolCall) -> tuple[Chunk | None, Any]:
         """Settle a call that must not run now; return its chunk, or ``(None, input)`` to run."""
         tool = self._tools.get(call.name)
         approved = call.id in self._approved
@@ -156,8 +178,15 @@ class ToolCalls:
         reason: Literal["tool_inactive", "tool_unavailable"] | None = (
             "tool_unavailable" if tool is None or not tool.available else None
         )
-        if reason is None and not approved:
-            reason = await self._session.gate(call)
+        # __finish__ can never be switched off (validation refuses it, and a stored switch-off
+        # of it is ignored here): forced completion can always call it.
+        if (
+            reason is None
+            and not approved
+            and call.name != FINISH_TOOL_NAME
+            and call.name in self._inactive
+        ):
+            reason = "tool_inactive"
         if reason is not None:
             result = ToolResult(
                 tool_call_id=call.id, tool_name=call.name, status="not_executed", reason=reason
@@ -181,7 +210,7 @@ class ToolCalls:
         immediate: list[Chunk] = []
         to_start: list[tuple[ToolCall, Tool, Any]] = []
         for call in self._calls:
-            chunk, parsed = await self._screen(call)
+            chunk, parsed = self._screen(call)
             if chunk is not None:
                 immediate.append(chunk)
                 continue
@@ -217,19 +246,25 @@ class ToolCalls:
         # Tasks copy the context they are created in: create them all inside the session
         # binding, with no await in between, so every tool sees its session (and nothing leaks).
         tasks: dict[asyncio.Task[tuple[ToolResult, str | None]], ToolCall] = {}
-        with self._session.bind():
+        with self._factory.scope():
             for call, tool, parsed in to_start:
                 context = self._contexts.get(tool.name)
-                ctx = self._session.tool_context(call, tool, context, self._written.put_nowait)
-                ctx = self._tokens.bind(ctx, tool)
+                tokens = self._tokens.for_call(
+                    tool.auth,
+                    tool_call_id=call.id,
+                    tool_name=tool.name,
+                    session=self._factory.session,
+                )
+                ctx = self._factory.make(
+                    call, tool, context, writer=self._written.put_nowait, tokens=tokens
+                )
                 job = _execute(
                     tool,
                     parsed,
-                    ctx,
+                    _Call(ctx, tokens, self._factory.park),
                     call,
                     self._recorder,
                     self._secrets,
-                    self._session,
                     self._clock.for_tool(call.name),
                 )
                 if self._watch is not None:
@@ -278,31 +313,54 @@ class ToolCalls:
 def _output_chunk(result: ToolResult) -> Chunk:
     if result.status == "output":
         return ToolOutputAvailable(tool_call_id=result.tool_call_id, output=result.output)
+    if result.status == "not_executed":  # its tool is no longer there (ToolUnavailable)
+        return ToolNotExecuted(
+            tool_call_id=result.tool_call_id, tool_name=result.tool_name, reason="tool_unavailable"
+        )
     return ToolOutputError(tool_call_id=result.tool_call_id, error_text=result.error or "")
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """One running call: its ``ctx``, its share of the step's token cache (``None``: its tool
+    has no ``auth=``) and where it parks on a sign-in (``None``: nothing can wait)."""
+
+    ctx: ToolContext[Any]
+    tokens: CallAuth | None
+    park: Parker | None
 
 
 async def _execute(
     tool: Tool,
     parsed: Any,
-    ctx: ToolContext,
+    running: _Call,
     call: ToolCall,
     recorder: Recorder,
     secrets: frozenset[str],
-    session: SessionLink = NO_SESSION,
     limit: tuple[float | None, float | None] = (None, None),
 ) -> tuple[ToolResult, str | None]:
+    ctx = running.ctx
     with recorder.tool_call(call=call, tool_context=ctx.context) as handle:
         timer = asyncio.timeout(None if limit[0] is None else max(limit[0], 0.001))
         try:
             async with timer:  # the tool's limit (timeout=): it is cancelled when it fires
                 output = await tool.run(parsed, ctx)
-            if ctx._auth is not None:
-                await ctx._auth.settle(None)  # a token the tool rejected leaves the store
+            if running.tokens is not None:
+                await running.tokens.settle(None)  # a token the tool rejected leaves the store
         except asyncio.CancelledError:
             raise
+        except ToolUnavailable:
+            result = ToolResult(
+                tool_call_id=call.id,
+                tool_name=call.name,
+                status="not_executed",
+                reason="tool_unavailable",
+            )
+            recorder.tool_finished(handle, result=result)
+            return result, not_executed_message(call, "tool_unavailable")
         except TimeoutError as exc:
             if not timer.expired():
-                return await _failed(exc, ctx, call, recorder, secrets, handle, session)
+                return await _failed(exc, running, call, recorder, secrets, handle)
             text = _timed_out_text(call, limit)
             result = ToolResult(
                 tool_call_id=call.id, tool_name=call.name, status="error", error=text
@@ -310,7 +368,7 @@ async def _execute(
             recorder.tool_finished(handle, result=result, error=exc)
             return result, text
         except Exception as exc:
-            return await _failed(exc, ctx, call, recorder, secrets, handle, session)
+            return await _failed(exc, running, call, recorder, secrets, handle)
         content = dump_output(output)
         if isinstance(output, BaseModel):
             output = output.model_dump(mode="json")
@@ -323,17 +381,17 @@ async def _execute(
 
 async def _park(
     park: ParkForSignIn,
-    ctx: ToolContext,
+    running: _Call,
     call: ToolCall,
-    session: SessionLink,
     recorder: Recorder,
     handle: Any,
 ) -> tuple[ToolResult, None]:
     """The call waits for a sign-in: the session keeps it, its chunk goes into the stream
     (before the step's other outputs that finish later), and the call's result is pending."""
-    chunk = await session.park(park)
-    if ctx._write is not None:
-        ctx._write(chunk)
+    assert running.park is not None  # only a run that can park decides to
+    chunk = await running.park(park)
+    if running.ctx.writer is not None:
+        running.ctx.writer(chunk)
     result = ToolResult(tool_call_id=call.id, tool_name=call.name, status="pending")
     recorder.sign_in_required(handle, strategy=park.strategy.name)
     recorder.tool_finished(handle, result=result)
@@ -369,24 +427,24 @@ def _timed_out_text(call: ToolCall, limit: tuple[float | None, float | None]) ->
 
 async def _failed(
     exc: Exception,
-    ctx: ToolContext,
+    running: _Call,
     call: ToolCall,
     recorder: Recorder,
     secrets: frozenset[str],
     handle: Any,
-    session: SessionLink,
 ) -> tuple[ToolResult, str | None]:
     """The error result of a tool that raised, or its park on a sign-in (no content)."""
     # The text goes to the model, the log and telemetry: never with the tool's own context
     # values (its keys), the call's credentials or its tokens in it.
-    hidden = set(secrets) | secret_strings(ctx.context, None)
+    hidden = set(secrets) | secret_strings(running.ctx.context, None)
     error: Exception = exc
-    if ctx._auth is not None:
-        decided = await ctx._auth.settle(exc)
+    tokens = running.tokens
+    if tokens is not None:
+        decided = await tokens.settle(exc)
         if isinstance(decided, ParkForSignIn):
-            return await _park(decided, ctx, call, session, recorder, handle)
+            return await _park(decided, running, call, recorder, handle)
         error = decided if decided is not None else exc
-        hidden |= ctx._auth.secrets
+        hidden |= tokens.secrets
     text = redact(f"Tool {call.name!r} failed: {type(error).__name__}: {error}", hidden)
     result = ToolResult(tool_call_id=call.id, tool_name=call.name, status="error", error=text)
     recorder.tool_finished(handle, result=result, error=error)

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from ..chunks import Chunk, ReasoningDelta, TextDelta
 from ..errors import InvalidRequestError
 
-__all__ = ["StreamTransform", "apply_transforms", "as_transforms", "smooth_stream"]
+__all__ = ["StreamTransform", "aclose_stream", "apply_transforms", "as_transforms", "smooth_stream"]
 
 StreamTransform = Callable[[AsyncIterator[Chunk]], AsyncIterator[Chunk]]
 """``transform(stream)``: an async generator function from chunks to chunks."""
@@ -127,3 +127,10 @@ def _pattern(chunking: Any) -> re.Pattern[str]:
     raise InvalidRequestError(
         f'smooth_stream(chunking=) takes "word", "line" or a regex, not {chunking!r}.'
     )
+
+
+async def aclose_stream(stream: Any) -> None:
+    """Close ``stream`` when it can be closed (a transform's generator)."""
+    close = getattr(stream, "aclose", None)
+    if close is not None:
+        await close()

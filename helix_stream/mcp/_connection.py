@@ -10,6 +10,14 @@ opened it and must not carry that call's span, session or tool context.
 A connection knows when it is gone without a request failing first: the stream of messages
 from the server is watched, and its end (a stdio server that exited, an HTTP transport that
 broke) stops the connection at once, so the next use opens a new one instead of failing.
+
+A connection whose server talks nonsense is reset the same way: a message that is not
+JSON-RPC (a line that is not JSON, a malformed error object) stops it at once — the requests
+in flight fail as error results the model reads ("the call's outcome is unknown"), and the
+next call connects again — and a request that gets no answer within :data:`CALL_TIMEOUT`
+seconds is given up and resets the connection too (a tool's own, shorter ``timeout=`` limit
+cancels it first, without a reset). Without this, the ``mcp`` package would hold such a call
+until a transport timeout, and a wedged server would keep every later call waiting.
 """
 
 from __future__ import annotations
@@ -31,6 +39,8 @@ T = TypeVar("T")
 _CLIENT_NAME = "helix-stream"
 _CLOSE_TIMEOUT = 10.0  # seconds a closing connection may take (stdio: the SDK's grace + kill)
 _MAX_PAGES = 100  # a tools/list that never stops paginating cannot hang the caller
+CALL_TIMEOUT = 30.0
+"""Seconds an MCP request may wait for its answer (the default limit of an MCP tool call)."""
 
 
 class Connection:
@@ -61,6 +71,7 @@ class Connection:
         self._ready: asyncio.Future[None] | None = None
         self._task: asyncio.Task[None] | None = None
         self._retiring = False
+        self._garbled: str | None = None  # why the server's messages could not be read
 
     @property
     def alive(self) -> bool:
@@ -154,7 +165,9 @@ class Connection:
 
         from mcp import Client, Implementation
 
-        streams = _watched(self.transport.open(self.credentials, self.seen), self._stop.set)
+        streams = _watched(
+            self.transport.open(self.credentials, self.seen), self._stop.set, self._garble
+        )
         info = Implementation(name=_CLIENT_NAME, version=version("helix-stream"))
         async with Client(streams, mode=self._protocol, cache=None, client_info=info) as client:
             yield client
@@ -177,10 +190,26 @@ class Connection:
         self.in_flight += 1
         self.seen.status = None
         try:
-            return await send(client)
+            async with asyncio.timeout(CALL_TIMEOUT):
+                return await send(client)
+        except TimeoutError:
+            self._stop.set()  # a server that does not answer may be wedged: start afresh
+            raise ToolProviderError(
+                f"MCP server {self.server!r} did not answer within {CALL_TIMEOUT:g} s; the "
+                "connection was reset and the call's outcome is unknown. The next call "
+                "connects again.",
+                server=self.server,
+            ) from None
         except Exception as exc:
             if getattr(leaf(exc), "code", None) == CONNECTION_CLOSED:
                 self._stop.set()
+            if self._garbled is not None:
+                raise ToolProviderError(
+                    f"MCP server {self.server!r} sent a message that is not valid JSON-RPC "
+                    f"({self._garbled}); the connection was reset and the call's outcome is "
+                    "unknown. The next call connects again.",
+                    server=self.server,
+                ) from leaf(exc)
             raise call_error(
                 exc,
                 server=self.server,
@@ -210,6 +239,12 @@ class Connection:
 
         return await self.request(send)
 
+    def _garble(self, error: Exception) -> None:
+        """The server sent something that is not JSON-RPC: note why, and reset."""
+        if self._garbled is None:
+            self._garbled = type(error).__name__
+        self._stop.set()
+
     def retire(self) -> None:
         """Close once the requests in flight are done (the pool evicted it)."""
         self._retiring = True
@@ -236,19 +271,31 @@ class Connection:
 
 @asynccontextmanager
 async def _watched(
-    transport: AbstractAsyncContextManager[Any], on_end: Callable[[], None]
+    transport: AbstractAsyncContextManager[Any],
+    on_end: Callable[[], None],
+    on_garbage: Callable[[Exception], None],
 ) -> AsyncIterator[tuple[Any, Any]]:
-    """The transport's streams, with the one from the server watched for its end."""
+    """The transport's streams, with the one from the server watched for its end and for
+    what the transport could not read (which it passes on as an exception value)."""
     async with transport as (read, write):
-        yield _WatchedRead(read, on_end), write
+        yield _WatchedRead(read, on_end, on_garbage), write
 
 
 class _WatchedRead:
-    """A read stream that calls ``on_end`` when it ends (the mcp package's ``ReadStream``)."""
+    """A read stream that calls ``on_end`` when it ends and ``on_garbage`` with a message it
+    could not read (the mcp package's ``ReadStream``)."""
 
-    def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
+    def __init__(
+        self, inner: Any, on_end: Callable[[], None], on_garbage: Callable[[Exception], None]
+    ) -> None:
         self._inner = inner
         self._on_end = on_end
+        self._on_garbage = on_garbage
+
+    def _seen(self, message: Any) -> Any:
+        if isinstance(message, Exception):
+            self._on_garbage(message)
+        return message
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)  # e.g. the context stream's ``last_context``
@@ -257,7 +304,7 @@ class _WatchedRead:
         import anyio
 
         try:
-            return await self._inner.receive()
+            return self._seen(await self._inner.receive())
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             self._on_end()
             raise
@@ -272,7 +319,7 @@ class _WatchedRead:
         import anyio
 
         try:
-            return await self._inner.__anext__()
+            return self._seen(await self._inner.__anext__())
         except (StopAsyncIteration, anyio.ClosedResourceError):
             self._on_end()
             raise

@@ -33,6 +33,9 @@ def leaf(exc: BaseException) -> BaseException:
 
 
 def _text(exc: BaseException, secrets: Iterable[str]) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        # Without the file name an OSError carries: a server path is no client's business.
+        return exc.strerror
     message = str(getattr(exc, "message", None) or exc) or type(exc).__name__
     return redact(message, {s for s in secrets if len(s) >= 4})
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from .._tool_source import SourcedTools, ToolRequest
 from ..errors import (
     FrameworkNotSupportedError,
     InvalidRequestError,
@@ -34,7 +35,7 @@ from ._credentials import NO_CREDENTIALS, Credentials, credentials_of, request_s
 from ._names import check_server_name
 from ._offer import MCPOffer, make_offer
 from ._pool import Pool
-from ._tool import ApprovalRule, build_tool, check_approval_rule, needs_approval
+from ._tool import ApprovalRule, CheckFn, build_tool, check_approval_rule, needs_approval
 from ._transport import HttpTransport, StdioTransport, Transport
 
 if TYPE_CHECKING:
@@ -333,7 +334,41 @@ class MCPServer:
             current = offer
         offer = offer or current
         gone = offer.unavailable(spec.remote_name for spec in current.tools)
-        tools = [
+        return offer, self._built(offer, gone)
+
+    async def get_tools(self, request: ToolRequest) -> SourcedTools:
+        """The server as a tool source (``helix_stream/_tool_source.py``), once per turn.
+
+        With the session's stored offer, its tools are built from the offer without listing
+        the server: a tool the server has since removed is answered ``tool_unavailable`` when
+        it is called (the call lists the server first, and sends nothing when the tool is
+        gone). Without one, the server is listed — with the caller's token, for a server with
+        an auth strategy — and the new offer is returned for the session to store.
+
+        Raises:
+            ToolProviderError: without an offer, the server cannot be used.
+            ToolProviderAuthError: the server refused the credentials.
+        """
+        if request.offer is not None:
+            offer = MCPOffer.decode(request.offer)
+            return SourcedTools(tools=tuple(self._built(offer, (), check=self._still_lists)))
+        if self.auth is None:
+            offer = await self.offer(context=request.context)
+        else:
+            offer = await with_listing_token(
+                self.auth,
+                lambda token: self.offer(context=request.context, token=token),
+                server=self.name,
+                session=request.session,
+                settings=request.auth,
+            )
+        return SourcedTools(tools=tuple(self._built(offer, ())), offer=offer.encode())
+
+    def _built(
+        self, offer: MCPOffer, gone: Collection[str], check: CheckFn | None = None
+    ) -> list[Tool]:
+        """The tools of ``offer`` (those in ``gone``: offered, not available)."""
+        return [
             build_tool(
                 spec,
                 server=self.name,
@@ -342,10 +377,16 @@ class MCPServer:
                 approval=needs_approval(self._approval, spec),
                 available=spec.name not in gone,
                 auth=self.auth,
+                check=check,
             )
             for spec in offer.tools
         ]
-        return offer, tools
+
+    async def _still_lists(self, remote: str, context: Any, token: Token | None) -> bool:
+        """Whether the server still lists the tool ``remote`` (for a call of a tool built from
+        a stored offer)."""
+        listed = await self._list(with_token(credentials_of(context), token))
+        return any(str(raw.get("name")) == remote for raw in listed)
 
     def _credentials(self, context: Mapping[str, Any] | None) -> Credentials:
         if context is None:

@@ -15,11 +15,11 @@ from typing import Any
 
 from .._json_schema import JsonSchemaInput, json_schema_model
 from ..errors import InvalidRequestError, ToolProviderAuthError, ToolProviderError
-from ..tools import Tool, ToolContext
+from ..tools import Tool, ToolContext, ToolUnavailable
 from ._offer import MCPToolSpec
 from ._results import tool_output
 
-__all__ = ["ApprovalRule", "CallFn", "build_tool", "needs_approval"]
+__all__ = ["ApprovalRule", "CallFn", "CheckFn", "build_tool", "needs_approval"]
 
 ApprovalRule = bool | Collection[str] | Callable[[MCPToolSpec], bool]
 """``needs_approval=``: every tool or none, the tools named (by their name on the server or
@@ -27,6 +27,9 @@ the offered one), or a predicate of the offered tool."""
 
 CallFn = Callable[[str, dict[str, Any], Any, Any], Awaitable[Any]]
 """``call(remote_name, arguments, context, token)``: send ``tools/call``, return its result."""
+
+CheckFn = Callable[[str, Any, Any], Awaitable[bool]]
+"""``check(remote_name, context, token)``: whether the server still lists the tool."""
 
 
 def needs_approval(rule: ApprovalRule, spec: MCPToolSpec) -> bool:
@@ -64,8 +67,10 @@ def build_tool(
     approval: bool,
     available: bool,
     auth: Any = None,
+    check: CheckFn | None = None,
 ) -> Tool:
-    """The tool for ``spec``.
+    """The tool for ``spec`` (``check``: asked before each call, which it answers
+    ``tool_unavailable`` when the server no longer lists the tool).
 
     Raises:
         ToolProviderError: the server gave it an input schema that is not a valid one.
@@ -84,6 +89,8 @@ def build_tool(
         # A server with an auth strategy: the token as any tool with auth= gets it (a sign-in
         # the turn waits for, the step's cache, the token store); it rides as a credential.
         token = await ctx.get_token() if auth is not None else None
+        if check is not None and not await check(remote, ctx.context, token):
+            raise ToolUnavailable(remote)
         try:
             return tool_output(await call(remote, input.root, ctx.context, token))
         except ToolProviderAuthError:

@@ -6,8 +6,9 @@ server's own, per-request environment variables over the server's ``env``). What
 server answers about the connection (its ``Mcp-Session-Id``, the status and challenge of a
 refusal) is noted on a :class:`Seen` for telemetry and for the error a refusal becomes.
 
-``describe()`` is what an error message may say about the transport: the command without its
-arguments, the URL without user info or query (either may hold a secret).
+``describe()`` is what an error message may say about the transport: the command's name without
+its folder or arguments, the URL without user info or query (either may hold a secret, and an
+error text may reach an HTTP client, which must not learn the server's paths).
 """
 
 from __future__ import annotations
@@ -93,7 +94,9 @@ class StdioTransport:
     url: None = None
 
     def describe(self) -> str:
-        return f"the command {self.command!r}"
+        # The program's name only: its folder is the server's own business, and an error
+        # text may reach an HTTP client (the app's log has the rest).
+        return f"the command {os.path.basename(self.command)!r}"
 
     def open(self, credentials: Credentials, seen: Seen) -> AbstractAsyncContextManager[Any]:
         from mcp import StdioServerParameters

@@ -5,7 +5,10 @@
 - :func:`workspace_parts` / :func:`resolve_within`: the one rule for logical ``/workspace``
   paths (``_paths``);
 - :class:`LocalSandbox`: directories on this machine, for development and trusted code — not
-  isolation (``_local``, commands run by ``_process``);
+  file system or network isolation (``_local``; commands started by ``_process`` in the
+  namespaces ``_confine`` chooses: the server's ``/proc`` is out of their sight);
+- :class:`BubblewrapSandbox`: the same directories, each command confined by bubblewrap to its
+  workspace, without network (``_bubblewrap``);
 - :class:`Skill` / :func:`skills_from_dir`: agentskills.io skills (``_skills``);
 - :class:`SkillSet`: an agent's skill index, its ``load_skill`` tool, the layout in a sandbox and
   the ``get_skill`` handles (``_skill_set``).
@@ -15,6 +18,7 @@ Nothing here imports litellm; PyYAML is imported only when skills are read from 
 
 from __future__ import annotations
 
+from ._bubblewrap import BubblewrapSandbox
 from ._local import DEFAULT_PATH, LocalSandbox, LocalSandboxSession
 from ._paths import WORKSPACE, resolve_within, workspace_parts, workspace_path
 from ._protocol import Sandbox, SandboxProvider, SandboxResult
@@ -27,6 +31,7 @@ __all__ = [
     "SKILLS_DIR",
     "SKILL_FILE",
     "WORKSPACE",
+    "BubblewrapSandbox",
     "LocalSandbox",
     "LocalSandboxSession",
     "Sandbox",

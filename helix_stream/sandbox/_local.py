@@ -25,7 +25,7 @@ import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from ..errors import (
     InvalidRequestError,
@@ -33,6 +33,7 @@ from ..errors import (
     SandboxNotFoundError,
     SandboxPathError,
 )
+from ._confine import confinement, launch
 from ._paths import WORKSPACE, resolve_within, workspace_path
 from ._process import run_shell
 from ._protocol import SandboxResult
@@ -66,16 +67,20 @@ def _check_env(env: Mapping[str, str], where: str) -> None:
 class LocalSandbox:
     """A sandbox provider that gives each (session, agent) a directory under ``root_dir``.
 
-    **This is not isolation.** Commands run as this process's user, on this machine, with its
-    network and its file system: a command can read or change anything that user can. Use it
-    for development and for code you trust; for anything else plug in a provider backed by a
-    container or a microVM service (the README shows one).
+    **This is not file system or network isolation.** Commands run as this process's user, on
+    this machine, with its network and its file system: a command can read or change any file
+    that user can. Use it for development and for code you trust; for anything else use
+    :class:`~helix_stream.BubblewrapSandbox` or a provider backed by a container or a microVM
+    service (the README shows one).
 
     What it does guarantee: file access through the sandbox stays inside ``/workspace``
     (``..``, absolute paths elsewhere and symbolic links out are refused); commands get a
     minimal environment (``PATH``, ``HOME``, ``TMPDIR``, ``LANG`` and what you pass in
-    ``env``), never this process's (no API key leaks into a command); their output is capped;
-    they time out; and cancelling a command kills its whole process group.
+    ``env``), never this process's (no API key leaks into a command); on Linux they run in a
+    PID namespace of their own (and user and mount ones where the machine allows), so they
+    cannot read this process's environment or memory through ``/proc``, with the sandbox's
+    directory mounted at ``/workspace`` when bubblewrap is installed; their output is capped;
+    they time out; and cancelling a command kills all it started.
 
     Example::
 
@@ -87,6 +92,8 @@ class LocalSandbox:
         timeout: Seconds a command may run unless ``run(timeout=)`` says otherwise.
         max_output_bytes: How much of stdout, and of stderr, a result keeps.
         description: What ``sandbox.description`` tells the model (a default otherwise).
+        namespaces: Run commands in namespaces of their own where the machine can (default);
+            ``False``: on the host, as any process of this user (README, "Sandboxes and skills").
     """
 
     root_dir: str | os.PathLike[str]
@@ -95,6 +102,8 @@ class LocalSandbox:
     timeout: float = 60.0
     max_output_bytes: int = 1_000_000
     description: str | None = None
+    namespaces: bool = True
+    _isolated: ClassVar[bool] = False  # BubblewrapSandbox: only /workspace, no network
 
     def __post_init__(self) -> None:
         _check_env(self.env, "LocalSandbox(env=)")
@@ -151,8 +160,7 @@ class LocalSandbox:
             **self.env,
         }
         description = self.description or (
-            f"A local shell (/bin/sh) on {os.uname().sysname}. Commands start in the "
-            f"workspace ({WORKSPACE} in file paths); use paths relative to it. Output over "
+            f"{self._kind()} Commands start in the workspace ({WORKSPACE}). Output over "
             f"{self.max_output_bytes} bytes is cut; a command is killed after "
             f"{self.timeout:g} s."
         )
@@ -164,7 +172,16 @@ class LocalSandbox:
             env=env,
             timeout=self.timeout,
             max_output_bytes=self.max_output_bytes,
+            namespaces=self.namespaces or self._isolated,
+            isolated=self._isolated,
         )
+
+    def _kind(self) -> str:
+        """The first sentence of the default description: what a command runs in."""
+        sysname = os.uname().sysname
+        if self.namespaces and confinement() == "bubblewrap":
+            return f"A shell (/bin/sh) on {sysname}, the workspace mounted at {WORKSPACE}."
+        return f"A local shell (/bin/sh) on {sysname}; use paths relative to the workspace."
 
 
 @dataclass(slots=True, kw_only=True)
@@ -184,6 +201,8 @@ class LocalSandboxSession:
     env: dict[str, str]
     timeout: float
     max_output_bytes: int
+    namespaces: bool = True
+    isolated: bool = False
     _closed: bool = False
     _running: set[asyncio.Future[SandboxResult]] = field(default_factory=set)
 
@@ -219,12 +238,18 @@ class LocalSandboxSession:
         if not (isinstance(limit, int | float) and limit > 0 and math.isfinite(limit)):
             raise InvalidRequestError("run(timeout=) must be a positive number of seconds")
         cwd = self._directory(working_directory or WORKSPACE)
+        env = {**self.env, **(env or {})}
+        start = (
+            launch(command, workspace=self.workspace, cwd=cwd, env=env, isolated=self.isolated)
+            if self.namespaces
+            else None
+        )
         # Its own task, so that close() can stop the command without cancelling the tool.
         command_task = asyncio.ensure_future(
             run_shell(
-                command,
+                start.argv if start else ["/bin/sh", "-c", command],
                 cwd=cwd,
-                env={**self.env, **(env or {})},
+                env=start.env if start else env,
                 timeout=float(limit),
                 cap=self.max_output_bytes,
             )

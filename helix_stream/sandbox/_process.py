@@ -1,7 +1,8 @@
-"""Running one shell command as a local process: its environment, output cap, timeout and end.
+"""Running one sandbox command as a local process: its environment, output cap, timeout and end.
 
-- The command runs as ``/bin/sh -c <command>`` in a new session, so the shell and everything
-  it starts share one process group, and ending the group ends them all.
+- The command (``/bin/sh -c <command>``, inside the namespaces ``_confine`` chose) runs in a
+  new session, so everything it starts shares one process group, and ending the group ends
+  them all (and with them a namespace's processes, which die with its first one).
 - The environment is exactly what the caller passes: nothing of the app's own environment
   (API keys, tokens) is inherited.
 - stdout and stderr are each kept up to ``cap`` bytes; what comes after is read and dropped
@@ -9,7 +10,8 @@
 - When the shell exits, what it left running in its group is killed: a command's background
   processes end with it. On timeout or cancellation the whole group is killed at once.
 
-A process that leaves the group itself (``setsid``) is out of reach: this is not isolation.
+On the host (no namespaces), a process that leaves the group itself (``setsid``) is out of
+reach.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import codecs
 import contextlib
 import os
 import signal
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ..errors import SandboxTimeoutError
 from ._protocol import SandboxResult
@@ -81,9 +83,9 @@ async def _finish_reading(readers: list[asyncio.Task[None]]) -> None:
 
 
 async def run_shell(
-    command: str, *, cwd: str, env: Mapping[str, str], timeout: float, cap: int
+    argv: Sequence[str], *, cwd: str, env: Mapping[str, str], timeout: float, cap: int
 ) -> SandboxResult:
-    """Run ``command`` with ``/bin/sh -c`` in ``cwd`` with exactly ``env``.
+    """Run ``argv`` (a ``/bin/sh -c`` line, maybe in namespaces) in ``cwd`` with exactly ``env``.
 
     Raises:
         SandboxTimeoutError: it ran past ``timeout`` seconds (the group was killed).
@@ -92,9 +94,7 @@ async def run_shell(
     loop = asyncio.get_running_loop()
     transport, protocol = await loop.subprocess_exec(
         lambda: _Protocol(loop),
-        "/bin/sh",
-        "-c",
-        command,
+        *argv,
         cwd=cwd,
         env=dict(env),
         stdin=asyncio.subprocess.DEVNULL,

@@ -13,24 +13,19 @@ skills (sorted by name), computed once:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import SandboxFileNotFoundError, SandboxPathError, SkillError, SkillNotFoundError
+from .._tool_source import SourcedTools, ToolRequest
 from ..tools import Tool, ToolContext
-from ._paths import WORKSPACE
+from ._handle import SKILLS_DIR, SandboxSource, SkillFile, SkillHandle, unknown_skill
 from ._protocol import Sandbox
-from ._skills import SKILL_FILE, Skill, check_skills, skill_file_path
+from ._skills import Skill, check_skills
 
 __all__ = ["LOAD_SKILL_TOOL", "SKILLS_DIR", "SkillFile", "SkillHandle", "SkillSet"]
 
 LOAD_SKILL_TOOL = "load_skill"
-SKILLS_DIR = f"{WORKSPACE}/skills"
-
-# What a handle reads through: a sandbox, or how to get one (``ctx.get_sandbox``), or none.
-SandboxSource = Sandbox | Callable[[], Awaitable[Sandbox]] | None
 
 
 class LoadSkillInput(BaseModel):
@@ -46,84 +41,6 @@ class LoadSkillInput(BaseModel):
     )
 
 
-@dataclass(frozen=True, slots=True)
-class SkillFile:
-    """One file of a skill, read when asked (``await handle.file(p).text()``).
-
-    Attributes:
-        skill: The skill's name.
-        path: The file's path in the skill's folder (``SKILL.md`` is the skill itself).
-    """
-
-    skill: str
-    path: str
-    _skills: Mapping[str, Skill] = field(repr=False)
-    _sandbox: SandboxSource = field(repr=False)
-
-    async def bytes(self) -> bytes:
-        """The file's bytes: from the sandbox when there is one, else from the skill.
-
-        Raises:
-            SkillNotFoundError: there is no such skill, or it has no such file.
-        """
-        clean = skill_file_path(self.path)
-        if self.skill not in self._skills or clean is None:
-            raise self._missing()
-        if self._sandbox is None:
-            data = self._skills[self.skill].read(clean)
-            if data is None:
-                raise self._missing()
-            return data
-        sandbox = self._sandbox if isinstance(self._sandbox, Sandbox) else await self._sandbox()
-        try:
-            return await sandbox.read_file(f"{SKILLS_DIR}/{self.skill}/{clean}")
-        except (SandboxFileNotFoundError, SandboxPathError) as exc:
-            # Gone from the sandbox's copy, a folder now, or a link out: no such file.
-            raise self._missing() from exc
-
-    async def text(self) -> str:
-        """The file as UTF-8 text.
-
-        Raises:
-            SkillNotFoundError: there is no such skill, or it has no such file.
-            SkillError: the file is not UTF-8 text.
-        """
-        data = await self.bytes()
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise SkillError(
-                f"File {self.path!r} of skill {self.skill!r} is not UTF-8 text ({len(data)} "
-                "bytes): read it with .bytes()"
-            ) from None
-
-    def _missing(self) -> SkillNotFoundError:
-        if self.skill not in self._skills:
-            return _unknown_skill(self.skill, self._skills)
-        files = ", ".join([SKILL_FILE, *self._skills[self.skill].files])
-        return SkillNotFoundError(
-            f"Skill {self.skill!r} has no file {self.path!r}; its files are: {files}."
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class SkillHandle:
-    """A skill by name, as ``ctx.get_skill(name)`` returns it. Making one checks nothing: an
-    unknown skill shows up when a file is read (:class:`~helix_stream.errors.SkillNotFoundError`).
-
-    Attributes:
-        name: The skill's name.
-    """
-
-    name: str
-    _skills: Mapping[str, Skill] = field(repr=False)
-    _sandbox: SandboxSource = field(repr=False)
-
-    def file(self, path: str) -> SkillFile:
-        """One of the skill's files (``"SKILL.md"`` for the skill itself)."""
-        return SkillFile(self.name, path, self._skills, self._sandbox)
-
-
 class SkillSet:
     """An agent's skills, sorted by name, and what the agent does with them.
 
@@ -136,6 +53,8 @@ class SkillSet:
 
     __slots__ = ("_by_name", "skills", "tool")
 
+    name = ""  # as a tool source: no tools_context entry, no stored offer
+
     def __init__(self, skills: Sequence[Skill]) -> None:
         self.skills: tuple[Skill, ...] = check_skills(skills)
         self._by_name: dict[str, Skill] = {skill.name: skill for skill in self.skills}
@@ -146,6 +65,10 @@ class SkillSet:
             input_schema=LoadSkillInput,
             execute=self._load,
         )
+
+    async def get_tools(self, request: ToolRequest) -> SourcedTools:
+        """The skills as a tool source (``helix_stream/_tool_source.py``): ``load_skill``."""
+        return SourcedTools(tools=(self.tool,) if self.skills else ())
 
     def index(self, *, sandbox: bool = False) -> str:
         """The skill index for the system prompt (``""`` without skills).
@@ -190,7 +113,7 @@ class SkillSet:
         # the same call returns the same text, with or without a sandbox.
         skill = self._by_name.get(input.name)
         if skill is None:
-            raise _unknown_skill(input.name, self._by_name)
+            raise unknown_skill(input.name, self._by_name)
         if input.path is not None:
             return await self.handle(input.name).file(input.path).text()
         if not skill.files:
@@ -199,8 +122,3 @@ class SkillSet:
         return (
             f"{skill.content}\n\nFiles of this skill ({LOAD_SKILL_TOOL} with path=...):\n{listing}"
         )
-
-
-def _unknown_skill(name: str, skills: Mapping[str, Skill]) -> SkillNotFoundError:
-    known = ", ".join(skills) or "(none)"
-    return SkillNotFoundError(f"No skill named {name!r}; the skills are: {known}.")

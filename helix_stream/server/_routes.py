@@ -41,6 +41,7 @@ from ._streams import StreamRegistry
 from ._turns import RunningTurns, StopElsewhere
 
 __all__ = [
+    "NO_ANSWER_BOUND",
     "SERVER_TIMEOUT",
     "Authenticate",
     "Authorize",
@@ -57,12 +58,18 @@ INTERNAL_ERROR = {"error": {"code": "internal_error", "message": "An internal er
 DETACHED_TIMEOUT = 600.0
 """Default seconds a turn whose client went away runs on (``on_disconnect="continue"``)."""
 
-SERVER_TIMEOUT = Timeout(first_chunk=120.0, chunk=30.0)
-"""The chat server's default limits of every turn (README, "Timeouts"). ``first_chunk``: two
-minutes, for a reasoning model that thinks before its first token (OpenAI's o-series at high
-effort, long extended thinking); ``chunk``: half a minute of silence once output has started,
-far past any live stream's pause (providers that keep a connection alive send pings, not
-silence), so a dead stream is noticed and the chat is not held open."""
+SERVER_TIMEOUT = Timeout(first_chunk=35.0, chunk=30.0)
+"""The chat server's default limits of every turn (README, "Timeouts"). ``first_chunk``: 35 s
+per attempt, so that a provider that sends no content (no first byte, headers then silence,
+pings only, a trickle) ends the chat within two minutes in all — 3 attempts (the default
+``max_retries=2``) x 35 s + at most 6 s of backoff = 111 s — with a ``data-retry`` part at
+each retry saying the model has not answered yet (a reasoning model that thinks longer before
+its first token needs the agent's ``timeout=``); ``chunk``: half a minute of silence once
+output has started, far past any live stream's pause (providers that keep a connection alive
+send pings, not silence), so a dead stream is noticed and the chat is not held open."""
+
+NO_ANSWER_BOUND = 120.0
+"""Seconds within which the server's defaults end a chat whose provider sends no content."""
 
 # Keys of executor.run() that the chat route sets itself; run_options may not override them.
 _RESERVED_RUN_OPTIONS = frozenset(

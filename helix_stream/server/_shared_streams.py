@@ -35,17 +35,17 @@ logger = logging.getLogger("helix_stream.server")
 
 UIChunk = Mapping[str, Any]
 
-# How a follower's stream ends when the turn it follows lost its process (its lease expired):
-# the client's message keeps what it was shown — what the next chat stores as the interrupted
-# answer — and says why it stopped.
-_DEAD_TURN_END: tuple[Mapping[str, Any] | bytes, ...] = (
+# How a follower's stream ends when the turn it follows will send nothing more and never sent
+# its end (its process died: its lease expired, or a new turn took the session over): the
+# client's message keeps what it was shown — what the next chat stores as the interrupted
+# answer — and says why it stopped, instead of looking complete. (The response adds [DONE].)
+_DEAD_TURN_END: tuple[Mapping[str, Any], ...] = (
     {
         "type": "error",
         "errorText": "The server running this answer stopped before it finished; send a new "
         "message to go on.",
     },
     {"type": "finish", "finishReason": "error"},
-    b"data: [DONE]\n\n",
 )
 
 
@@ -121,7 +121,7 @@ class SharedStreamRegistry:
         self._followers.setdefault(stream_id, set()).add(grew)
         self._listen()
         try:
-            seq, finished, quiet, dead = 0, False, False, False
+            seq, finished, quiet = 0, False, False
             while True:
                 for seq, events in batches:  # noqa: B007  (the last one read is where to go on)
                     yield events.encode()
@@ -130,8 +130,8 @@ class SharedStreamRegistry:
                 # Cleared before the read: a batch published after it still wakes the wait.
                 grew.clear()
                 update = await self.log.read(session_id, seq, stream_id)
-                if update.stream_id is None:  # a newer turn's stream replaced it
-                    return
+                if update.stream_id is None:  # a newer turn's stream replaced it, unfinished
+                    break
                 batches, finished = update.batches, update.finished
                 if batches or finished:
                     quiet = False
@@ -143,12 +143,11 @@ class SharedStreamRegistry:
                     # unfinished stream: once its session stops running (or its lease
                     # expired) and a further poll brings nothing, nothing will come.
                     if quiet:
-                        if dead:
-                            for chunk in _DEAD_TURN_END:
-                                yield encode_sse_bytes(chunk)
-                        return
-                    state = await self._state(session_id)
-                    quiet, dead = state != "running", state == "dead"
+                        break
+                    quiet = await self._state(session_id) != "running"
+            if seq:  # a message was begun: end it as failed, never as if it were complete
+                for chunk in _DEAD_TURN_END:
+                    yield encode_sse_bytes(chunk)
         finally:
             followers = self._followers.get(stream_id, set())
             followers.discard(grew)

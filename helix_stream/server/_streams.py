@@ -17,6 +17,7 @@ processes behind a load balancer each see only their own streams.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any
 
@@ -31,6 +32,28 @@ MAX_BYTES = 64 * 1024 * 1024
 """Default bound of all resumable streams together: 64 MiB."""
 MAX_STREAM_BYTES = 4 * 1024 * 1024
 """Default bound of one resumable stream: 4 MiB (a 2,000-word answer is about 130 KiB)."""
+
+# How a follower's stream ends when what it follows ends without its own end (it became too
+# large to keep, or the turn's stream was closed mid-way): as failed, never as if complete.
+_CUT_SHORT = (
+    encode_sse_bytes(
+        {
+            "type": "error",
+            "errorText": "This answer can no longer be followed here; reload the chat to see "
+            "what was kept.",
+        }
+    ),
+    encode_sse_bytes({"type": "finish", "finishReason": "error"}),
+)
+_ENDS = frozenset({"finish", "abort"})
+
+
+def _ended(event: bytes) -> bool:
+    """Whether ``event`` (``data: <json>``) ends a UI message stream."""
+    try:
+        return json.loads(event[6:]).get("type") in _ENDS
+    except (ValueError, AttributeError):
+        return False
 
 
 class ActiveStream:
@@ -59,17 +82,23 @@ class ActiveStream:
                 waiter.set_result(None)
 
     async def follow(self) -> AsyncGenerator[bytes, None]:
-        """Every event so far, then each new one as it is sent, until the stream ends."""
-        position = 0
+        """Every event so far, then each new one as it is sent, until the stream ends.
+
+        A stream that ends without its own end (``finish``, ``abort``) — too large to keep,
+        or closed mid-way — ends the follower's with an ``error`` and a ``finish``."""
+        position, last = 0, b""
         while True:
-            if self.overflowed:
+            if self.overflowed or (self.done and position >= len(self.events)):
+                if position and not _ended(last):
+                    for event in _CUT_SHORT:
+                        yield event
                 return
             while position < len(self.events):
-                event = self.events[position]
+                last = self.events[position]
                 position += 1
-                yield event
-            if self.done:
-                return
+                yield last
+            if self.done or self.overflowed:
+                continue  # ended meanwhile: nothing will wake a wait
             waiter = asyncio.get_running_loop().create_future()
             self._waiters.append(waiter)
             await waiter

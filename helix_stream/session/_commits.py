@@ -5,7 +5,7 @@ step_context hook's rows and the memory row; :meth:`Commits.commit` writes them 
 everything queued for the session — and, for the turn's first call, its opening write: the
 user's message, the results of the calls a paused turn left, the turn's bookkeeping, the
 claim — in one transaction, and returns what the loop appends
-(:class:`~helix_stream.loop._config.StepCommit`).
+(:class:`~helix_stream.loop._env.StepCommit`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 from ..chunks import Chunk, ContextRowChunk
 from ..context import ContextPass, ContextRow, Gathered
 from ..errors import SessionBusyError
-from ..loop._config import StepCommit
+from ..loop._env import StepCommit
 from ..state import SessionScope, bind_scope
 from ..store import LogRecord, SessionStatus, TurnWrite
 from ._lease import TurnWriter

@@ -27,7 +27,7 @@ from ..context import (
 )
 from ..errors import InvalidRequestError, StateError
 from ..loop import StreamTextResult, has_tool_call, step_count_is
-from ..loop._setup import LoopCall, RunSetup, setup_run
+from ..loop._setup import LoopCall, RunCheck, check_run, setup_run
 from ..state import ParentInfo
 from ..store import LogRecord, MemoryStore, Store
 from ..tools import FINISH_TOOL_NAME
@@ -450,12 +450,12 @@ def _check_identity(initiator: Any) -> None:
         ) from None
 
 
-def _checked(call: LoopCall, options: LoopOptions, *, servers: bool) -> RunSetup:
-    """``setup_run`` now; for an agent with MCP servers, its telemetry filter is checked at
-    the turn, once their tools are known (``session/_mcp.py``)."""
+def _checked(call: LoopCall, options: LoopOptions, *, servers: bool) -> RunCheck:
+    """The run checked now, and set up now unless the agent has MCP servers: then its one
+    setup is at the turn, with the servers' tools (``session/_mcp.py``)."""
     if not servers:
         return setup_run(call, options)
-    return replace(setup_run(call, replace(options, telemetry=None)), options=options)
+    return check_run(call, options)
 
 
 def _agent_call(agent: Agent, session_id: str) -> LoopCall:

@@ -24,9 +24,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from .._tool_source import ToolRequest, resolve_sources
 from ..auth._cache import DEFAULT_AUTH, AuthSettings
 from ..errors import InvalidRequestError, SessionNotFoundError, ToolContextError
-from ..loop._setup import setup_run
+from ..loop._setup import RunSetup, finish_setup
 from ..state import AuthInfo, ParentInfo, SessionInfo, TurnInfo
 from ..store import Snapshot, Store
 from ._commits import RUNNABLE
@@ -35,8 +36,7 @@ from ._meta import offers_patch, stored_offers
 if TYPE_CHECKING:
     from ..agent import Agent
     from ..auth import TokenStore
-    from ..mcp import MCPOffer, MCPServer
-    from ..tools import Tool
+    from ..mcp import MCPServer
     from ._open import TurnRequest
 
 __all__ = ["SessionServers", "server_tools"]
@@ -45,71 +45,51 @@ __all__ = ["SessionServers", "server_tools"]
 async def server_tools(
     request: TurnRequest, snapshot: Snapshot
 ) -> tuple[TurnRequest, dict[str, Any]]:
-    """The turn's request with its agent's MCP tools merged in (where each server stands in
-    ``Agent.tools``), and the meta patch of the offers this turn takes (a server the session
-    has no offer of yet). Writes nothing.
+    """The turn's request set up with its agent's tools, asked of each tool source once
+    (``helix_stream/_tool_source.py``: an MCP server with a stored offer builds its tools from
+    it without listing), and the meta patch of the offers this turn takes (a server the
+    session has no offer of yet). Writes nothing. An agent without MCP servers was set up
+    when its run was checked (``Executor.run``).
 
     Raises:
         ToolProviderError: a server the session has no offer of cannot be used.
         ToolProviderAuthError: a server refused the credentials.
         ToolContextError: a server's ``tools_context`` entry is missing or invalid.
     """
-    agent, setup, session = request.agent, request.setup, snapshot.session
-    if not agent.servers:
+    agent, check, session = request.agent, request.setup, snapshot.session
+    if isinstance(check, RunSetup):
         return request, {}
     if (session is None and request.message is None) or (
-        session is not None and session.status not in RUNNABLE
+        session is not None and session.status not in RUNNABLE and not session.lease_expired()
     ):
         return request, {}  # refused anyway (no session, or a busy one): no listing for it
-    from ..mcp import MCPOffer
-
-    stored = stored_offers(session.meta) if session is not None else {}
-    caller = _caller(request.session_id, request.auth, request.parent)
-    taken: dict[str, str | None] = {}
-    served: dict[str, list[Tool]] = {}
     for server in agent.servers:
-        text = stored.get(server.name)
-        offer = MCPOffer.decode(text) if text is not None else None
-        context = setup.tools_context.get(server.name)
-        if context is None and server.context_schema is not None:
+        if server.name not in check.tools_context and server.context_schema is not None:
             raise ToolContextError(  # before anything is sent, as for any tool's context
                 f"MCP server {server.name!r} takes per-request credentials, and tools_context "
                 f"has no {server.name!r} entry. Pass tools_context={{{server.name!r}: {{...}}}}."
             )
-        settings = _listing_auth(request)
-        kept, tools = await _offered(server, offer, context, caller, settings)
-        if offer is None:
-            taken[server.name] = kept.encode()
-        served[server.name] = tools
+    tools, taken = await resolve_sources(
+        agent.tool_sources,
+        check.tools_context,
+        stored_offers(session.meta) if session is not None else {},
+        session=_caller(request.session_id, request.auth, request.parent),
+        auth=_listing_auth(request),
+    )
     try:
-        call = replace(setup.call, tools=agent.tools_with(served))
+        resolved = agent.tools_of(tools)
     except ValueError as exc:  # an MCP tool named like another tool of the agent
         raise InvalidRequestError(
             f"agent {agent.name!r}: {exc}; give the MCP server a prefix= of its own"
         ) from None
-    # Checked again with the servers' tools: their contexts, and a telemetry filter naming them.
-    return replace(request, setup=setup_run(call, setup.options)), offers_patch(taken)
+    # The run's one setup: the servers' contexts, and a telemetry filter naming their tools.
+    return replace(request, setup=finish_setup(check, resolved)), offers_patch(taken)
 
 
-async def _offered(
-    server: MCPServer,
-    offer: MCPOffer | None,
-    context: Any,
-    caller: SessionInfo,
-    settings: AuthSettings,
-) -> tuple[MCPOffer, list[Tool]]:
-    """``server.offered(offer, ...)``, with its caller's token for a server with auth."""
-    if server.auth is None:
-        return await server.offered(offer, context=context)
-    from ..mcp._auth import with_listing_token
+def _names(offer: str | None) -> tuple[str, ...]:
+    from ..mcp import MCPOffer
 
-    return await with_listing_token(
-        server.auth,
-        lambda token: server.offered(offer, context=context, token=token),
-        server=server.name,
-        session=caller,
-        settings=settings,
-    )
+    return MCPOffer.decode(offer).names() if offer is not None else ()
 
 
 def _listing_auth(request: TurnRequest) -> AuthSettings:
@@ -184,14 +164,13 @@ class SessionServers:
         contexts = dict(tools_context or {})
         settings = AuthSettings(token_store=self.token_store, identify=self.identify)
         caller = _caller(session_id, auth, None)
-        offers = {}
+        offers: dict[str, str | None] = {}
         for server in servers:  # every list read before anything is written
-            offer, _ = await _offered(server, None, contexts.get(server.name), caller, settings)
-            offers[server.name] = offer
+            request = ToolRequest(context=contexts.get(server.name), session=caller, auth=settings)
+            offers[server.name] = (await server.get_tools(request)).offer
         if offers:
-            patch = offers_patch({name: offer.encode() for name, offer in offers.items()})
-            await self.store.update_session_meta(session_id, patch)
-        return {name: offer.names() for name, offer in offers.items()}
+            await self.store.update_session_meta(session_id, offers_patch(offers))
+        return {name: _names(offer) for name, offer in offers.items()}
 
     def _known(self, stored: Mapping[str, str]) -> list[MCPServer]:
         by_name = {server.name: server for server in self._servers.values()}

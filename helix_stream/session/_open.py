@@ -6,7 +6,8 @@ running, a call still waiting for its answer), and claims the session: a compare
 ``running`` that creates it on first use, under the turn's lease (:mod:`._lease`). A session
 left ``running`` by a turn whose lease expired (its process died) is taken over: the claim
 recovers it as ``resume()`` does — what was committed stays, and a user message the dead turn
-never answered gets an empty answer marked interrupted, so the log still alternates — and the
+never answered gets an answer marked interrupted (what the dead turn streamed, :mod:`._said`),
+so the log still alternates — and the
 store's planner lets exactly one of two racing claims win. A plain turn claims with its first
 commit (the user's message and the first context pass, one write); a turn that settles a
 paused one's calls claims alone, since the approved calls run before its first commit. It
@@ -24,8 +25,8 @@ from .._messages import message_text
 from ..context import ContextPass
 from ..errors import HelixError, InvalidRequestError, SessionNotFoundError
 from ..hooks import AgentInfo, ChannelInfo
-from ..loop._config import StepCommit
-from ..loop._setup import RunSetup
+from ..loop._env import StepCommit
+from ..loop._setup import RunCheck
 from ..loop._step import model_name
 from ..models._family import params_family
 from ..state import AuthInfo, ParentInfo, RunChild, SessionInfo, SessionScope, TurnInfo
@@ -39,6 +40,7 @@ from ._mcp import server_tools
 from ._meta import TurnMeta, stored_sandboxes
 from ._pending import check_answerable
 from ._records import interrupted_record, new_message_id
+from ._said import streamed_text
 from ._sandbox import TurnSandbox
 from ._view import SessionView
 
@@ -63,7 +65,8 @@ class TurnRequest:
         agent: The agent.
         session_id: The session.
         message: The user's new message as stored, or ``None`` to continue.
-        setup: The run's checked call and options.
+        setup: The run's checked call and options (set up once the turn has its tools:
+            ``session/_mcp.py``).
         answers: Answers to the calls a paused turn left waiting.
         message_id: The id of the assistant UI message, when the caller chose it.
         auth: Who is calling.
@@ -81,7 +84,7 @@ class TurnRequest:
     agent: Agent
     session_id: str
     message: dict[str, Any] | None
-    setup: RunSetup
+    setup: RunCheck
     answers: Sequence[ApprovalAnswer | ToolAnswer] = ()
     message_id: str | None = None
     auth: Any = None
@@ -279,9 +282,10 @@ def _taken_over(snapshot: Snapshot) -> bool:
     return snapshot.session is not None and snapshot.session.lease_expired()
 
 
-def _recovered(opened: Opened) -> list[dict[str, Any]]:
-    """What a takeover adds before the new message: an empty interrupted answer to the user
-    message the dead turn left unanswered (a continue answers it instead)."""
+async def _recovered(opened: Opened) -> list[dict[str, Any]]:
+    """What a takeover adds before the new message: an interrupted answer to the user message
+    the dead turn left unanswered (a continue answers it instead), with what the dead turn had
+    streamed where the store keeps its stream (``_said``), else empty."""
     view, request = opened.view, opened.request
     if not _taken_over(view.snapshot):
         return []
@@ -293,7 +297,8 @@ def _recovered(opened: Opened) -> list[dict[str, Any]]:
     messages = [r for r in view.snapshot.log if r.role != "context"]
     if request.message is None or not messages or messages[-1].role != "user":
         return []
-    return [interrupted_record("", view.meta.turn_id or new_message_id())]
+    said = await streamed_text(request.store, request.session_id)
+    return [interrupted_record(said, view.meta.turn_id or new_message_id())]
 
 
 async def _claim(opened: Opened) -> tuple[Written, TurnMeta] | None:
@@ -315,7 +320,7 @@ async def _claim(opened: Opened) -> tuple[Written, TurnMeta] | None:
             meta=TurnMeta.new_session(request.identify(request.auth), request.parent),
         )
     message = request.message
-    first = opening(view, meta, message=message, recovered=_recovered(opened))
+    first = opening(view, meta, message=message, recovered=await _recovered(opened))
     first = replace(first, meta={**(first.meta or {}), **opened.offers})
     written = await opened.commits.write(
         0,

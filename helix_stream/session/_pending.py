@@ -4,7 +4,9 @@ A turn pauses when a call needs the app's approval, a client's answer, or the us
 (a call parked by its tool's ``auth=``; its answer is recorded by the sign-in callback,
 ``Executor.complete_authorization``). Answers are recorded
 on the session (``Executor.answer``) or passed to the next run (``run(..., answers=...)``, what
-the chat server does); the next run first settles every waiting call, then calls the model:
+the chat server does). The next run settles every waiting call before it calls the model:
+:func:`plan_resume` decides here what becomes of each, from its answer, and the loop's resume
+step (``loop/_resume.py``) runs the ones to run with the step's tool runner:
 
 * approved → the tool runs — unless it was switched off meanwhile, by a row *or by a switch-off
   still in the queue*: then nothing runs and the call gets ``tool_inactive`` (the approval
@@ -19,44 +21,36 @@ the chat server does); the next run first settles every waiting call, then calls
 
 An approved call that needs a sign-in parks like any other (the turn pauses again at once);
 with a new user message it cannot wait, and its miss is its error result.
-
-With a new user message, the waiting calls belong to an *earlier* UI message than the turn's
-answer: their results are sent as :class:`~helix_stream.chunks.ToolSettled` chunks naming that
-message (and not announced again), so a chat UI shows each where a reload shows it.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncGenerator, Mapping, Sequence
-from contextlib import aclosing
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, cast
 
 from ..chunks import (
     Chunk,
     ToolCancelled,
-    ToolInputAvailable,
     ToolNotExecuted,
     ToolOutputAvailable,
     ToolOutputDenied,
     ToolOutputError,
-    ToolSettled,
 )
 from ..context import LATE_ANSWER_SOURCE, validate_items
 from ..errors import StateError
-from ..loop._config import SessionLink, ToolRun
-from ..loop._tools import ToolCalls, not_executed_message, tool_message
+from ..loop._resume import Resume, ResumeCall, Resumed
+from ..loop._tools import not_executed_message, tool_message
 from ..models._parse import parse_arguments
 from ..steps import ToolCall, ToolResult, with_origin
 from ..store import LogRecord
-from ..telemetry import Recorder
 from ..tools import Tool, dump_output
 from ._meta import Answer
 from ._records import AssistantRecord, StoredStatus, ToolRecord, ui_message_id
 
-__all__ = ["Settled", "Settlement", "WaitingCall", "check_answerable", "late_answer_row"]
+__all__ = ["ResumePlan", "WaitingCall", "check_answerable", "late_answer_row", "plan_resume"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,18 +174,83 @@ def _cancelled(call: ToolCall, what: str) -> tuple[dict[str, Any], Chunk]:
     return _message(call, "cancelled", content), ToolCancelled(tool_call_id=call.id)
 
 
-_RESULTS = (ToolOutputAvailable, ToolOutputError, ToolOutputDenied, ToolNotExecuted, ToolCancelled)
-
-
 @dataclass(frozen=True, slots=True)
-class Settled:
-    """What settling produced: tool messages in the waiting order, late-answer rows, and the
-    results of the calls that ended (ran, denied, answered, failed; not the cancelled ones
-    nor those waiting again), in the waiting order, for ``action.result``."""
+class ResumePlan:
+    """What becomes of a paused turn's waiting calls: the loop's resume step
+    (:class:`~helix_stream.loop._resume.Resume`: each call settled here, or to run), and the
+    late-answer rows the first commit writes."""
 
-    messages: list[dict[str, Any]]
+    resume: Resume
     rows: list[dict[str, Any]]
-    results: list[ToolResult] = field(default_factory=list)
+    tools: Mapping[str, Tool]
+
+    def results(self, resumed: Resumed | None) -> list[ToolResult]:
+        """The results of the calls that ended (ran, denied, answered, failed; not the
+        cancelled ones nor those waiting again), in the waiting order, for ``action.result``."""
+        ran = resumed.results if resumed is not None else {}
+        out = []
+        for waiting in self.resume.calls:
+            call = waiting.call
+            if waiting.settled is not None:
+                result = _result_of(call, waiting.settled[1])
+                if result is not None:
+                    out.append(with_origin(result, self.tools.get(call.name)))
+            elif call.id in ran and ran[call.id].status != "pending":
+                out.append(ran[call.id])
+        return out
+
+    def messages(self, resumed: Resumed | None) -> list[dict[str, Any]]:
+        """The stored tool messages, in the waiting order, once the resume step ran: a call
+        that parked on a sign-in again has none yet (it keeps waiting)."""
+        ran = resumed.ran if resumed is not None else {}
+        out = []
+        for waiting in self.resume.calls:
+            if waiting.settled is not None:
+                out.append(waiting.settled[0])
+            elif waiting.call.id in ran:
+                message, status = ran[waiting.call.id]
+                record = ToolRecord(message=message, status=cast(StoredStatus, status))
+                out.append(record.encode())
+        return out
+
+
+def plan_resume(
+    waiting: Sequence[WaitingCall],
+    answers: Mapping[str, Answer],
+    *,
+    tools: Mapping[str, Tool],
+    inactive: frozenset[str],
+    deadline: float | None,
+    moved_on: bool,
+) -> ResumePlan:
+    """Decide each waiting call from its answer (see the module docstring). Callers have run
+    :func:`check_answerable` first: a call without an answer here is settled as cancelled (a
+    new user message moved the conversation on)."""
+    calls: list[ResumeCall] = []
+    rows: list[dict[str, Any]] = []
+    for waiting_call in waiting:
+        call = waiting_call.call
+        answer = answers.get(call.id)
+        waits = _waits_for(call, tools, answer)
+        settled: tuple[dict[str, Any], Chunk] | None
+        signed_in = False
+        if waits == "client":
+            settled, row = _client(call, answer, deadline)
+            rows.extend(row)
+        elif waits == "approval":
+            settled = _approval(call, answer, inactive)
+        else:
+            settled = _authorization(call, answer, inactive)
+            signed_in = settled is None
+        calls.append(
+            ResumeCall(
+                call=call,
+                ui_message_id=waiting_call.ui_message_id,
+                settled=settled,
+                signed_in=signed_in,
+            )
+        )
+    return ResumePlan(resume=Resume(calls=tuple(calls), moved_on=moved_on), rows=rows, tools=tools)
 
 
 def _result_of(call: ToolCall, chunk: Chunk) -> ToolResult | None:
@@ -208,174 +267,56 @@ def _result_of(call: ToolCall, chunk: Chunk) -> ToolResult | None:
     return None
 
 
-class Settlement:
-    """Settles a paused turn's waiting calls. Iterate :meth:`chunks`, then read
-    :meth:`outcome`. Callers have run :func:`check_answerable` first: a call without an
-    answer here is settled as cancelled (a new user message moved the conversation on).
+def _inactive(call: ToolCall) -> tuple[dict[str, Any], Chunk]:
+    """The message and chunk of a waiting call whose tool was switched off meanwhile (by a row
+    or a switch-off still in the queue): nothing runs."""
+    content = not_executed_message(call, "tool_inactive")
+    chunk = ToolNotExecuted(tool_call_id=call.id, tool_name=call.name, reason="tool_inactive")
+    return _message(call, "not_executed", content), chunk
 
-    ``moved_on``: the turn has a new user message, so its answer is a new UI message and the
-    calls' results go to their own (earlier) message as ``ToolSettled`` chunks."""
 
-    def __init__(
-        self,
-        waiting: Sequence[WaitingCall],
-        answers: Mapping[str, Answer],
-        *,
-        tools: Mapping[str, Tool],
-        inactive: frozenset[str],
-        deadline: float | None,
-        contexts: Mapping[str, Any],
-        recorder: Recorder,
-        session: SessionLink,
-        moved_on: bool = False,
-        tool_run: ToolRun | None = None,
-    ) -> None:
-        self._waiting = list(waiting)
-        self._tool_run = tool_run if tool_run is not None else ToolRun()
-        self._moved_on = moved_on
-        self._answers = answers
-        self._tools = tools
-        self._inactive = inactive
-        self._deadline = deadline
-        self._contexts = contexts
-        self._recorder = recorder
-        self._session = session
-        self._messages: dict[str, dict[str, Any]] = {}
-        self._rows: list[dict[str, Any]] = []
-        self._results: dict[str, ToolResult] = {}
+def _authorization(
+    call: ToolCall, answer: Answer | None, inactive: frozenset[str]
+) -> tuple[dict[str, Any], Chunk] | None:
+    """The tool message and chunk of a call that waited for a sign-in; ``None``: run it
+    again (the user signed in)."""
+    if not _signed_in(answer):
+        return _cancelled(call, "sign-in")
+    assert answer is not None
+    if call.name in inactive:
+        return _inactive(call)
+    if answer.authorization == "authorized":
+        return None
+    text = answer.reason or f"The user did not authorize {answer.strategy!r}."
+    return _message(call, "error", text), ToolOutputError(tool_call_id=call.id, error_text=text)
 
-    def outcome(self) -> Settled:
-        # A call that parked on a sign-in again has no message yet: it keeps waiting.
-        order = [w.call.id for w in self._waiting if w.call.id in self._messages]
-        return Settled(
-            messages=[self._messages[i] for i in order],
-            rows=list(self._rows),
-            results=[self._results[i] for i in order if i in self._results],
-        )
 
-    async def chunks(self) -> AsyncGenerator[Chunk, None]:
-        earlier = {w.call.id: w for w in self._waiting} if self._moved_on else {}
-        async with aclosing(self._settle()) as chunks:
-            async for chunk in chunks:
-                waiting = earlier.get(getattr(chunk, "tool_call_id", ""))
-                if waiting is None:
-                    yield chunk  # not about a waiting call (a tool's data part): as it is
-                elif isinstance(chunk, _RESULTS):
-                    name, message_id = waiting.call.name, waiting.ui_message_id
-                    yield ToolSettled(message_id=message_id, tool_name=name, result=chunk)
-                # else: the call's announcement; the earlier message shows the call already
+def _approval(
+    call: ToolCall, answer: Answer | None, inactive: frozenset[str]
+) -> tuple[dict[str, Any], Chunk] | None:
+    """The tool message and chunk of a call that needed approval; ``None``: run it."""
+    if answer is None or not answer.is_approval:
+        return _cancelled(call, "approval")
+    if call.name in inactive:
+        return _inactive(call)
+    if answer.approved:
+        return None
+    reason = answer.reason
+    content = json.dumps({"status": "denied", "reason": reason or "The user denied this call."})
+    return _message(call, "denied", content), ToolOutputDenied(tool_call_id=call.id, reason=reason)
 
-    async def _settle(self) -> AsyncGenerator[Chunk, None]:
-        to_run: list[ToolCall] = []
-        signed_in: set[str] = set()
-        for waiting_call in self._waiting:
-            call = waiting_call.call
-            yield ToolInputAvailable(tool_call_id=call.id, tool_name=call.name, input=call.input)
-            answer = self._answers.get(call.id)
-            waits = _waits_for(call, self._tools, answer)
-            settled: tuple[dict[str, Any], Chunk] | None
-            if waits == "client":
-                settled = self._client(call, answer)
-            elif waits == "approval":
-                settled = self._approval(call, answer)
-            else:
-                settled = self._authorization(call, answer)
-                if settled is None:
-                    signed_in.add(call.id)
-            if settled is None:
-                to_run.append(call)
-                continue
-            self._messages[call.id], chunk = settled
-            result = _result_of(call, chunk)
-            if result is not None:
-                self._results[call.id] = with_origin(result, self._tools.get(call.name))
-            yield chunk
-        if to_run:
-            async with aclosing(self._run(to_run, frozenset(signed_in))) as chunks:
-                async for chunk in chunks:
-                    yield chunk
 
-    async def _run(
-        self, to_run: list[ToolCall], signed_in: frozenset[str]
-    ) -> AsyncGenerator[Chunk, None]:
-        """Run the approved and signed-in calls (the gate settled them: they run as they
-        are); one that parks on a sign-in again gets no message and keeps waiting."""
-        calls = ToolCalls(
-            to_run,
-            tools=self._tools,
-            contexts=self._contexts,
-            recorder=self._recorder,
-            session=self._session,
-            approved=frozenset(c.id for c in to_run),
-            signed_in=signed_in,
-            # After a new message nothing can wait: the conversation has moved on.
-            can_park=not self._moved_on,
-            clock=self._tool_run.clock,
-            watch=self._tool_run.watch,
-        )
-        async with aclosing(calls.chunks()) as chunks:
-            async for chunk in chunks:
-                yield chunk
-        outcome = calls.outcome()
-        statuses = {r.tool_call_id: r.status for r in outcome.results}
-        for message in outcome.messages:
-            call_id = message["tool_call_id"]
-            record = ToolRecord(message=message, status=statuses[call_id])
-            self._messages[call_id] = record.encode()
-        self._results.update((r.tool_call_id, r) for r in outcome.results)
-
-    def _authorization(
-        self, call: ToolCall, answer: Answer | None
-    ) -> tuple[dict[str, Any], Chunk] | None:
-        """The tool message and chunk of a call that waited for a sign-in; ``None``: run it
-        again (the user signed in)."""
-        if not _signed_in(answer):
-            return _cancelled(call, "sign-in")
-        assert answer is not None
-        if call.name in self._inactive:
-            content = not_executed_message(call, "tool_inactive")
-            chunk = ToolNotExecuted(
-                tool_call_id=call.id, tool_name=call.name, reason="tool_inactive"
-            )
-            return _message(call, "not_executed", content), chunk
-        if answer.authorization == "authorized":
-            return None
-        text = answer.reason or f"The user did not authorize {answer.strategy!r}."
-        return _message(call, "error", text), ToolOutputError(tool_call_id=call.id, error_text=text)
-
-    def _approval(
-        self, call: ToolCall, answer: Answer | None
-    ) -> tuple[dict[str, Any], Chunk] | None:
-        """The tool message and chunk of a call that needed approval; ``None``: run it."""
-        if answer is None or not answer.is_approval:
-            return _cancelled(call, "approval")
-        if call.name in self._inactive:
-            content = not_executed_message(call, "tool_inactive")
-            chunk = ToolNotExecuted(
-                tool_call_id=call.id, tool_name=call.name, reason="tool_inactive"
-            )
-            return _message(call, "not_executed", content), chunk
-        if answer.approved:
-            return None
-        reason = answer.reason
-        content = json.dumps({"status": "denied", "reason": reason or "The user denied this call."})
-        return _message(call, "denied", content), ToolOutputDenied(
-            tool_call_id=call.id, reason=reason
-        )
-
-    def _client(self, call: ToolCall, answer: Answer | None) -> tuple[dict[str, Any], Chunk]:
-        """The tool message and chunk of a client tool call; a late answer becomes a row."""
-        deadline = self._deadline
-        if answer is not None and (deadline is None or answer.at <= deadline):
-            content = dump_output(answer.output)
-            return _message(call, "output", content), ToolOutputAvailable(
-                tool_call_id=call.id, output=answer.output
-            )
-        if answer is None and (deadline is None or time.time() <= deadline):
-            return _cancelled(call, "answer")
-        content = json.dumps({"status": "timeout", "message": "The client did not answer in time."})
-        if answer is not None:
-            self._rows.append(late_answer_row(call.name, call.id, answer.output))
-        return _message(call, "error", content), ToolOutputError(
-            tool_call_id=call.id, error_text=content
-        )
+def _client(
+    call: ToolCall, answer: Answer | None, deadline: float | None
+) -> tuple[tuple[dict[str, Any], Chunk], list[dict[str, Any]]]:
+    """The tool message and chunk of a client tool call; a late answer becomes a row."""
+    if answer is not None and (deadline is None or answer.at <= deadline):
+        content = dump_output(answer.output)
+        output = ToolOutputAvailable(tool_call_id=call.id, output=answer.output)
+        return (_message(call, "output", content), output), []
+    if answer is None and (deadline is None or time.time() <= deadline):
+        return _cancelled(call, "answer"), []
+    content = json.dumps({"status": "timeout", "message": "The client did not answer in time."})
+    rows = [late_answer_row(call.name, call.id, answer.output)] if answer is not None else []
+    chunk = ToolOutputError(tool_call_id=call.id, error_text=content)
+    return (_message(call, "error", content), chunk), rows

@@ -9,7 +9,8 @@ transaction each:
    context pass (the queue, the step_context hook's rows, the memory row). A turn that
    settles a paused one's calls claims first, alone, because approved calls run before its
    first commit;
-2. **each step** (:class:`~._link.TurnLink`, the loop's session link): its messages and a
+2. **each step** (:class:`~._turn_log.TurnLog`, in the turn environment the loop is handed,
+   :func:`~._turn_env.turn_env`): its messages and a
    checkpoint (the define_state snapshot); the last step also sets the new status (``idle``,
    or ``paused`` for answers);
 3. only when a turn fails or is cut short (:func:`~._finish.finish_turn`): its status
@@ -20,7 +21,7 @@ between; a session whose lease expired is taken over by the next turn's claim.
 
 :func:`run_turn` strings them together: it opens the turn, builds the loop's config once
 (:func:`~helix_stream.loop._setup.loop_config`: the log as the model sees it, the message id,
-the link) and runs the loop, whose chunks it passes on untouched.
+the turn environment) and runs the loop, whose chunks it passes on untouched.
 """
 
 from __future__ import annotations
@@ -31,10 +32,10 @@ from dataclasses import replace
 
 from ..chunks import Chunk, ErrorChunk
 from ..loop._run import run_loop
-from ..loop._setup import loop_config
+from ..loop._setup import RunSetup, loop_config
 from ._lease import TurnLease
-from ._link import TurnLink
 from ._open import TurnRequest, open_turn
+from ._turn_env import turn_env
 
 __all__ = ["TurnRequest", "run_turn"]
 
@@ -51,16 +52,18 @@ async def run_turn(request: TurnRequest) -> AsyncGenerator[Chunk, None]:
             # ended).
             yield ErrorChunk(error=exc)
             return
-        link = TurnLink(opened)
+        env, subscribers = turn_env(opened)
+        setup = opened.request.setup  # with the MCP servers' tools: the run's one setup
+        assert isinstance(setup, RunSetup)
         config = loop_config(
-            opened.request.setup,  # with the MCP servers' tools
+            setup,
             messages=opened.messages,
             message_id=opened.message_id,
-            session=link,
+            env=env,
         )
-        config = replace(config, subscribers=link.subscribers())  # its hooks, on the stream
-        # The loop tells the link how it ended (SessionLink.end), which ends the turn if need
-        # be.
+        config = replace(config, subscribers=subscribers)  # its hooks, on the stream
+        # The loop tells the turn's log how it ended (TurnLog.end), which ends the turn if
+        # need be.
         async with aclosing(run_loop(config)) as chunks:
             async for chunk in chunks:
                 yield chunk

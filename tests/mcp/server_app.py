@@ -4,7 +4,7 @@
     python tests/mcp/server_app.py http         # prints its port, then serves /mcp and /sse
 
 ``HELIX_MCP_STATE`` names a folder the server reports into and is steered from: it appends
-each call's tool name to ``calls``, each cancelled call to ``cancelled``, its pid to
+each call's tool name to ``calls``, each ``tools/list`` to ``lists``, each cancelled call to ``cancelled``, its pid to
 ``starts`` when it starts; tools named in ``hidden`` (one per line) are not listed and cannot be called. Over
 ``HELIX_MCP_TOKENS`` (``token=user,...``) names the users ``whoami`` answers for (never the
 token): from ``Authorization: Bearer <token>`` over HTTP, where every request then needs one
@@ -47,6 +47,7 @@ class TestServer(MCPServer):
     """Lists and calls only the tools not named in ``hidden``."""
 
     async def list_tools(self) -> Any:
+        _note("lists", "tools/list")
         hidden = _hidden()
         return [tool for tool in await super().list_tools() if tool.name not in hidden]
 

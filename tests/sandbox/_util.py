@@ -19,3 +19,18 @@ def alive(pid: int) -> bool:
         return False
     # The state follows the parenthesised command name: "R", "S", ..., "Z" for a zombie.
     return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def running(*argv: str) -> list[int]:
+    """The pids (on this machine) of the processes whose command line is exactly ``argv``:
+    a command in a PID namespace reports pids of its own, which mean nothing here."""
+    wanted = "\0".join(argv).encode() + b"\0"
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "cmdline").read_bytes() == wanted and alive(int(entry.name)):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found

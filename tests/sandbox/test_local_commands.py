@@ -9,8 +9,12 @@ from pathlib import Path
 import pytest
 
 import helix_stream as hs
-from helix_stream.sandbox import LocalSandboxSession
-from tests.sandbox._util import alive, session
+from helix_stream.sandbox import WORKSPACE, LocalSandboxSession
+from helix_stream.sandbox._confine import confinement
+from tests.sandbox._util import running, session
+
+# A command killed by signal N: -N on the host, 128 + N inside a namespace (as a shell says).
+KILLED_BY_9 = -9 if confinement() == "none" else 128 + 9
 
 
 async def make(root: Path, **options: object) -> LocalSandboxSession:
@@ -25,12 +29,18 @@ async def wait_for_file(path: Path) -> str:
     raise AssertionError(f"{path} never appeared")
 
 
-async def wait_dead(pid: int) -> bool:
+async def wait_gone(*argv: str) -> bool:
+    """Whether the processes running ``argv`` are all gone (within 2 s)."""
     for _ in range(100):
-        if not alive(pid):
+        if not running(*argv):
             return True
         await asyncio.sleep(0.02)
     return False
+
+
+def inside(box: LocalSandboxSession) -> str:
+    """What ``pwd`` says in the workspace: /workspace where it is mounted there."""
+    return WORKSPACE if confinement() == "bubblewrap" else box.workspace
 
 
 async def test_exit_code_stdout_and_stderr_come_back_separately(tmp_path: Path) -> None:
@@ -41,16 +51,16 @@ async def test_exit_code_stdout_and_stderr_come_back_separately(tmp_path: Path) 
 
 async def test_a_command_killed_by_a_signal_has_a_negative_exit_code(tmp_path: Path) -> None:
     box = await make(tmp_path)
-    assert (await box.run("kill -9 $$")).exit_code == -9
+    assert (await box.run("kill -9 $$")).exit_code == KILLED_BY_9
 
 
 async def test_commands_start_in_the_workspace_and_in_a_working_directory(tmp_path: Path) -> None:
     box = await make(tmp_path)
     await box.write_file("/workspace/sub/x.txt", "x")
-    assert (await box.run("pwd; cat sub/x.txt")).stdout == f"{box.workspace}\nx"
+    assert (await box.run("pwd; cat sub/x.txt")).stdout == f"{inside(box)}\nx"
     inner = await box.run("pwd", working_directory="/workspace/sub")
-    assert inner.stdout == f"{box.workspace}/sub\n"
-    assert (await box.run("pwd", working_directory="sub")).stdout == f"{box.workspace}/sub\n"
+    assert inner.stdout == f"{inside(box)}/sub\n"
+    assert (await box.run("pwd", working_directory="sub")).stdout == f"{inside(box)}/sub\n"
 
 
 @pytest.mark.parametrize(
@@ -85,8 +95,8 @@ async def test_the_apps_environment_never_reaches_a_command(
     assert secret.encode() not in raw
     assert secret not in result.stdout
     names = {entry.split(b"=", 1)[0].decode() for entry in raw.split(b"\0") if entry}
-    assert names == {"PATH", "HOME", "TMPDIR", "LANG"}
-    assert f"HOME={box.workspace}".encode() in raw.split(b"\0")
+    assert names - {"PWD"} == {"PATH", "HOME", "TMPDIR", "LANG"}  # bubblewrap sets PWD
+    assert f"HOME={inside(box)}".encode() in raw.split(b"\0")
 
 
 async def test_the_providers_env_and_the_calls_env_are_added(tmp_path: Path) -> None:
@@ -131,11 +141,10 @@ async def test_the_cap_never_splits_a_character(tmp_path: Path) -> None:
 async def test_a_command_past_its_timeout_is_killed_with_its_children(tmp_path: Path) -> None:
     box = await make(tmp_path)
     with pytest.raises(hs.SandboxTimeoutError) as caught:
-        await box.run("sleep 300 & echo $! > child.pid; echo started; sleep 300", timeout=0.5)
+        await box.run("sleep 301 & echo started; sleep 300", timeout=0.5)
     assert caught.value.stdout == "started\n"
     assert caught.value.code == "sandbox_timeout"
-    child = int(Path(box.workspace, "child.pid").read_text())
-    assert await wait_dead(child)
+    assert await wait_gone("sleep", "301") and await wait_gone("sleep", "300")
 
 
 async def test_the_default_timeout_is_the_providers(tmp_path: Path) -> None:
@@ -156,25 +165,21 @@ async def test_a_bad_timeout_is_a_typed_error(tmp_path: Path, timeout: float) ->
 
 async def test_cancelling_a_command_kills_its_whole_process_group(tmp_path: Path) -> None:
     box = await make(tmp_path)
-    task = asyncio.ensure_future(
-        box.run("sleep 300 & echo $! > child.pid; echo $$ > shell.pid; sleep 300")
-    )
-    child = int(await wait_for_file(Path(box.workspace, "child.pid")))
-    shell = int(await wait_for_file(Path(box.workspace, "shell.pid")))
-    assert alive(child) and alive(shell)
+    task = asyncio.ensure_future(box.run("sleep 302 & echo up > up.txt; sleep 303"))
+    await wait_for_file(Path(box.workspace, "up.txt"))
+    assert running("sleep", "302") and running("sleep", "303")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(task, 5)
-    assert await wait_dead(shell)
-    assert await wait_dead(child)
+    assert await wait_gone("sleep", "302") and await wait_gone("sleep", "303")
 
 
 async def test_background_processes_end_with_their_command(tmp_path: Path) -> None:
     box = await make(tmp_path, timeout=20)
     # The background sleep holds stdout open: without ending the group this would hang.
-    result = await box.run("sleep 300 & echo $!")
+    result = await box.run("sleep 304 & echo started")
     assert result.exit_code == 0
-    assert await wait_dead(int(result.stdout))
+    assert await wait_gone("sleep", "304")
 
 
 async def test_commands_of_one_sandbox_run_concurrently(tmp_path: Path) -> None:
@@ -187,12 +192,12 @@ async def test_commands_of_one_sandbox_run_concurrently(tmp_path: Path) -> None:
 
 async def test_close_stops_running_commands_and_removes_the_directory(tmp_path: Path) -> None:
     box = await make(tmp_path)
-    task = asyncio.ensure_future(box.run("sleep 300 & echo $! > child.pid; sleep 300"))
-    child = int(await wait_for_file(Path(box.workspace, "child.pid")))
+    task = asyncio.ensure_future(box.run("sleep 305 & echo up > up.txt; sleep 306"))
+    await wait_for_file(Path(box.workspace, "up.txt"))
     await box.close()
     with pytest.raises(hs.SandboxNotFoundError):
         await asyncio.wait_for(task, 5)
-    assert await wait_dead(child)
+    assert await wait_gone("sleep", "305") and await wait_gone("sleep", "306")
     assert not Path(box.home).exists()
     with pytest.raises(hs.SandboxNotFoundError):
         await box.run("true")

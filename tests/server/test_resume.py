@@ -193,10 +193,12 @@ async def test_all_streams_together_stay_within_max_bytes() -> None:
     assert follower is not None
     replay = follower.follow()
     assert [_data(await anext(replay))["data"] for _ in range(3)] == [0, 1, 2]
+    feed_a.put_nowait({"type": "finish"})
     for feed in (feed_a, feed_b):
         feed.put_nowait(None)
-    assert [e async for e in a] == [] and [e async for e in b] == []
-    assert [e async for e in replay] == []  # a ended: the follower ends too
+    assert [_data(e) async for e in a] == [{"type": "finish"}] and [e async for e in b] == []
+    # a ended: the follower ends too
+    assert [_data(e) async for e in replay] == [{"type": "finish"}]
     assert registry.held == 0 and len(registry) == 0
 
 
@@ -215,3 +217,44 @@ async def test_streams_past_the_registry_bound_are_served_but_not_registered() -
     await first.aclose()  # the client left: the source is closed, the stream unregistered
     assert len(registry) == 0
     assert registry.get("a") is None
+
+
+async def _started(
+    registry: StreamRegistry,
+) -> tuple[asyncio.Queue[dict[str, Any] | None], AsyncIterator[bytes], AsyncIterator[bytes]]:
+    """A recorded stream that sent ``start``, and a follower of it."""
+    feed, source = _fed()
+    recorder = registry.record("s", source)
+    feed.put_nowait({"type": "start"})
+    await anext(recorder)
+    stream = registry.get("s")
+    assert stream is not None
+    return feed, recorder, stream.follow()
+
+
+async def test_a_follower_of_a_stream_cut_short_ends_with_an_error_and_finish() -> None:
+    # A stream that passes its bound, or whose recording is closed mid-way, never ends a
+    # follower's stream as if the answer were complete (issue 36 part 6).
+    one = len(encode_sse_bytes({"type": "data-n", "data": 0}))
+    for cut in ("overflow", "closed"):
+        feed, recorder, follower = await _started(StreamRegistry(max_stream_bytes=3 * one))
+        assert _data(await anext(follower)) == {"type": "start"}
+        if cut == "overflow":
+            for i in range(3):
+                feed.put_nowait({"type": "data-n", "data": i})
+                await anext(recorder)
+        else:
+            await recorder.aclose()
+        rest = [_data(e) async for e in follower]
+        assert [c["type"] for c in rest][-2:] == ["error", "finish"], (cut, rest)
+        assert rest[-1]["finishReason"] == "error"
+        await recorder.aclose()
+
+
+async def test_a_follower_of_a_finished_stream_gets_no_error() -> None:
+    feed, recorder, follower = await _started(StreamRegistry())
+    feed.put_nowait({"type": "finish", "finishReason": "stop"})
+    await anext(recorder)
+    feed.put_nowait(None)
+    assert [e async for e in recorder] == []
+    assert [_data(e)["type"] async for e in follower] == ["start", "finish"]

@@ -226,4 +226,7 @@ async def test_a_follower_of_a_turn_whose_lease_expired_ends_with_an_error_and_f
     got = (await asyncio.wait_for(_drain(follower), 10)).decode()
     assert got.startswith(so_far)
     rest = got[len(so_far) :]
-    assert '"type":"error"' in rest and '"type":"finish"' in rest and rest.endswith("[DONE]\n\n")
+    assert '"type":"error"' in rest and rest.endswith(
+        '{"type":"finish","finishReason":"error"}\n\n'
+    )
+    assert "[DONE]" not in rest  # the response adds it, once

@@ -41,7 +41,7 @@ async def _post(client: httpx.AsyncClient, sid: str, words: str, uid: str) -> tu
 
 
 def test_the_defaults_are_the_documented_ones() -> None:
-    assert (SERVER_TIMEOUT.first_chunk, SERVER_TIMEOUT.chunk) == (120.0, 30.0)
+    assert (SERVER_TIMEOUT.first_chunk, SERVER_TIMEOUT.chunk) == (35.0, 30.0)
     assert SERVER_TIMEOUT.total is None and SERVER_TIMEOUT.tool is None
 
 

@@ -110,9 +110,12 @@ class SQLiteDatabase:
         retryable :class:`~helix_stream.errors.StoreUnavailableError`; the rest stay as they
         are. The transaction was rolled back: nothing was written."""
         if getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_FULL:
+            # The file's path is for the operator's log only: the error's text may reach an
+            # HTTP client (a 503 body), which must not learn the server's paths.
+            logger.warning("the SQLite store %s cannot grow: the disk is full", self.path)
             raise StoreUnavailableError(
-                f"The SQLite store {self.path} cannot grow: the disk is full. Nothing was "
-                "written (the database is intact); free space, then retry."
+                "The SQLite store cannot grow: the disk is full. Nothing was written (the "
+                "database is intact); free space, then retry."
             ) from exc
 
     async def _write(self, fn: Callable[[sqlite3.Connection], tuple[_T, bool]]) -> _T:

@@ -1,0 +1,166 @@
+"""The turn environment an opened turn hands the loop (:func:`turn_env`).
+
+Everything the loop needs of the session, made once per turn (``loop/_env.py`` says what
+each part is for): the turn's log (:class:`~._turn_log.TurnLog`: commit, persist, end), the
+factory of each tool call's context — the session, a per-call context queue
+(:class:`ToolQueue`), the agent's sandbox and skills, the executor's token settings and the
+turn's :class:`Parking` — the session's start events, and the plan for the calls a paused
+turn waited for (``_pending.plan_resume``), which the loop's resume step carries out.
+
+A call that waits for the user to sign in is *parked* (:meth:`Parking.park`: the sign-in is
+kept in the store, ``_authorization.py``); the write that pauses the turn records where each
+parked call stands, and ``session.waiting`` says ``wait: "authorization"`` with the strategy
+and the URL.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .._event_stream import Subscriber
+from .._tool_context import ItemLike
+from ..auth._flow import ParkForSignIn
+from ..chunks import ToolAuthorizationRequest
+from ..context import TOOL_SOURCE, validate_items
+from ..loop._env import CallContexts, TurnEnv
+from ..state import bind_scope
+from ..steps import ToolCall
+from ..store import Store
+from ..tools import Tool
+from ._authorization import waiting_answer
+from ._meta import TurnMeta
+from ._open import Opened
+from ._pending import plan_resume
+from ._turn_log import TurnLog
+
+if TYPE_CHECKING:
+    from ._authorization import TurnAuthorization
+
+__all__ = ["Parking", "ToolQueue", "turn_env"]
+
+logger = logging.getLogger("helix_stream.context")
+
+
+def turn_env(opened: Opened) -> tuple[TurnEnv, tuple[Subscriber, ...]]:
+    """The environment ``opened``'s run gets (see the module docstring), and what the turn
+    subscribes to the run's event stream (its hooks: :meth:`TurnLog.subscribers`)."""
+    request, view, scope = opened.request, opened.view, opened.scope
+    authorization = request.authorization
+    parking = Parking(authorization, request.session_id)
+    plan = None
+    if view.waiting:
+        plan = plan_resume(
+            view.waiting,
+            view.answers,
+            tools=request.setup.tools,
+            inactive=view.inactive_now,
+            deadline=view.deadline,
+            moved_on=request.message is not None,
+        )
+    store, session_id = request.store, request.session_id
+    calls = CallContexts(
+        session=scope.info,
+        queue=lambda call, tool: ToolQueue(store, session_id, call, tool),
+        sandbox=opened.sandbox,
+        auth=authorization.settings if authorization is not None else None,
+        park=parking.park if authorization is not None else None,
+        scope=lambda: bind_scope(scope),
+    )
+
+    async def begin() -> None:
+        if opened.created:
+            await opened.events.emit("session.started", {"agent": request.agent.name})
+        # A run that resumes a paused turn carries the same turn on: it started already.
+        if not (view.waiting and opened.meta.turns == view.meta.turns):
+            await opened.events.emit("turn.started", {"turn": scope.info.turn.sequence})
+
+    log = TurnLog(opened, parking, plan)
+    env = TurnEnv(
+        log=log,
+        calls=calls,
+        begin=begin,
+        resume=plan.resume if plan is not None else None,
+    )
+    return env, log.subscribers()
+
+
+class ToolQueue:
+    """Where one tool call queues context (``ctx.add_context``): its items always carry
+    source ``tool``; a re-run of the same call site (same call id, same position) records
+    nothing: first wins, never refused."""
+
+    def __init__(self, store: Store, session_id: str, call: ToolCall, tool: Tool) -> None:
+        self._store = store
+        self._session_id = session_id
+        self._call = call
+        self._tool = tool
+        self._position = 0  # which add_context of the call this is
+
+    async def add(self, items: Sequence[ItemLike]) -> int:
+        position, self._position = self._position, self._position + 1
+        clean = validate_items(items, forced_source=TOOL_SOURCE)
+        for item in clean:
+            if item.get("enable"):
+                logger.warning(
+                    "core.context.enable_ignored: tool %r may switch tools off, never on; "
+                    "its enable of %s has no effect",
+                    self._tool.name,
+                    item["enable"],
+                    extra={"event": "core.context.enable_ignored", "session_id": self._session_id},
+                )
+        call = self._call
+        origin = {"type": "tool", "tool_call_id": call.id, "tool_name": self._tool.name}
+        return await self._store.enqueue_context(
+            self._session_id,
+            clean,
+            source=TOOL_SOURCE,
+            origin={**origin, "position": position},
+            key=f"call:{call.id}:{position}",
+            on_key_conflict="ignore",
+        )
+
+
+class Parking:
+    """The calls of one turn parked on a sign-in, in the order they parked."""
+
+    def __init__(self, authorization: TurnAuthorization | None, session_id: str) -> None:
+        self._authorization = authorization
+        self._session_id = session_id
+        self.parked: dict[str, tuple[str, str]] = {}  # call id -> (strategy, url)
+
+    async def park(self, park: ParkForSignIn) -> ToolAuthorizationRequest:
+        """Keep the sign-in ``park`` waits for; the chunk that shows its URL."""
+        assert self._authorization is not None  # only a turn with one parks
+        sign_in = await self._authorization.begin(park, self._session_id)
+        name = park.strategy.name
+        self.parked[park.tool_call_id] = (name, sign_in.url)
+        return ToolAuthorizationRequest(
+            tool_call_id=park.tool_call_id, strategy=name, url=sign_in.url
+        )
+
+    def answers(self) -> dict[str, Any]:
+        """The meta patch that records each parked call as waiting for its sign-in."""
+        patch: dict[str, Any] = {}
+        for call_id, (strategy, url) in self.parked.items():
+            patch.update(TurnMeta.answer(call_id, waiting_answer(strategy, url)))
+        return patch
+
+    def waiting_data(self, pending: list[str]) -> dict[str, Any]:
+        """``session.waiting``'s data: what the calls wait for; for a sign-in, the strategy
+        and the URL (of the first parked call; ``authorizations`` lists each)."""
+        parked = [
+            {"tool_call_id": call_id, "strategy": strategy, "url": url}
+            for call_id, (strategy, url) in self.parked.items()
+        ]
+        if not parked:
+            return {"pending": pending}
+        first = parked[0]
+        return {
+            "pending": pending,
+            "wait": "authorization",
+            "strategy": first["strategy"],
+            "url": first["url"],
+            "authorizations": parked,
+        }

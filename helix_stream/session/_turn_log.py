@@ -1,0 +1,265 @@
+"""What an opened turn persists of its run: :class:`TurnLog`, the three moments of the loop's
+:class:`~helix_stream.loop._env.TurnLog`.
+
+* :meth:`TurnLog.commit` before each model call (a retried attempt's too): the context pass,
+  whose switched-off tools the loop's gate reads from the commit; the first call's commit was
+  made with the claim, or is made now with what the resume step settled; when that left a call
+  parked on a sign-in again, the turn pauses at once instead, with no model call;
+* :meth:`TurnLog.persist` each finished step: its messages and a checkpoint; the last one also
+  sets the new status (``idle``, or ``paused`` for answers and sign-ins);
+* :meth:`TurnLog.end` once the run is over: the turn ends unless its last step ended it
+  (:func:`~._finish.finish_turn`).
+
+Each reports its lifecycle events to the agent's hooks once durably recorded.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from .._event_stream import FunctionSubscriber, RunEvent, StepEnded, Subscriber
+from .._messages import message_text
+from ..chunks import ContextRowChunk, ContextSkipped
+from ..loop._env import RunEnd, StepCommit
+from ..loop._resume import Resumed
+from ..steps import StepResult, ToolResult
+from ..store import Checkpoint, TurnWrite
+from ._commits import opened_meta, opening
+from ._finish import finish_turn
+from ._open import Opened
+from ._pending import ResumePlan
+from ._records import interrupted_record, step_records
+
+if TYPE_CHECKING:
+    from ._turn_env import Parking
+
+__all__ = ["TurnLog"]
+
+
+class TurnLog:
+    """The session side of one turn's run (see the module docstring).
+
+    Args:
+        opened: What :func:`~._open.open_turn` opened.
+        parking: The turn's calls parked on a sign-in.
+        plan: What becomes of the calls a paused turn waited for, if any.
+    """
+
+    def __init__(self, opened: Opened, parking: Parking, plan: ResumePlan | None) -> None:
+        self._opened = opened
+        request = opened.request
+        self._writer = request.writer  # the turn's writes, with its lease
+        self._session_id = request.session_id
+        self._setup = request.setup
+        self._commits = opened.commits
+        self._events = opened.events
+        self._meta = opened.meta  # the bookkeeping as the turn's first commit wrote it
+        self._parking = parking
+        self._plan = plan
+        self._in_step = False  # a step is running (a failure is also its step.failed)
+        self._ended = False  # the last step's write set the final status
+        self._stepped = False  # a step's write stored the turn's answer (or part of it)
+        self._steps = 0  # steps begun
+
+    async def commit(
+        self, step_number: int, *, retry: bool = False, resumed: Resumed | None = None
+    ) -> StepCommit:
+        if retry:
+            # The context pass runs before every model call: a retried attempt's too.
+            commit = await self._commits.commit(step_number)
+            await self._committed(commit)
+            return self._gated(commit)
+        if resumed is not None and resumed.parked and not self._steps and not self._ended:
+            await self._pause(resumed)
+            return StepCommit(paused=True)
+        self._steps += 1
+        self._in_step = True
+        commit = await self._commit(step_number, resumed)
+        await self._committed(commit)
+        await self._events.emit("step.started", {"step": step_number})
+        return self._gated(commit)
+
+    def _gated(self, commit: StepCommit) -> StepCommit:
+        """``commit`` with the tools switched off as folded from the log now (so they follow
+        rewinds and branches); the loop's gate reads them."""
+        inactive = frozenset(self._commits.context_pass.fold.inactive)
+        return replace(commit, inactive=inactive)
+
+    def _opening(self, message: dict[str, Any] | None, resumed: Resumed | None) -> TurnWrite:
+        """The turn's opening write after the resume step: ``message`` (the user's new one,
+        if any), the settled calls' messages and the late answers' rows."""
+        opened, plan = self._opened, self._plan
+        return opening(
+            opened.view,
+            opened.meta,
+            message=message,
+            settled=plan.messages(resumed) if plan else (),
+            rows=plan.rows if plan else (),
+        )
+
+    async def _pause(self, resumed: Resumed) -> None:
+        """Settling parked a call again before any step: write the pause now."""
+        opened = self._opened
+        write = self._opening(None, resumed)
+        meta = opened_meta(opened.view, opened.meta, write)
+        patch = {**(write.meta or {}), **meta.paused(), **self._parking.answers()}
+        await self._writer.write_turn(self._session_id, replace(write, status="paused", meta=patch))
+        self._ended = True
+        await self._action_results(self._plan.results(resumed) if self._plan else ())
+        parked = list(self._parking.parked)
+        await self._events.emit("session.waiting", self._parking.waiting_data(parked))
+
+    async def _committed(self, commit: StepCommit) -> None:
+        """Report a context commit to the hooks."""
+        rows = [c.row for c in commit.chunks if isinstance(c, ContextRowChunk)]
+        if rows:
+            kinds, sources = [r.kind for r in rows], [r.source for r in rows]
+            data = {"count": len(rows), "kinds": kinds, "sources": sources}
+            await self._events.emit("context.committed", data)
+        for chunk in commit.chunks:
+            if isinstance(chunk, ContextSkipped):
+                data = {"reason": chunk.reason, "source": chunk.source}
+                await self._events.emit("context.skipped", data)
+
+    async def _commit(self, step_number: int, resumed: Resumed | None) -> StepCommit:
+        """The context commit of a model call: the first call's was made when the turn opened
+        (or is made now, after settling the waiting calls)."""
+        first, commits = self._opened.first, self._commits
+        if step_number > 0:
+            return await commits.commit(step_number)
+        if first is None:
+            return await self._first_after_settling(resumed)
+        if not self._events.queued:
+            return first
+        # session.started / turn.started handlers queued context after the turn's first
+        # commit: it still reaches this first call.
+        more = await commits.commit(0, gather=False)
+        return StepCommit(
+            messages=[*first.messages, *more.messages], chunks=[*first.chunks, *more.chunks]
+        )
+
+    async def _first_after_settling(self, resumed: Resumed | None) -> StepCommit:
+        opened = self._opened
+        message = opened.request.message
+        write = self._opening(message, resumed)
+        user_text = message_text(message) if message else None
+        commit = await self._commits.commit(0, write, user_text=user_text)
+        self._meta = opened_meta(opened.view, opened.meta, write)
+        await self._action_results(self._plan.results(resumed) if self._plan else ())
+        return commit
+
+    async def persist(self, step: StepResult, *, final: bool) -> None:
+        """Persist the step (messages, checkpoint; the status when it is the last); the run's
+        ``step-ended`` event reports it (:meth:`subscribers`)."""
+        records = step_records(step, message_id=self._opened.message_id, tools=self._setup.tools)
+        write = TurnWrite(messages=records, checkpoint=self._checkpoint(step))
+        if final:
+            if step.pending:
+                patch = {**self._meta.paused(), **self._parking.answers()}
+                write = replace(write, status="paused", meta=patch)
+            else:
+                write = replace(write, status="idle", meta=self._meta.done())
+        written = await self._writer.write_turn(self._session_id, write)
+        self._ended = final
+        self._stepped = True
+        self._in_step = False
+        if written.records:  # the checkpoint is at the step's last record
+            self._events.checkpointed(written.records[-1].seq)
+
+    def subscribers(self) -> tuple[Subscriber, ...]:
+        """What the turn subscribes to the run's event stream: a step's end, reported to the
+        agent's hooks (a raising handler fails the turn: the session model's policy)."""
+        if not self._opened.request.agent.hooks:
+            return ()
+
+        async def step_ended(event: RunEvent) -> None:
+            assert isinstance(event, StepEnded)
+            await self._report_step(event.step, final=event.final)
+
+        return (FunctionSubscriber(frozenset({"step-ended"}), "fail", step_ended),)
+
+    async def _report_step(self, step: StepResult, *, final: bool) -> None:
+        """The hook events of a recorded step (and of the turn's end, for its last)."""
+        message = copy.deepcopy(step.response_messages[0]) if step.response_messages else None
+        await self._events.emit(
+            "message.completed", {"step": step.step_number, "text": step.text, "message": message}
+        )
+        await self._action_results(step.tool_results)
+        await self._events.emit(
+            "step.completed", {"step": step.step_number, "finish_reason": step.finish_reason}
+        )
+        if final:
+            await self._ended_with(step)
+
+    async def _action_results(self, results: Sequence[ToolResult]) -> None:
+        """``action.result`` for each call that ended (a step's, or a paused turn's settled
+        ones, once their tool messages are written)."""
+        for result in results:
+            # A call the gate refused ran nothing of its tool: no after-tool hook either.
+            if result.status not in ("pending", "not_executed"):
+                await self._events.emit(
+                    "action.result",
+                    {
+                        "tool_call_id": result.tool_call_id,
+                        "tool_name": result.tool_name,
+                        "status": result.status,
+                        "result": result,
+                        "output": result.output,
+                        "error": result.error,
+                    },
+                )
+
+    async def _ended_with(self, step: StepResult) -> None:
+        if step.pending:
+            pending = [r.tool_call_id for r in step.pending]
+            await self._events.emit("session.waiting", self._parking.waiting_data(pending))
+            return
+        await self._events.emit("turn.completed", {"finish_reason": step.finish_reason})
+        for result in step.tool_results:
+            if result.tool_name == self._setup.finish_tool and result.status == "output":
+                await self._events.emit("session.completed", {"output": result.output})
+
+    async def end(self, how: RunEnd) -> None:
+        """End the turn unless its last step did (see :mod:`._finish`); never raises."""
+        if how.error is None and (how.finished or self._ended):
+            return
+        text = how.unfinished_text
+        # What the user saw of a step cut short is stored as the turn's answer; a turn that
+        # failed before any text still stores one, empty, so that the log never holds two user
+        # messages in a row (README, "Reliability notes").
+        unfinished = None
+        if not self._ended and (text or (not self._stepped and self._answers_user())):
+            unfinished = interrupted_record(text or "", self._opened.message_id)
+        await finish_turn(
+            self._writer,
+            self._events,
+            session_id=self._session_id,
+            turn=self._opened.scope.info.turn,
+            error=how.error,
+            in_step=self._in_step,
+            unfinished=unfinished,
+        )
+
+    def _answers_user(self) -> bool:
+        """The turn answers a user message: its own, or the one the log ends with."""
+        if self._opened.request.message is not None:
+            return True
+        messages = [r for r in self._opened.view.snapshot.log if r.role != "context"]
+        return bool(messages) and messages[-1].role == "user"
+
+    def _checkpoint(self, step: StepResult) -> Checkpoint:
+        return Checkpoint(
+            id="",
+            session_id=self._session_id,
+            step_number=step.step_number,
+            log_seq=0,
+            state={
+                "slots": dict(self._opened.scope.state),
+                "inactive": sorted(self._commits.context_pass.fold.inactive),
+            },
+            created_at=time.time(),
+        )
