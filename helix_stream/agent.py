@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Generic
 
 from pydantic import BaseModel
+from typing_extensions import TypeVar
 
-from ._options import LoopOptions
+from ._options import LoopOptions, documents_options
 from ._tool_source import FunctionTools, ToolSource
 from .context import StepContextLimits
 from .errors import InvalidRequestError
 from .middleware import WrappedModel
 from .models._cache import check_prompt_cache
 from .models._output import check_output_schema
-from .models._params import check_params
+from .models._params import check_known, check_params, unknown_keyword
 from .models._retry import RetryPolicy
 from .sandbox import LOAD_SKILL_TOOL, SandboxProvider, Skill, SkillSet
 from .tools import FINISH_TOOL_NAME, Tool, finish_tool, tools_by_name
@@ -23,24 +25,36 @@ from .tools import FINISH_TOOL_NAME, Tool, finish_tool, tools_by_name
 if TYPE_CHECKING:
     from .mcp import MCPServer
 
-__all__ = ["Agent", "StepContextLimits"]
+__all__ = ["Agent", "OutputT", "StepContextLimits"]
+
+OutputT = TypeVar("OutputT", bound=BaseModel, default=Any)
+"""An agent's structured answer: its ``output_schema`` (``Any`` without one)."""
 
 
+@documents_options
 @dataclass(slots=True, kw_only=True)
-class Agent(LoopOptions):
+class Agent(LoopOptions, Generic[OutputT]):
     """An agent: a system prompt, a model, tools, and how its sessions run.
+
+    Generic in its structured answer: ``hs.Agent(output_schema=City)`` is an
+    ``Agent[City]``, and ``executor.run(agent, ...)`` a ``StreamTextResult[City]``.
 
     The system prompt is fixed for a session (changing it would throw away the provider's
     prompt cache); tell the model something new with context rows instead
     (``executor.add_context``).
 
-    Besides the fields below, an agent takes every run option of
-    :func:`~helix_stream.stream_text` as a field — ``tools_context``, ``runtime_context``,
-    ``prepare_step`` (run after the built-in context pass), ``stop_when`` (besides
-    ``max_steps``), ``telemetry``, ``middleware``, ``router``, ``max_retries``,
-    ``prompt_cache``, the callbacks ``on_chunk``, ``on_step_finish``, ``on_finish`` and
-    ``on_error`` — and ``settings``, its litellm params. For one turn, an option given to
-    ``Executor.run`` wins over the agent's (litellm params merge, the run's over ``settings``).
+    Besides its own fields, an agent takes every run option of
+    :func:`~helix_stream.stream_text` as a field (listed under "Args" below), and
+    ``settings``, its litellm params. For one turn, an option given to ``Executor.run`` wins
+    over the agent's (litellm params merge, the run's over ``settings``). An unknown keyword is
+    a ``TypeError`` naming the closest field.
+
+    Example::
+
+        agent = hs.Agent(name="assistant", model="helix/demo", tools=[weather], max_steps=10)
+
+    Args:
+        {run options}
 
     Attributes:
         name: Recorded on the session.
@@ -74,7 +88,8 @@ class Agent(LoopOptions):
             is made, to prepare it (``await ctx.get_sandbox()``), inside the session scope.
         settings: litellm params for every call (temperature, api_base, ...). A keyword that
             is the agent's own (``output_schema``, ``max_steps``...) or that litellm cannot
-            send raises :class:`~helix_stream.errors.InvalidRequestError` here.
+            send raises :class:`~helix_stream.errors.InvalidRequestError` here; one litellm
+            does not know, a ``TypeError`` naming the closest known one.
     """
 
     name: str
@@ -86,7 +101,7 @@ class Agent(LoopOptions):
     step_context_limits: StepContextLimits = field(default_factory=StepContextLimits)
     hooks: Sequence[Any] = ()
     memory: Callable[..., Any] | None = None
-    output_schema: type[BaseModel] | None = None
+    output_schema: type[OutputT] | None = None
     client_tool_timeout: float | None = None
     sandbox: SandboxProvider | None = None
     skills: Sequence[Skill] = ()
@@ -106,6 +121,7 @@ class Agent(LoopOptions):
         if self.output_schema is not None:
             check_output_schema(self.output_schema, argument="output_schema")
         check_params(self.settings, where="Agent(settings=...)")
+        check_known(self.settings, where="Agent(settings=...)", model=self.model)
         check_prompt_cache(self.prompt_cache)
         self._check_sandbox_and_skills()
 
@@ -287,3 +303,24 @@ def _check_servers(servers: Sequence[Any]) -> None:
         if server.name in names:
             raise ValueError(f"two MCP servers are named {server.name!r}")
         names.add(server.name)
+
+
+def _strict_keywords(cls: type[Agent[Any]]) -> None:
+    """An unknown keyword to ``Agent(...)`` is a ``TypeError`` naming the closest field (the
+    dataclass's own message names none): ``Agent(tool_context=...)`` says ``tools_context``."""
+    init = cls.__init__
+    names = [f.name for f in fields(cls) if f.init]
+
+    @functools.wraps(init)
+    def strict_init(self: Agent[Any], *args: Any, **kwargs: Any) -> None:
+        for name in kwargs.keys() - names:
+            raise TypeError(
+                unknown_keyword(name, "Agent()", own=names)
+                + " An Agent's litellm parameters go in settings={...}."
+            )
+        init(self, *args, **kwargs)
+
+    setattr(cls, "__init__", strict_init)  # noqa: B010  # mypy keeps the dataclass's signature
+
+
+_strict_keywords(Agent)

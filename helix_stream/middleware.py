@@ -9,6 +9,8 @@ transforms the params first and its wrap sees the others' result. Step middlewar
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +22,7 @@ __all__ = [
     "default_settings",
     "simulate_streaming",
     "wrap_acompletion",
+    "wrap_completion",
     "wrap_model",
 ]
 
@@ -133,7 +136,17 @@ def wrap_acompletion(
 
         acompletion = hs.wrap_acompletion(litellm.acompletion, [hs.default_settings(temperature=0)])
         stream = await acompletion(model="openai/gpt-4o-mini", messages=msgs, stream=True)
+
+    Raises:
+        TypeError: ``acompletion`` is a sync function (``litellm.completion``): here, at wrap
+            time, not at the first call; use :func:`wrap_completion` for it.
     """
+    if not inspect.iscoroutinefunction(acompletion) and _is_sync_litellm(acompletion):
+        raise TypeError(
+            f"wrap_acompletion() takes litellm's async acompletion; "
+            f"{getattr(acompletion, '__name__', acompletion)!r} is a sync function. Use "
+            "hs.wrap_completion(litellm.completion, middleware) for the sync drop-in."
+        )
     chain = tuple(middleware)
 
     async def wrapped(model: str | None = None, messages: Any = None, **kwargs: Any) -> Any:
@@ -146,6 +159,69 @@ def wrap_acompletion(
 
     wrapped.__doc__ = getattr(acompletion, "__doc__", None)
     return wrapped
+
+
+def _is_sync_litellm(fn: object) -> bool:
+    """A sync function of litellm's (``completion``): never an awaitable's maker. A sync
+    callable of the user's may return an awaitable, and is taken on trust."""
+    module = getattr(fn, "__module__", "") or ""
+    return module.split(".")[0] == "litellm"
+
+
+def wrap_completion(
+    completion: Callable[..., Any], middleware: Sequence[ModelMiddleware]
+) -> Callable[..., Any]:
+    """A drop-in for the sync ``litellm.completion`` with middleware around every call.
+
+    For code without an event loop; the middleware (async, as for
+    :func:`wrap_acompletion`) runs on the package's sync bridge, and a stream comes back as
+    an iterator of litellm's chunks.
+
+    Example::
+
+        completion = hs.wrap_completion(litellm.completion, [hs.default_settings(temperature=0)])
+        response = completion(model="openai/gpt-4o-mini", messages=msgs)
+
+    Raises:
+        TypeError: ``completion`` is an async function (``litellm.acompletion``): use
+            :func:`wrap_acompletion` for it. Raised here, at wrap time.
+        RuntimeError: (at a call) called where an event loop is running: use the async
+            drop-in there.
+    """
+    if inspect.iscoroutinefunction(completion):
+        raise TypeError(
+            "wrap_completion() takes litellm's sync completion; "
+            f"{getattr(completion, '__name__', completion)!r} is async. Use "
+            "hs.wrap_acompletion(litellm.acompletion, middleware) for the async drop-in."
+        )
+    chain = tuple(middleware)
+
+    async def through_thread(**params: Any) -> Any:
+        response = await asyncio.to_thread(completion, **params)
+        return _async_chunks(response) if params.get("stream") else response
+
+    def wrapped(model: str | None = None, messages: Any = None, **kwargs: Any) -> Any:
+        from .loop._sync import run_sync, sync_iterator
+
+        params: Params = dict(kwargs)
+        if model is not None:
+            params["model"] = model
+        if messages is not None:
+            params["messages"] = messages
+        form = "await hs.wrap_acompletion(litellm.acompletion, ...)(...)"
+        out = run_sync("wrap_completion", form, call_with_middleware(through_thread, chain, params))
+        return sync_iterator("wrap_completion", form, out) if params.get("stream") else out
+
+    wrapped.__doc__ = getattr(completion, "__doc__", None)
+    return wrapped
+
+
+async def _async_chunks(stream: Any) -> AsyncIterator[Any]:
+    """A sync stream (litellm's ``CustomStreamWrapper``) read off the loop, chunk by chunk."""
+    iterator = iter(stream)
+    done = object()
+    while (chunk := await asyncio.to_thread(next, iterator, done)) is not done:
+        yield chunk
 
 
 class _DefaultSettings(ModelMiddleware):

@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal, get_origin, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, get_origin, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from typing_extensions import TypeVar
 
 from ._json_schema import JsonSchemaInput, json_schema_model
-from ._tool_context import ToolContext
+from ._tool_context import ContextT, ToolContext
 from .errors import ToolContextError, describe_validation
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ __all__ = [
     "FINISH_TOOL_NAME",
     "Tool",
     "ToolContext",
+    "ToolDecorator",
     "ToolUnavailable",
     "approval_id",
     "dump_output",
@@ -56,12 +58,19 @@ def approval_id(tool_call_id: str) -> str:
 
 
 ExecuteFn = Callable[..., Any]
+
+# A tool's types, as the user's own code spells them (``Tool[WeatherInput, WeatherContext,
+# dict]``); each defaults to ``Any``, so that a bare ``Tool`` takes any tool (ContextT is
+# ToolContext's own).
+InputT = TypeVar("InputT", bound=BaseModel, default=Any)
+OutputT = TypeVar("OutputT", default=Any)
 DescriptionFn = Callable[[Any], str]
 
 
 @dataclass(slots=True, kw_only=True)
-class Tool:
-    """A tool the model may call.
+class Tool(Generic[InputT, ContextT, OutputT]):
+    """A tool the model may call: ``Tool[InputT, ContextT, OutputT]``, its input model, its
+    context model and what ``execute`` returns (``hs.tool`` infers them from the function).
 
     Attributes:
         name: The name the model calls it by.
@@ -85,9 +94,9 @@ class Tool:
 
     name: str
     description: str | DescriptionFn = ""
-    input_schema: type[BaseModel]
-    context_schema: type[BaseModel] | None = None
-    execute: ExecuteFn | None = None
+    input_schema: type[InputT]
+    context_schema: type[ContextT] | None = None
+    execute: Callable[[InputT, ToolContext[ContextT]], OutputT | Awaitable[OutputT]] | None = None
     needs_approval: bool = False
     auth: AuthStrategy | None = None
     context_key: str | None = None
@@ -102,7 +111,8 @@ class Tool:
             self.auth = check_strategy(self.auth, tool_name=self.name)
         if self.context_schema is not None:
             # A frozen subclass: validation copies the entry and the tool cannot assign to it.
-            config = ConfigDict(**{**self.context_schema.model_config, "frozen": True})
+            schema: type[BaseModel] = self.context_schema  # type: ignore[assignment]
+            config = ConfigDict(**{**schema.model_config, "frozen": True})
             self._frozen_context = type(
                 self.context_schema.__name__, (self.context_schema,), {"model_config": config}
             )
@@ -171,12 +181,12 @@ class Tool:
             },
         }
 
-    async def run(self, input: BaseModel, ctx: ToolContext) -> Any:
+    async def run(self, input: InputT, ctx: ToolContext[ContextT]) -> OutputT:
         """Run ``execute`` (sync functions run as they are: keep them quick)."""
         assert self.execute is not None
         result = self.execute(input, ctx)
         if inspect.isawaitable(result):
-            result = await result
+            return await result
         return result
 
 
@@ -227,12 +237,74 @@ def _signature_tool(fn: ExecuteFn) -> tuple[type[BaseModel], ExecuteFn]:
     return model, call_kwargs
 
 
+# How ``hs.tool`` keeps a function's types (mypy picks the first overload that fits):
+# ``execute(input: Model, ctx: ToolContext[Context]) -> Output`` (sync or async) gives a
+# ``Tool[Model, Context, Output]``; any other function (keyword parameters, no context) a
+# ``Tool[Any, Any, Output]``.
+AsyncExecute = Callable[[InputT, "ToolContext[ContextT]"], Awaitable[OutputT]]
+SyncExecute = Callable[[InputT, "ToolContext[ContextT]"], OutputT]
+
+
+class ToolDecorator(Protocol):
+    """What ``@hs.tool(...)`` (with options, before the function) returns."""
+
+    @overload
+    def __call__(
+        self, fn: AsyncExecute[InputT, ContextT, OutputT], /
+    ) -> Tool[InputT, ContextT, OutputT]: ...
+    @overload
+    def __call__(
+        self, fn: SyncExecute[InputT, ContextT, OutputT], /
+    ) -> Tool[InputT, ContextT, OutputT]: ...
+    @overload
+    def __call__(self, fn: Callable[..., Awaitable[OutputT]], /) -> Tool[Any, Any, OutputT]: ...
+    @overload
+    def __call__(self, fn: Callable[..., OutputT], /) -> Tool[Any, Any, OutputT]: ...
+
+
 @overload
-def tool(fn: ExecuteFn, /) -> Tool: ...
+def tool(fn: AsyncExecute[InputT, ContextT, OutputT], /) -> Tool[InputT, ContextT, OutputT]: ...
+@overload
+def tool(fn: SyncExecute[InputT, ContextT, OutputT], /) -> Tool[InputT, ContextT, OutputT]: ...
+@overload
+def tool(fn: Callable[..., Awaitable[OutputT]], /) -> Tool[Any, Any, OutputT]: ...
+@overload
+def tool(fn: Callable[..., OutputT], /) -> Tool[Any, Any, OutputT]: ...
 @overload
 def tool(
-    fn: None = None,
-    /,
+    *,
+    name: str,
+    description: str | DescriptionFn | None = None,
+    input_schema: type[InputT],
+    context_schema: type[ContextT] | None = None,
+    execute: AsyncExecute[InputT, ContextT, OutputT],
+    needs_approval: bool = False,
+    auth: AuthStrategy | None = None,
+) -> Tool[InputT, ContextT, OutputT]: ...
+@overload
+def tool(
+    *,
+    name: str,
+    description: str | DescriptionFn | None = None,
+    input_schema: type[InputT],
+    context_schema: type[ContextT] | None = None,
+    execute: SyncExecute[InputT, ContextT, OutputT],
+    needs_approval: bool = False,
+    auth: AuthStrategy | None = None,
+) -> Tool[InputT, ContextT, OutputT]: ...
+@overload
+def tool(
+    *,
+    name: str,
+    description: str | DescriptionFn | None = None,
+    input_schema: type[InputT],
+    context_schema: type[ContextT] | None = None,
+    execute: None = None,
+    needs_approval: bool = False,
+    auth: AuthStrategy | None = None,
+) -> Tool[InputT, ContextT, Any]: ...
+@overload
+def tool(
     *,
     name: str | None = None,
     description: str | DescriptionFn | None = None,
@@ -241,7 +313,7 @@ def tool(
     execute: ExecuteFn | None = None,
     needs_approval: bool = False,
     auth: AuthStrategy | None = None,
-) -> Any: ...
+) -> ToolDecorator: ...
 def tool(
     fn: ExecuteFn | None = None,
     /,
@@ -249,7 +321,7 @@ def tool(
     name: str | None = None,
     description: str | DescriptionFn | None = None,
     input_schema: type[BaseModel] | Mapping[str, Any] | None = None,
-    context_schema: type[BaseModel] | None = None,
+    context_schema: type[Any] | None = None,
     execute: ExecuteFn | None = None,
     needs_approval: bool = False,
     auth: AuthStrategy | None = None,

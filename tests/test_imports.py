@@ -13,9 +13,28 @@ import ast
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "helix_stream"
+
+
+def parse_source(source: str) -> list[ast.stmt]:
+    """A module's statements, parsed again if CPython 3.11's shared AST state was disturbed.
+
+    CPython 3.11 keeps the AST converter's recursion counter in process-wide state; a thread
+    of an earlier test that builds ASTs at the same moment (a server thread compiling, say)
+    can make ``ast.parse`` raise "AST constructor recursion depth mismatch" (fixed in 3.12).
+    The parse itself is deterministic, so a second try answers what the first one would have.
+    """
+    for attempt in range(5):
+        try:
+            return ast.parse(source).body
+        except SystemError:
+            if attempt == 4:
+                raise
+            time.sleep(0.05)
+    raise AssertionError("unreachable")
 
 
 def _modules() -> dict[str, Path]:
@@ -56,7 +75,7 @@ def _imports(module: str, path: Path, modules: dict[str, Path]) -> set[str]:
                     visit(handler.body)
                 visit(getattr(node, "orelse", []))
 
-    visit(ast.parse(path.read_text()).body)
+    visit(parse_source(path.read_text()))
     out = set()
     for name in found:
         parts = name.split(".")

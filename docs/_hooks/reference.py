@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import logging
+import re
 from collections import defaultdict
 from typing import Any
 
@@ -130,8 +132,71 @@ def _slug(title: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in title.split(":")[0].lower()).strip("-")
 
 
+# Docstrings completed at import: the run options (helix_stream/_options.py, LoopOptions) and the
+# server options (helix_stream/server/_options.py, ServerOptions) are described once and written
+# where "{run options}" / "{server options}" stands. The reference reads docstrings from the source,
+# so such an entry gets the options listed after it, from the same single description.
+_FILLED = {
+    "{run options}": "helix_stream._options.LoopOptions",
+    "{server options}": "helix_stream.server._options.ServerOptions",
+}
+
+
+def _markers(obj: Any) -> list[str]:
+    """The markers in ``obj``'s definition (read as text: no parsing, which CPython 3.11 does
+    not do safely while another thread parses)."""
+    try:
+        source = inspect.getsourcefile(obj)
+    except TypeError:
+        return []
+    name = getattr(obj, "__name__", "")
+    if source is None or not name:
+        return []
+    with open(source, encoding="utf-8") as file:
+        text = file.read()
+    start = re.search(rf"^(?:async def|def|class) {re.escape(name)}\b", text, re.M)
+    if start is None:
+        return []
+    end = re.search(r"^(?:async def|def|class|@)", text[start.end() :], re.M)
+    body = text[start.start() : start.end() + end.start()] if end else text[start.start() :]
+    return [marker for marker in _FILLED if marker in body]
+
+
+def _options_list(dotted: str) -> str:
+    module, _, name = dotted.rpartition(".")
+    doc = getattr(importlib.import_module(module), name).__doc__ or ""
+    section = doc.split("Attributes:\n", 1)[1].split("\n\n", 1)[0]
+    items: list[str] = []
+    for line in section.splitlines():
+        if line.startswith("        ") and not line.startswith("         ") and ":" in line:
+            names, _, text = line.strip().partition(":")
+            items.append(f"- `{names}`:{text}")
+        elif line.strip() and items:
+            items[-1] += " " + line.strip()
+    return "\n".join(items)
+
+
 def _entries(module: str, names: list[str]) -> str:
-    return "\n".join(f"::: {module}.{name}\n" for name in names)
+    mod = importlib.import_module(module)
+    out = []
+    for name in names:
+        entry = f"::: {module}.{name}\n"
+        for marker in _markers(getattr(mod, name)):
+            what = "run" if "run" in marker else "server"
+            entry += (
+                f"\n**The {what} options** `{name}` takes (described once, in "
+                f"`{_FILLED[marker]}`):\n\n{_options_list(_FILLED[marker])}\n"
+            )
+        out.append(entry)
+    return "\n".join(out)
+
+
+class _PlaceholderFilter(logging.Filter):
+    """griffe reads "{run options}" as an Args entry it cannot parse: the options are listed
+    after the entry instead (above)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not any(marker in record.getMessage() for marker in _FILLED)
 
 
 def error_rows() -> list[tuple[str, str, int, bool, str, str]]:
@@ -213,6 +278,8 @@ def on_files(files: Files, config: Any) -> Files:
 
 def on_config(config: Any) -> Any:
     """Put the generated reference pages into the navigation, after the index."""
+    for logger in ("griffe", "mkdocs.plugins.griffe", "mkdocs.plugins.mkdocstrings_handlers"):
+        logging.getLogger(logger).addFilter(_PlaceholderFilter())
     pages = reference_pages()
     for section in config["nav"]:
         if isinstance(section, dict) and "API reference" in section:

@@ -12,7 +12,14 @@ from ..steps import (
     has_tool_call,
     step_count_is,
 )
-from ._api import DEFAULT_MAX_STEPS, generate_text, stream_text
+from ._api import (
+    DEFAULT_MAX_STEPS,
+    StreamTextSyncResult,
+    generate_text,
+    generate_text_sync,
+    stream_text,
+    stream_text_sync,
+)
 from ._lifecycle import (
     AbortEvent,
     EndEvent,
@@ -43,14 +50,17 @@ __all__ = [
     "StepStartEvent",
     "StopCondition",
     "StreamTextResult",
+    "StreamTextSyncResult",
     "Timeout",
     "ToolCall",
     "ToolCallEndEvent",
     "ToolCallStartEvent",
     "ToolResult",
     "generate_text",
+    "generate_text_sync",
     "has_tool_call",
     "smooth_stream",
     "step_count_is",
     "stream_text",
+    "stream_text_sync",
 ]

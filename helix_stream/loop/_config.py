@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from .._event_stream import Subscriber
+from .._options import LoopOptions
 from ..auth._cache import DEFAULT_AUTH, AuthSettings
 from ..middleware import ModelMiddleware, WrappedModel
 from ..models._cache import PromptCache
@@ -23,8 +24,9 @@ from ..steps import StopCondition
 from ..telemetry import Recorder
 from ..tools import Tool
 from ._env import PLAIN, TurnEnv
-from ._timeout import Timeout
-from ._transform import StreamTransform
+from ._lifecycle import LIFECYCLE_NAMES
+from ._timeout import Timeout, as_timeout
+from ._transform import StreamTransform, as_transforms
 
 __all__ = ["Callbacks", "LoopConfig", "call_user"]
 
@@ -44,31 +46,33 @@ class Callbacks:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LoopConfig:
-    """Everything one run needs, fixed before it starts.
+    """Everything one run needs, fixed before it starts: the run's options as they were
+    given (``options``, checked by :func:`~helix_stream.loop._setup.setup_run`), and what
+    only the run's setup and session know.
+
+    The loop reads the options through the properties below (``prepare_step`` as a tuple,
+    ``retry`` as a policy, ...), each made from ``options`` when asked: nothing is copied
+    from the options field by field.
 
     Attributes:
+        options: The run's options (an agent's with the run's over them).
         contexts: Each tool's validated context (resolved before the run, so that a missing
             one fails before any model call).
         messages: The conversation before the first step (a session's log, rendered).
         message_id: The id the ``start`` chunk announces.
+        stop_when: The run's stop conditions: the caller's own (an agent's ``max_steps``) and
+            the options' (default ``step_count_is(20)``).
         finish_tool: The tool whose successful call ends the run (forced completion).
-        router: A ``litellm.Router``; model calls go through ``router.acompletion``.
-        retry: The retry policy of each model call (before its first chunk).
         output: The pydantic model of a structured answer: ``finish.output`` is an instance.
         output_mode: How it is asked for: ``"auto"`` decides per run (the provider's JSON
             schema where litellm reports support, the finish tool otherwise); ``"tool"``
             always uses the finish tool (an ``Agent``).
         where: Where the litellm params came from (for the message of a refused one).
-        prompt_cache: ``"auto"`` to add cache breakpoints where the provider needs them,
-            ``False`` for none (a ``prepare_step`` override wins for its step).
-        auth: How tools with ``auth=`` resolve their tokens (the token store; a session
-            also gives the principal's ``identify``).
-        timeout: The run's time limits (README, "Timeouts").
-        transform: The stream transforms, in order (:mod:`._transform`).
         env: The turn environment its session hands the run (``loop/_env.py``).
         subscribers: More subscribers of the run's event stream (a session's hooks).
     """
 
+    options: LoopOptions
     model: str | WrappedModel
     system: str | None
     messages: tuple[dict[str, Any], ...]
@@ -77,25 +81,86 @@ class LoopConfig:
     contexts: Mapping[str, Any]
     runtime_context: Mapping[str, Any]
     recorder: Recorder
-    prepare_step: tuple[PrepareStep, ...] = ()
     stop_when: tuple[StopCondition, ...] = ()
-    middleware: tuple[ModelMiddleware, ...] = ()
-    litellm_params: Mapping[str, Any] = field(default_factory=dict)
     message_id: str | None = None
     session_id: str | None = None
     finish_tool: str | None = None
-    router: Any = None
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
     output: type[BaseModel] | None = None
     output_mode: Literal["auto", "tool"] = "tool"
     where: str = "stream_text"
-    callbacks: Callbacks = field(default_factory=Callbacks)
     env: TurnEnv = PLAIN
-    prompt_cache: PromptCache = "auto"
-    auth: AuthSettings = DEFAULT_AUTH
-    timeout: Timeout | None = None
-    transform: tuple[StreamTransform, ...] = ()
     subscribers: tuple[Subscriber, ...] = ()  # the session's, on the run's event stream
+
+    @property
+    def prepare_step(self) -> tuple[PrepareStep, ...]:
+        return as_tuple(self.options.prepare_step)
+
+    @property
+    def middleware(self) -> tuple[ModelMiddleware, ...]:
+        return tuple(self.options.middleware or ())
+
+    @property
+    def litellm_params(self) -> Mapping[str, Any]:
+        """The litellm params of every call: ``settings``, with ``provider_options`` merged
+        into ``extra_body`` (what litellm merges into the provider's request body)."""
+        settings, extra = self.options.settings, self.options.provider_options
+        if not extra:
+            return settings
+        return {**settings, "extra_body": {**(settings.get("extra_body") or {}), **extra}}
+
+    @property
+    def router(self) -> Any:
+        """A ``litellm.Router``; model calls go through ``router.acompletion``."""
+        return self.options.router
+
+    @property
+    def retry(self) -> RetryPolicy:
+        """The retry policy of each model call (before its first chunk)."""
+        return RetryPolicy(max_retries=self.options.max_retries)
+
+    @property
+    def callbacks(self) -> Callbacks:
+        options = self.options
+        return Callbacks(
+            on_chunk=options.on_chunk,
+            on_step_finish=as_tuple(options.on_step_finish),
+            on_finish=options.on_finish,
+            on_error=options.on_error,
+            lifecycle={n: getattr(options, n) for n in LIFECYCLE_NAMES if getattr(options, n)},
+        )
+
+    @property
+    def prompt_cache(self) -> PromptCache:
+        """``"auto"`` to add cache breakpoints where the provider needs them, ``False`` for
+        none (a ``prepare_step`` override wins for its step)."""
+        return self.options.prompt_cache
+
+    @property
+    def auth(self) -> AuthSettings:
+        """How tools with ``auth=`` resolve their tokens (the token store; a session also
+        gives the principal's ``identify``)."""
+        if self.options.token_store is None:
+            return DEFAULT_AUTH
+        return AuthSettings(token_store=self.options.token_store)
+
+    @property
+    def timeout(self) -> Timeout | None:
+        """The run's time limits (README, "Timeouts")."""
+        return as_timeout(self.options.timeout)
+
+    @property
+    def transform(self) -> tuple[StreamTransform, ...]:
+        """The stream transforms, in order (:mod:`._transform`)."""
+        return as_transforms(self.options.transform)
+
+
+def as_tuple(value: Any) -> tuple[Any, ...]:
+    """An option that is one value or a list of them, as a tuple (``None``: empty)."""
+    if value is None:
+        return ()
+    if isinstance(value, (list, tuple)):
+        return tuple(value)
+    return (value,)
 
 
 async def call_user(

@@ -12,7 +12,9 @@ import contextlib
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, cast
+
+from typing_extensions import TypeVar
 
 from ..chunks import (
     Chunk,
@@ -31,7 +33,10 @@ from ..steps import StepResult
 if TYPE_CHECKING:
     from starlette.responses import Response
 
-__all__ = ["GenerateTextResult", "StreamTextResult"]
+__all__ = ["GenerateTextResult", "OutputT", "StreamTextResult"]
+
+OutputT = TypeVar("OutputT", default=Any)
+"""The type of a run's structured answer: the ``output=`` model (``None`` without one)."""
 
 
 class _Progress:
@@ -91,8 +96,11 @@ async def _aclose(iterator: AsyncIterator[Chunk]) -> None:
         await aclose()
 
 
-class StreamTextResult:
+class StreamTextResult(Generic[OutputT]):
     """A run in progress. Iterate it for chunks, or await what it produced.
+
+    Generic in the type of its structured answer: ``stream_text(..., output=City)`` is a
+    ``StreamTextResult[City]``, whose ``output`` is a ``City`` once the run has finished.
 
     The run starts when it is first iterated (or awaited). It can be iterated once; ``text()``,
     ``steps()`` and ``consume()`` drive whatever is left of it. When the consumer stops
@@ -109,7 +117,7 @@ class StreamTextResult:
         self._started: AsyncIterator[Chunk] | None = None
 
     @classmethod
-    def started(cls, first: Chunk, rest: AsyncIterator[Chunk]) -> StreamTextResult:
+    def started(cls, first: Chunk, rest: AsyncIterator[Chunk]) -> StreamTextResult[OutputT]:
         """A run already under way (``Executor.start`` read its first chunk): ``first``, then
         the rest of ``rest``. Closing it closes ``rest`` even if it is never iterated again,
         so a started turn that nobody reads still ends at once."""
@@ -159,7 +167,7 @@ class StreamTextResult:
             # An unstarted generator closes without running its body: close what it wraps.
             await _aclose(self._started)
 
-    async def __aenter__(self) -> StreamTextResult:
+    async def __aenter__(self) -> StreamTextResult[OutputT]:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -191,10 +199,10 @@ class StreamTextResult:
         return [m for step in self._state.steps for m in step.response_messages]
 
     @property
-    def output(self) -> Any:
+    def output(self) -> OutputT | None:
         """The structured answer: an instance of ``output=`` (``stream_text``) or of the
         agent's ``output_schema``, once the run has finished; else ``None``."""
-        return self._state.output
+        return cast("OutputT | None", self._state.output)
 
     async def partial_output_stream(self) -> AsyncIterator[Any]:
         """The structured answer as it streams: each partial object (a dict whose fields
@@ -270,7 +278,7 @@ class _Iterator:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class GenerateTextResult:
+class GenerateTextResult(Generic[OutputT]):
     """What ``generate_text`` returns once the run has finished (and ``on_finish`` receives).
 
     Attributes:
@@ -288,4 +296,4 @@ class GenerateTextResult:
     usage: Usage
     finish_reason: FinishReason
     response_messages: list[dict[str, Any]]
-    output: Any = None
+    output: OutputT = cast("OutputT", None)  # noqa: RUF009  # None: no structured answer

@@ -24,20 +24,18 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from .._options import LoopOptions
-from ..auth._cache import DEFAULT_AUTH, AuthSettings
 from ..auth._strategy import strategies_by_name
 from ..errors import InvalidRequestError
 from ..middleware import WrappedModel
 from ..models._cache import check_prompt_cache
 from ..models._output import check_output_schema
-from ..models._params import check_params
+from ..models._params import check_known, check_params
 from ..models._retry import RetryPolicy
 from ..steps import StopCondition, step_count_is
 from ..telemetry import Recorder
 from ..tools import FINISH_TOOL_NAME, Tool, finish_tool, resolve_contexts, tools_by_name
-from ._config import Callbacks, LoopConfig
+from ._config import LoopConfig, as_tuple
 from ._env import PLAIN, TurnEnv
-from ._lifecycle import LIFECYCLE_NAMES
 from ._timeout import as_timeout
 from ._transform import as_transforms
 
@@ -53,6 +51,9 @@ __all__ = [
 ]
 
 DEFAULT_MAX_STEPS = 20
+
+# The keywords of stream_text/generate_text that are the call's own, not run options.
+CALL_KEYWORDS = ("model", "messages", "prompt", "system", "tools", "output")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -130,6 +131,7 @@ def check_run(call: LoopCall, options: LoopOptions) -> RunCheck:
     telemetry filter is checked by :func:`finish_setup`, once every tool is known.
 
     Raises:
+        TypeError: a keyword that is neither a run option nor a litellm param.
         InvalidRequestError: a litellm param that is misplaced or cannot be sent, a retry
             count, an ``output`` or a ``prompt_cache`` that is wrong, two different auth
             strategies of one name.
@@ -137,6 +139,7 @@ def check_run(call: LoopCall, options: LoopOptions) -> RunCheck:
     """
     where = call.where or f"{call.operation}()"
     check_params(options.settings, where=where)
+    check_known(options.settings, where=where, model=call.model, own=CALL_KEYWORDS)
     RetryPolicy(max_retries=options.max_retries)  # InvalidRequestError for a wrong count
     if options.prompt_cache is None:  # a caller's explicit None: the default
         options = replace(options, prompt_cache="auto")
@@ -213,8 +216,9 @@ def loop_config(
     """The run's config: ``setup`` with the conversation so far, the id the ``start`` chunk
     announces and the turn environment its session hands it. Checks nothing more (``setup``
     was checked)."""
-    call, options = setup.call, setup.options
+    call = setup.call
     return LoopConfig(
+        options=setup.options,
         model=call.model,
         system=call.system,
         messages=tuple(messages),
@@ -223,46 +227,16 @@ def loop_config(
         contexts=setup.contexts,
         runtime_context=setup.runtime_context,
         recorder=setup.recorder,
-        prepare_step=_as_tuple(options.prepare_step),
-        stop_when=(*call.stop_when, *_as_tuple(options.stop_when))
+        stop_when=(*call.stop_when, *as_tuple(setup.options.stop_when))
         or (step_count_is(DEFAULT_MAX_STEPS),),
-        middleware=tuple(options.middleware or ()),
-        litellm_params=dict(options.settings),
         message_id=message_id,
         session_id=call.conversation_id,
         finish_tool=setup.finish_tool,
-        router=options.router,
-        retry=RetryPolicy(max_retries=options.max_retries),
         output=setup.output,
         output_mode=call.output_mode,
         where=setup.where,
-        callbacks=Callbacks(
-            on_chunk=options.on_chunk,
-            on_step_finish=_as_tuple(options.on_step_finish),
-            on_finish=options.on_finish,
-            on_error=options.on_error,
-            lifecycle={n: getattr(options, n) for n in LIFECYCLE_NAMES if getattr(options, n)},
-        ),
         env=env,
-        prompt_cache=options.prompt_cache,
-        auth=_auth(options),
-        timeout=as_timeout(options.timeout),
-        transform=as_transforms(options.transform),
     )
-
-
-def _auth(options: LoopOptions) -> AuthSettings:
-    if options.token_store is None:
-        return DEFAULT_AUTH
-    return AuthSettings(token_store=options.token_store)
-
-
-def _as_tuple(value: Any) -> tuple[Any, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, (list, tuple)):
-        return tuple(value)
-    return (value,)
 
 
 def _with_output(

@@ -23,6 +23,7 @@ from ..models._cache import PromptCache, with_cache_breakpoints
 from ..models._lean_stream import read_path
 from ..models._litellm import acompletion, translate_error
 from ..models._output import OutputSpec
+from ..models._params import check_known
 from ..models._parse import ResponseInfo, StepParser, has_content, map_finish_reason
 from ..models._retry import Attempt, RetryPolicy, open_content_stream
 from ..prepare_step import STEP_OVERRIDE_KEYS, StepInput
@@ -63,8 +64,11 @@ def request_params(
         t for name, t in cfg.tools.items() if (active is None or name in active) and name != hidden
     ]
     params: dict[str, Any] = {**cfg.litellm_params}
-    # Litellm params from prepare_step apply to this call only.
-    params.update({k: v for k, v in overrides.items() if k not in STEP_OVERRIDE_KEYS})
+    # Litellm params from prepare_step apply to this call only; a name litellm does not know
+    # is refused as the run's error (TypeError), before the call.
+    extra = {k: v for k, v in overrides.items() if k not in STEP_OVERRIDE_KEYS}
+    check_known(extra, where="a prepare_step override", model=model_name(step.model)[0])
+    params.update(extra)
     params["model"] = model_name(step.model)[0]
     params["messages"] = ([{"role": "system", "content": system}] if system else []) + step.messages
     params["stream"] = True

@@ -90,10 +90,14 @@ def expect_requests() -> None:
 
     From then on, a model call that finds litellm not loaded yet logs a warning (the import
     holds up that request, and the event loop's other work, for seconds) and gives litellm the
-    server's settings. A script is never warned.
+    server's settings. A script is never warned. When litellm is loaded already (the strict
+    keyword check of an ``Agent(settings=...)`` reads litellm's parameter lists), it gets the
+    server's settings now.
     """
     global _serving
     _serving = True
+    if _litellm is not None:
+        _configure_for_serving(_litellm)
 
 
 def load_litellm() -> None:

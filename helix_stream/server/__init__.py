@@ -65,27 +65,30 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
+from typing_extensions import Unpack
 
 from ..agent import Agent
 from ..models import load_litellm
 from ..session import Executor
 from ._fastapi import fastapi_router
-from ._routes import (
+from ._options import (
     DETACHED_TIMEOUT,
-    SERVER_TIMEOUT,
     Authenticate,
     Authorize,
     RunOptions,
-    error_response,
-    http_error_handler,
-    routes,
+    ServerKeywords,
+    ServerOptions,
+    documents_server_options,
+    server_options,
 )
+from ._routes import SERVER_TIMEOUT, error_response, http_error_handler, routes
 from ._shared_streams import SharedStreamRegistry
 from ._shutdown import SHUTDOWN_GRACE, lifespan
 from ._streams import ActiveStream, StreamRegistry
@@ -100,6 +103,8 @@ __all__ = [
     "Authorize",
     "RunOptions",
     "RunningTurns",
+    "ServerKeywords",
+    "ServerOptions",
     "SharedStreamRegistry",
     "StopElsewhere",
     "StreamRegistry",
@@ -139,20 +144,25 @@ def cors_options(origins: Sequence[str]) -> dict[str, Any]:
     }
 
 
+@documents_server_options
 def create_app(
     executor: Executor,
-    agent: Agent,
+    agent: Agent[Any],
     authenticate: Authenticate | None = None,
-    client_version: int = 7,
-    max_body_bytes: int = 1_000_000,
+    *,
     cors_origins: Sequence[str] = (),
     shutdown_grace: float = SHUTDOWN_GRACE,
-    **options: Any,
+    options: ServerOptions | None = None,
+    **keywords: Unpack[ServerKeywords],
 ) -> Starlette:
     """A Starlette app serving ``agent`` through ``executor`` (see the module docstring).
 
     Warning:
         Without ``authenticate`` the app is open to anyone who can reach it.
+
+    Example::
+
+        app = create_app(executor, agent, check_caller, client_version=6)
 
     Args:
         executor: Runs the turns and holds the sessions.
@@ -160,29 +170,22 @@ def create_app(
         authenticate: ``authenticate(request)``, sync or async: raise
             ``AuthenticationError``/``PermissionDeniedError`` to refuse; the return value is
             passed to ``executor.run(..., auth=...)``.
-        client_version: Major version of the ``ai`` npm package the clients run (5, 6, 7).
-        max_body_bytes: Larger request bodies are refused with 413.
         cors_origins: Origins of front ends on another origin (``"http://localhost:5173"``,
             or ``"*"``): the app answers their CORS preflights (see :func:`cors_options`).
         shutdown_grace: Seconds the shutdown waits for the running turns to end.
-        **options: Passed to :func:`routes` (``authorize``, ``api_path``, ``context_path``,
-            ``run_options``, ``on_error``, ``generate_message_id``, ``streams``,
-            ``on_disconnect``, ``detached_timeout``, ...).
+        options: The server options as one value (:class:`ServerOptions`); keywords win.
+        {server options}
 
     Returns:
         The app (serve it with ``uvicorn``). Its startup imports litellm; its shutdown
         closes the executor (``executor.close()``: the agents' MCP servers).
+
+    Raises:
+        TypeError: a keyword that is not a server option (naming the closest one).
     """
-    turns = options.pop("turns", None) or RunningTurns()
-    mounted = routes(
-        executor,
-        agent,
-        authenticate,
-        client_version=client_version,
-        max_body_bytes=max_body_bytes,
-        turns=turns,
-        **options,
-    )
+    opts = server_options(options, keywords)
+    turns = opts.turns or RunningTurns()
+    mounted = routes(executor, agent, authenticate, options=replace(opts, turns=turns))
     middleware = [Middleware(CORSMiddleware, **cors_options(cors_origins))] if cors_origins else []
 
     return Starlette(

@@ -17,11 +17,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from starlette.routing import Route
+from typing_extensions import Unpack
 
 from ..agent import Agent
 from ..session import Executor
 from ._bodies import ChatRequest, ContextRequest
-from ._routes import Authenticate, routes
+from ._options import Authenticate, ServerKeywords, ServerOptions, documents_server_options
+from ._routes import routes
 
 if TYPE_CHECKING:
     from fastapi import APIRouter
@@ -104,13 +106,15 @@ def _operation(name: str) -> tuple[str, dict[str, Any], dict[int | str, Any]]:
     return table[name]
 
 
+@documents_server_options
 def fastapi_router(
     executor: Executor,
-    agent: Agent,
+    agent: Agent[Any],
     authenticate: Authenticate | None = None,
     *,
     tags: list[str] | None = None,
-    **options: Any,
+    options: ServerOptions | None = None,
+    **keywords: Unpack[ServerKeywords],
 ) -> APIRouter:
     """The chat routes as a FastAPI ``APIRouter``, documented in the app's OpenAPI schema.
 
@@ -127,8 +131,8 @@ def fastapi_router(
         agent: The agent every chat turn runs.
         authenticate: As for :func:`~helix_stream.server.routes`.
         tags: The OpenAPI tags of the routes (default ``["chat"]``).
-        **options: Passed to :func:`~helix_stream.server.routes` (``authorize``,
-            ``client_version``, ``api_path``, ``on_disconnect``, ...).
+        options: The server options as one value (:class:`ServerOptions`); keywords win.
+        {server options}
 
     Returns:
         An ``APIRouter`` to ``include_router`` (needs ``pip install fastapi``).
@@ -137,7 +141,7 @@ def fastapi_router(
     from fastapi.responses import Response
 
     router = APIRouter(tags=list(tags) if tags is not None else ["chat"])
-    for route in routes(executor, agent, authenticate, **options):
+    for route in routes(executor, agent, authenticate, options=options, **keywords):
         assert isinstance(route, Route) and route.name is not None and route.methods
         summary, extra, answers = _operation(route.name)
         router.add_api_route(

@@ -16,12 +16,13 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import Any, Literal, Protocol
+from typing import Any
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
+from typing_extensions import Unpack
 
 from .._limits import check_session_id
 from .._options import timeout_over
@@ -33,19 +34,31 @@ from ..models._pool import set_max_connections
 from ..session import Executor
 from ..session._records import UserRecord, new_message_id
 from ..transformers import UIMessageStreamResponse, to_ui_message_stream
-from ..transformers._sse import OnDisconnect, check_on_disconnect
-from ._auth_callback import DEFAULT_AUTH_CALLBACK_PATH, auth_callback_routes
+from ..transformers._sse import check_on_disconnect
+from ._auth_callback import auth_callback_routes
 from ._bodies import ChatActions, ChatRequest, ContextRequest, chat_actions, parse_body, read_body
+from ._options import (
+    DETACHED_TIMEOUT,
+    Authenticate,
+    Authorize,
+    RunOptions,
+    ServerKeywords,
+    ServerOptions,
+    documents_server_options,
+    server_options,
+)
 from ._shared_streams import SharedStreamRegistry
 from ._streams import StreamRegistry
-from ._turns import RunningTurns, StopElsewhere
+from ._turns import RunningTurns
 
 __all__ = [
+    "DETACHED_TIMEOUT",
     "NO_ANSWER_BOUND",
     "SERVER_TIMEOUT",
     "Authenticate",
     "Authorize",
     "RunOptions",
+    "ServerOptions",
     "error_response",
     "http_error_handler",
     "routes",
@@ -54,9 +67,6 @@ __all__ = [
 logger = logging.getLogger("helix_stream.server")
 
 INTERNAL_ERROR = {"error": {"code": "internal_error", "message": "An internal error occurred."}}
-
-DETACHED_TIMEOUT = 600.0
-"""Default seconds a turn whose client went away runs on (``on_disconnect="continue"``)."""
 
 SERVER_TIMEOUT = Timeout(first_chunk=35.0, chunk=30.0)
 """The chat server's default limits of every turn (README, "Timeouts"). ``first_chunk``: 35 s
@@ -75,38 +85,6 @@ NO_ANSWER_BOUND = 120.0
 _RESERVED_RUN_OPTIONS = frozenset(
     {"agent", "session_id", "input", "message_id", "auth", "channel", "on_stop_requested"}
 )
-
-
-class Authenticate(Protocol):
-    """``authenticate(request)``: return who is calling, or raise.
-
-    Sync or async. Raise :class:`~helix_stream.errors.AuthenticationError` (401) or
-    :class:`~helix_stream.errors.PermissionDeniedError` (403) to refuse the request; whatever
-    it returns is passed to ``executor.run(..., auth=...)`` (``current_session().auth``).
-    """
-
-    def __call__(self, request: Request, /) -> Any: ...
-
-
-class Authorize(Protocol):
-    """``authorize(auth, session_id)``: may this caller use this session? Raise if not.
-
-    Sync or async; called on every route once the session id is known (from the path or the
-    body), with the value ``authenticate`` returned. Raise
-    :class:`~helix_stream.errors.PermissionDeniedError` (403) to refuse; nothing is written.
-    """
-
-    def __call__(self, auth: Any, session_id: str, /) -> Any: ...
-
-
-class RunOptions(Protocol):
-    """``run_options(request, auth)``: extra keyword arguments for ``executor.run``.
-
-    Sync or async; return e.g. ``{"tools_context": {...}, "runtime_context": {...}}``
-    (per request, typically derived from ``auth``, the value ``authenticate`` returned).
-    """
-
-    def __call__(self, request: Request, auth: Any, /) -> Any: ...
 
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -150,29 +128,14 @@ async def _maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
+@documents_server_options
 def routes(
     executor: Executor,
-    agent: Agent,
+    agent: Agent[Any],
     authenticate: Authenticate | None = None,
     *,
-    authorize: Authorize | None = None,
-    client_version: int = 7,
-    max_body_bytes: int = 1_000_000,
-    api_path: str = "/api/chat",
-    context_path: str = "/context",
-    run_options: RunOptions | None = None,
-    on_error: Callable[[BaseException], str] | None = None,
-    generate_message_id: Callable[[], str] | None = None,
-    streams: StreamRegistry | SharedStreamRegistry | None = None,
-    send_sources: bool = False,
-    on_disconnect: OnDisconnect = "continue",
-    detached_timeout: float | None = DETACHED_TIMEOUT,
-    turns: RunningTurns | None = None,
-    stop_elsewhere: StopElsewhere | None = None,
-    max_connections: int | None = None,
-    auth_callback_path: str | None = DEFAULT_AUTH_CALLBACK_PATH,
-    auth_redirect: str | None = None,
-    timeout: Timeout | Literal["default"] | None = "default",
+    options: ServerOptions | None = None,
+    **keywords: Unpack[ServerKeywords],
 ) -> list[BaseRoute]:
     """The chat server's routes (a list of Starlette routes), to mount in a Starlette or
     FastAPI app; :mod:`helix_stream.server` lists them.
@@ -181,61 +144,42 @@ def routes(
         Without ``authenticate`` every route is open to anyone who can reach it: they can read
         any session and steer any agent. Check the caller (here or in front of the app).
 
+    Example::
+
+        app = Starlette(routes=routes(executor, agent, check_caller, client_version=6))
+
     Args:
         executor: Runs the turns and holds the sessions.
         agent: The agent every chat turn runs.
         authenticate: Checks the request first, on every route (:class:`Authenticate`).
-        authorize: Keeps callers to their own sessions, on every route (:class:`Authorize`).
-        client_version: The clients' ``ai`` npm major version (5, 6 or 7; approvals: 6+).
-        max_body_bytes: Larger request bodies are refused with 413.
-        api_path, context_path: Where the chat routes (``useChat``'s ``api``) and context live.
-        run_options: Extra ``executor.run`` arguments per request (see :class:`RunOptions`).
-        on_error: Chooses the ``errorText`` sent for a failed turn (default: masked).
-        generate_message_id: Makes the id of each new assistant message (default: random).
-        streams: Where active streams are kept for resume (default: by the store's kind).
-        send_sources: Send ``source-url`` parts for the sources the model cited.
-        on_disconnect: What a chat client that goes away does to its turn: ``"continue"``
-            (default) lets the turn run to its end, resumable from ``GET .../stream``, until
-            the stop route ends it; ``"cancel"`` cancels it at once (stored as interrupted).
-        detached_timeout: With ``"continue"``: seconds a turn whose client went away may run
-            on (default 600; ``None``: only the run's own limits), then cancelled.
-        turns: This process's running turns, for the stop route (a :class:`RunningTurns`).
-        stop_elsewhere: Stops a turn running in another process (:class:`StopElsewhere`),
-            instead of the stop through the store (``Executor.request_stop``).
-        max_connections: litellm's pool per host, process-wide (default 4,096; litellm's: 500).
-        auth_callback_path: Where a browser comes back from a tool's sign-in (``None``: no such
-            route); ``auth_redirect``: the app's page to send it on to (default: a page of ours).
-        timeout: Turns' default limits (:data:`SERVER_TIMEOUT`; README "Timeouts").
+        options: The server options as one value (:class:`ServerOptions`); keywords win.
+        {server options}
 
     Returns:
         A list of Starlette routes.
+
+    Raises:
+        TypeError: a keyword that is not a server option (naming the closest one).
+        ValueError: a ``client_version`` that cannot serve the agent.
     """
-    _check_startup(agent, client_version, max_connections)
+    opts = server_options(options, keywords)
+    _check_startup(agent, opts.client_version, opts.max_connections)
     handlers = _Handlers(
         executor=executor,
         agent=agent,
         authenticate=authenticate,
-        authorize=authorize,
-        client_version=client_version,
-        max_body_bytes=max_body_bytes,
-        run_options=run_options,
-        on_error=on_error,
-        new_message_id=generate_message_id or new_message_id,
-        registry=streams if streams is not None else default_registry(executor),
-        send_sources=send_sources,
-        on_disconnect=check_on_disconnect(on_disconnect),
-        detached_timeout=detached_timeout,
-        turns=turns if turns is not None else RunningTurns(),
-        stop_elsewhere=stop_elsewhere,
-        timeout=SERVER_TIMEOUT if timeout == "default" else timeout,
+        options=replace(opts, on_disconnect=check_on_disconnect(opts.on_disconnect)),
+        new_message_id=opts.generate_message_id or new_message_id,
+        registry=opts.streams if opts.streams is not None else default_registry(executor),
+        turns=opts.turns if opts.turns is not None else RunningTurns(),
+        timeout=SERVER_TIMEOUT if opts.timeout == "default" else opts.timeout,
     )
-    return _route_table(handlers, api_path, context_path, auth_callback_path, auth_redirect)
+    return _route_table(handlers)
 
 
-def _route_table(
-    handlers: _Handlers, base: str, context_path: str, callback: str | None, redirect: str | None
-) -> list[BaseRoute]:
-    base = base.rstrip("/")
+def _route_table(handlers: _Handlers) -> list[BaseRoute]:
+    options = handlers.options
+    base, context_path = options.api_path.rstrip("/"), options.context_path
     # {id:path}: a sub-agent's session id holds "/" ("<parent>/<call id>").
     table = [
         (base, handlers.chat, "POST", "helix_chat"),
@@ -249,7 +193,9 @@ def _route_table(
         for path, handler, method, name in table
     ]
     executor, agent = handlers.executor, handlers.agent
-    sign_in = auth_callback_routes(executor, agent, path=callback, redirect_to=redirect)
+    sign_in = auth_callback_routes(
+        executor, agent, path=options.auth_callback_path, redirect_to=options.auth_redirect
+    )
     return [*mounted, *sign_in]
 
 
@@ -261,7 +207,7 @@ def default_registry(executor: Executor) -> StreamRegistry | SharedStreamRegistr
     return StreamRegistry()
 
 
-def _check_startup(agent: Agent, client_version: int, max_connections: int | None) -> None:
+def _check_startup(agent: Agent[Any], client_version: int, max_connections: int | None) -> None:
     """Refuse, at startup, a client version that cannot serve the agent; size the pool."""
     expect_requests()  # a late litellm import is now a fault worth a warning
     if max_connections is not None:
@@ -280,23 +226,16 @@ def _check_startup(agent: Agent, client_version: int, max_connections: int | Non
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Handlers:
-    """The route handlers, with the options :func:`routes` was given."""
+    """The route handlers, with the options :func:`routes` was given (and what it made of
+    their defaults)."""
 
     executor: Executor
-    agent: Agent
+    agent: Agent[Any]
     authenticate: Authenticate | None
-    authorize: Authorize | None
-    client_version: int
-    max_body_bytes: int
-    run_options: RunOptions | None
-    on_error: Callable[[BaseException], str] | None
+    options: ServerOptions
     new_message_id: Callable[[], str]
     registry: StreamRegistry | SharedStreamRegistry
-    send_sources: bool
-    on_disconnect: OnDisconnect
-    detached_timeout: float | None
     turns: RunningTurns
-    stop_elsewhere: StopElsewhere | None
     timeout: Timeout | None = None
 
     async def _caller(self, request: Request, session_id: str | None = None) -> Any:
@@ -307,13 +246,13 @@ class _Handlers:
         return auth
 
     async def _authorized(self, auth: Any, session_id: str) -> None:
-        if self.authorize is not None:
-            await _maybe_await(self.authorize(auth, session_id))
+        if self.options.authorize is not None:
+            await _maybe_await(self.options.authorize(auth, session_id))
 
     async def _run_options(self, request: Request, auth: Any) -> dict[str, Any]:
-        if self.run_options is None:
+        if self.options.run_options is None:
             return self._limits({})
-        options = dict(await _maybe_await(self.run_options(request, auth)) or {})
+        options = dict(await _maybe_await(self.options.run_options(request, auth)) or {})
         if reserved := _RESERVED_RUN_OPTIONS & options.keys():
             raise TypeError(f"run_options may not set {sorted(reserved)}")
         return self._limits(options)
@@ -328,7 +267,7 @@ class _Handlers:
 
     async def chat(self, request: Request) -> Response:
         auth = await self._caller(request)
-        body = parse_body(await read_body(request, self.max_body_bytes), ChatRequest)
+        body = parse_body(await read_body(request, self.options.max_body_bytes), ChatRequest)
         session_id = body.id
         await self._authorized(auth, session_id)
         actions = chat_actions(body)
@@ -356,15 +295,15 @@ class _Handlers:
             raise
         ui = to_ui_message_stream(
             self.turns.track(turn, result),
-            client_version=self.client_version,
+            client_version=self.options.client_version,
             original_messages=[m.model_dump() for m in body.messages],
-            on_error=self.on_error,
-            send_sources=self.send_sources,
+            on_error=self.options.on_error,
+            send_sources=self.options.send_sources,
         )
         return UIMessageStreamResponse(
             self.registry.record(session_id, ui),
-            on_disconnect=self.on_disconnect,
-            detached_timeout=self.detached_timeout,
+            on_disconnect=self.options.on_disconnect,
+            detached_timeout=self.options.detached_timeout,
         )
 
     async def _rewound(
@@ -428,7 +367,7 @@ class _Handlers:
 
     async def add_context(self, request: Request) -> Response:
         auth = await self._caller(request)
-        body = parse_body(await read_body(request, self.max_body_bytes), ContextRequest)
+        body = parse_body(await read_body(request, self.options.max_body_bytes), ContextRequest)
         await self._authorized(auth, body.sessionId)
         added = await self.executor.add_context_for(
             self.agent, body.sessionId, body.items, key=body.key
@@ -444,9 +383,9 @@ class _Handlers:
         # An id the caller may use (authorize passed) with nothing stored is an empty chat.
         messages = await self.executor.ui_messages(
             session_id,
-            client_version=self.client_version,
-            on_error=self.on_error,
-            send_sources=self.send_sources,
+            client_version=self.options.client_version,
+            on_error=self.options.on_error,
+            send_sources=self.options.send_sources,
         )
         return JSONResponse(messages)
 
@@ -471,8 +410,8 @@ class _Handlers:
         # takes it over): nothing runs, so nothing to stop (idempotent).
         if session is None or session.status != "running" or session.lease_expired():
             return JSONResponse({"stopped": False})
-        if self.stop_elsewhere is not None:
-            return JSONResponse({"stopped": await self.stop_elsewhere(session_id)})
+        if self.options.stop_elsewhere is not None:
+            return JSONResponse({"stopped": await self.options.stop_elsewhere(session_id)})
         # The turn runs in another process: the request goes through the store, and its
         # heartbeat stops it there (Executor.request_stop).
         return JSONResponse({"stopped": await self.executor.request_stop(session_id)})

@@ -13,9 +13,11 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from typing_extensions import Unpack
+
 from .._limits import check_json, check_key, check_session_id
 from .._media import check_content
-from .._options import LoopOptions, options_over, split_options
+from .._options import LoopOptions, RunKeywords, documents_options, options_over, split_options
 from ..chunks import ErrorChunk
 from ..context import (
     APP_SOURCE,
@@ -38,11 +40,12 @@ from ._lease import STOP_KEY, FencedWriter
 from ._mcp import SessionServers
 from ._meta import TurnMeta
 from ._pending import late_answer_row, waiting_calls
+from ._run_sync import SyncTurns
 from ._sandbox import close_sandboxes
 from ._turn import TurnRequest, run_turn
 
 if TYPE_CHECKING:
-    from ..agent import Agent
+    from ..agent import Agent, OutputT
     from ..auth import TokenStore
     from ..sandbox import SandboxProvider
     from ..telemetry import TelemetrySettings
@@ -77,7 +80,7 @@ def _input_message(value: Input) -> dict[str, Any] | None:
     )
 
 
-class Executor(SessionHistory, SessionAuthorization, SessionServers):
+class Executor(SessionHistory, SessionAuthorization, SessionServers, SyncTurns):
     """Runs agents in sessions stored in ``store``.
 
     Example::
@@ -128,9 +131,10 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers):
 
     # -- running ---------------------------------------------------------------------------
 
+    @documents_options
     def run(
         self,
-        agent: Agent,
+        agent: Agent[OutputT],
         session_id: str,
         input: Input = None,
         *,
@@ -139,8 +143,8 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers):
         auth: Any = None,
         channel: str = "python",
         on_stop_requested: Callable[[], None] | None = None,
-        **options: Any,
-    ) -> StreamTextResult:
+        **options: Unpack[RunKeywords],
+    ) -> StreamTextResult[OutputT]:
         """Run one turn of ``agent`` in session ``session_id`` (created on first use).
 
         Returns the same streaming result as :func:`~helix_stream.stream_text`; the run starts
@@ -162,14 +166,12 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers):
             on_stop_requested: Called when another process asks this turn to stop
                 (:meth:`request_stop`), within one lease renewal; it should stop the turn
                 (the chat server's stops it as its stop route does). ``None``: not asked.
-            **options: The run options of ``stream_text`` (``runtime_context``,
-                ``tools_context``, ``telemetry``, ``prepare_step``, ``stop_when``,
-                ``middleware``, ``router``, ``max_retries``, ``prompt_cache``, ``on_chunk``,
-                ``on_step_finish``, ``on_finish``, ``on_error``), each over the agent's own
-                when it is not ``None``; any other keyword is a litellm param (over
-                ``agent.settings``). Telemetry falls back to the executor's.
+            {run options}
+            **litellm_params: As for ``stream_text`` (over ``agent.settings``). A run option
+                given (not ``None``) wins over the agent's; telemetry falls back to ours.
 
         Raises:
+            TypeError: an unknown keyword, naming the closest known one (nothing written).
             ToolContextError: a tool's context is missing or invalid (nothing was written).
             InvalidRequestError: ``input`` has the wrong shape or invalid text (a lone
                 surrogate, a file content part that is not what it says), ``session_id`` is
@@ -192,7 +194,7 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers):
 
     def _turn(
         self,
-        agent: Agent,
+        agent: Agent[Any],
         session_id: str,
         input: Input,
         *,
@@ -203,7 +205,7 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers):
         channel: str = "python",
         on_stop_requested: Callable[[], None] | None = None,
         options: Mapping[str, Any] | None = None,
-    ) -> StreamTextResult:
+    ) -> StreamTextResult[Any]:
         """A turn of ``agent``, checked before anything runs (``parent``: of a sub-agent)."""
         check_session_id(session_id)
         message = _input_message(input)
@@ -238,14 +240,14 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers):
         return StreamTextResult(lambda: run_turn(request))
 
     def _run_child(
-        self, agent: Agent, session_id: str, prompt: str, *, auth: Any, parent: ParentInfo
-    ) -> StreamTextResult:
+        self, agent: Agent[Any], session_id: str, prompt: str, *, auth: Any, parent: ParentInfo
+    ) -> StreamTextResult[Any]:
         """A sub-agent's turn in its child session (``Agent.as_tool``)."""
         return self._turn(agent, session_id, prompt, auth=auth, parent=parent, channel="subagent")
 
     async def start(
-        self, agent: Agent, session_id: str, input: Input = None, **options: Any
-    ) -> StreamTextResult:
+        self, agent: Agent[OutputT], session_id: str, input: Input = None, **options: Any
+    ) -> StreamTextResult[OutputT]:
         """Like :meth:`run`, but start the turn now: a refusal raises here, before any chunk.
 
         What a server needs: ``await executor.start(...)`` claims the session (or raises

@@ -13,7 +13,7 @@ import os
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
-from types import ModuleType
+from types import CodeType, ModuleType
 from typing import Any
 
 from tests.docs._blocks import Block
@@ -45,17 +45,21 @@ def loopback_only() -> Iterator[None]:
         socket.getaddrinfo = getaddrinfo
 
 
-def run_blocks(page_blocks: list[Block], workdir: str) -> ModuleType:
-    """Run the blocks in order in one module namespace (in ``workdir``); return it."""
+def compile_blocks(page_blocks: list[Block]) -> list[CodeType]:
+    """The blocks compiled (in the calling thread: CPython 3.11's parser state is shared, and a
+    compile in a worker thread while another thread parses can fail)."""
+    flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    return [compile(block.code, block.where, "exec", flags=flags) for block in page_blocks]
+
+
+def run_blocks(codes: list[CodeType], workdir: str) -> ModuleType:
+    """Run the compiled blocks in order in one module namespace (in ``workdir``); return it."""
     module = ModuleType("docs_page")
     cwd = os.getcwd()
     os.chdir(workdir)
     try:
         with loopback_only():
-            for block in page_blocks:
-                code = compile(
-                    block.code, block.where, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
-                )
+            for code in codes:
                 result = eval(code, module.__dict__)
                 if inspect.iscoroutine(result):
                     asyncio.run(result)

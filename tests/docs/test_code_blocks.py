@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.docs._blocks import PYTHON, ROOT, SHELL, all_blocks, blocks, pages
-from tests.docs._runner import run_blocks
+from tests.docs._runner import compile_blocks, run_blocks
 
 _RUN_PAGES = [p for p in pages() if any(b.lang in PYTHON and b.mark is None for b in blocks(p))]
 
@@ -25,7 +25,7 @@ _RUN_PAGES = [p for p in pages() if any(b.lang in PYTHON and b.mark is None for 
 @pytest.mark.parametrize("page", _RUN_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 async def test_the_python_blocks_of_a_page_run(page: Path, tmp_path: Path) -> None:
     runnable = [b for b in blocks(page) if b.lang in PYTHON and b.mark is None]
-    await asyncio.to_thread(run_blocks, runnable, str(tmp_path))
+    await asyncio.to_thread(run_blocks, compile_blocks(runnable), str(tmp_path))
 
 
 def test_every_block_is_run_checked_or_a_fragment_with_a_reason() -> None:

@@ -28,6 +28,7 @@ HOOK = _hook()
 INTERNAL = {
     "helix_stream.loop": "the loop's implementation; its public names are re-exported by helix_stream",
     "helix_stream.session": "the executor's implementation; hs.Executor is the public door",
+    "helix_stream.agent": "Agent and StepContextLimits are re-exported by helix_stream; OutputT is Agent's type variable",
     "helix_stream.store.sqlite": "a backend: SQLiteStore is documented in helix_stream.store",
     "helix_stream.store.postgres": "a backend: PostgresStore is documented in helix_stream.store",
 }

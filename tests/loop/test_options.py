@@ -1,35 +1,97 @@
 """Run options have one home (``LoopOptions``): every entry point takes each, a run's wins.
 
-``stream_text`` spells each option in its typed signature; ``generate_text``, ``Agent`` (a
-``LoopOptions``), ``Executor.run`` and the misplaced-keyword check take them from the class.
+``stream_text``, ``generate_text`` and ``Executor.run`` take them as ``**options:
+Unpack[RunKeywords]`` (``RunOptions`` mirrors ``LoopOptions``: checked here), an ``Agent`` is a
+``LoopOptions``, and every front door's docstring lists them as ``LoopOptions`` describes them.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
-from typing import Any
+from typing import Any, ForwardRef
 
 import pytest
 from pydantic import BaseModel
 
 import helix_stream as hs
 from helix_stream import errors
-from helix_stream._options import OPTION_NAMES, LoopOptions
-from helix_stream.models._params import check_params
+from helix_stream._options import OPTION_NAMES, LoopOptions, ModelParams, RunOptions, option_docs
+from helix_stream.models._litellm import litellm_module
+from helix_stream.models._params import check_params, litellm_param_names
 from tests.loopback import LoopbackServer, text, tool_calls
 
-# stream_text's arguments that are the call's own, not run options.
-_CALL = {"model", "messages", "prompt", "system", "tools", "output"}
+_FRONT_DOORS = {
+    "stream_text": hs.stream_text,
+    "generate_text": hs.generate_text,
+    "Agent": hs.Agent,
+    "Executor.run": hs.Executor.run,
+}
 
 
-def test_stream_text_names_every_run_option_and_nothing_else() -> None:
-    parameters = inspect.signature(hs.stream_text).parameters
-    named = {n for n, p in parameters.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
-    assert named - _CALL == OPTION_NAMES
-    for field in dataclasses.fields(LoopOptions):
-        if field.name in OPTION_NAMES and field.name != "middleware":  # None there, () here
-            assert parameters[field.name].default == field.default, field.name
+def _annotation(value: Any) -> str:
+    return value.__forward_arg__ if isinstance(value, ForwardRef) else str(value)
+
+
+def test_the_keyword_form_mirrors_the_one_declaration() -> None:
+    # RunOptions (what **options: Unpack[...] reads) has LoopOptions' fields, name for name
+    # and type for type: an option added to one and not the other fails here.
+    declared = {f.name: str(f.type) for f in dataclasses.fields(LoopOptions)}
+    declared.pop("settings")
+    keywords = {name: _annotation(t) for name, t in RunOptions.__annotations__.items()}
+    assert keywords == declared
+    assert set(declared) == OPTION_NAMES
+
+
+@pytest.mark.parametrize("name", ["stream_text", "generate_text", "Executor.run"])
+def test_each_front_door_takes_the_run_keywords(name: str) -> None:
+    parameters = inspect.signature(_FRONT_DOORS[name]).parameters
+    rest = [p for p in parameters.values() if p.kind is inspect.Parameter.VAR_KEYWORD]
+    assert [str(p.annotation) for p in rest] == ["Unpack[RunKeywords]"]
+    # No run option is spelled out a second time as a parameter of its own.
+    assert not OPTION_NAMES & parameters.keys()
+
+
+def _args(doc: str) -> dict[str, str]:
+    """The entries of a Google-style "Args" section, by name, without their indentation."""
+    section = doc.split("Args:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    indent = len(section[0]) - len(section[0].lstrip())
+    entries: dict[str, list[str]] = {}
+    current: list[str] = []
+    for line in section:
+        if len(line) - len(line.lstrip()) == indent:
+            current = [line[indent:]]
+            for name in line.strip().split(":", 1)[0].split(", "):
+                entries[name] = current
+        else:
+            current.append(line[indent:])
+    return {name: "\n".join(lines) for name, lines in entries.items()}
+
+
+@pytest.mark.parametrize("name", sorted(_FRONT_DOORS))
+def test_each_front_doors_docstring_lists_every_option_as_declared(name: str) -> None:
+    documented = _args(inspect.getdoc(_FRONT_DOORS[name]) or "")
+    declared = option_docs()
+    assert set(declared) == OPTION_NAMES  # LoopOptions' docstring describes every field
+    assert {n: documented.get(n) for n in OPTION_NAMES} == declared
+
+
+def test_the_typed_litellm_keywords_are_litellms_own() -> None:
+    # ModelParams (the litellm keywords mypy checks) holds every OpenAI chat parameter and
+    # every keyword of litellm.completion, and nothing litellm does not take.
+    import inspect as inspect_
+
+    import litellm
+    from litellm.constants import OPENAI_CHAT_COMPLETION_PARAMS
+
+    litellm_module()
+    completion = inspect_.signature(litellm.completion).parameters
+    own = {"model", "messages", "tools", "stream", "stream_options", "timeout", "max_retries"}
+    own |= {"model_list", "shared_session"}  # a Router's list, a client session: objects
+    listed = ({*OPENAI_CHAT_COMPLETION_PARAMS} | {n for n in completion if n != "kwargs"}) - own
+    typed = set(ModelParams.__annotations__)
+    assert listed <= typed
+    assert typed <= litellm_param_names(None)
 
 
 def test_an_agent_is_a_set_of_run_options() -> None:

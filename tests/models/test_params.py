@@ -134,12 +134,13 @@ async def test_a_keyword_that_belongs_to_agent_is_refused_when_stream_text_is_ca
 async def test_an_unsendable_value_is_refused_before_the_request_as_a_run_error(
     loopback: LoopbackServer,
 ) -> None:
-    result = hs.stream_text(**loopback.llm(), prompt="x", user_tag=object())
+    # A parameter litellm knows (an unknown one is refused at the call: test_strict_keywords).
+    result = hs.stream_text(**loopback.llm(), prompt="x", logit_bias={"1": object()})  # type: ignore[dict-item]
     chunks = [chunk async for chunk in result]
     assert type(chunks[-1]).__name__ == "ErrorChunk"
     with pytest.raises(errors.InvalidRequestError) as info:
         await result.text()
-    assert info.value.message.startswith("user_tag= cannot be sent to the model")
+    assert info.value.message.startswith("logit_bias= cannot be sent to the model")
     assert info.value.retryable is False
     assert loopback.requests == []
 

@@ -90,7 +90,7 @@ async def test_a_file_that_is_not_what_it_says_is_a_400_naming_its_part_and_noth
 async def test_a_file_that_is_what_it_says_reaches_the_model(
     loopback: LoopbackServer, executor: hs.Executor, make_client: Any, media_type: str, content: bytes
 ) -> None:
-    agent = hs.Agent(name="up", model="openai/loopback", settings=loopback.llm())
+    agent = hs.Agent(name="up", model="openai/loopback", settings=_settings(loopback))
     client = make_client(create_app(executor, agent))
     url = data_url(media_type, content)
     response = await client.post("/api/chat", json=chat("s", upload(media_type, url, id="u1")))
@@ -124,7 +124,7 @@ async def test_a_stored_file_the_provider_refuses_is_left_behind_by_editing_its_
     """An https image is not fetched (so not checked); the provider refuses it, and every turn
     replaying it too. Editing that message (useChat's sendMessage({messageId})) rewinds the
     session to before it: the next request has no trace of the file."""
-    agent = hs.Agent(name="up", model="openai/loopback", settings=loopback.llm())
+    agent = hs.Agent(name="up", model="openai/loopback", settings=_settings(loopback))
     client = make_client(create_app(executor, agent))
     bad = upload("image/png", "https://example.com/not-really.png", id="u1")
     refused = "Invalid image: the data is not a PNG"
@@ -167,3 +167,10 @@ async def test_an_edit_that_is_refused_writes_nothing(
     refused = await client.post("/api/chat", json=chat("s", edited, messageId="u1"))
     assert refused.status_code == 400 and "tools_context" in refused.json()["error"]["message"]
     assert await executor.store.read_snapshot("s") == before
+
+
+def _settings(loopback: LoopbackServer) -> dict[str, Any]:
+    """The loopback's litellm params, but the model (an Agent's own argument)."""
+    llm = loopback.llm()
+    llm.pop("model")
+    return llm

@@ -74,7 +74,7 @@ async def _peak_streams(loopback: LoopbackServer, app: Any, chats: int) -> int:
 async def test_max_connections_reaches_litellms_client(
     loopback: LoopbackServer, pool: None
 ) -> None:
-    agent = hs.Agent(name="pool", model="openai/loopback", settings=loopback.llm())
+    agent = hs.Agent(name="pool", model="openai/loopback", settings=_settings(loopback))
     executor = hs.Executor(store=hs.MemoryStore())
     await _flush_clients()
     capped = create_app(executor, agent, max_connections=2)
@@ -151,3 +151,10 @@ def test_loading_litellm_gives_its_clients_the_default_pool() -> None:
     assert out.returncode == 0, out.stderr[-2000:]
     limit, per_host, default = out.stdout.split()
     assert limit == per_host == default == "4096"
+
+
+def _settings(loopback: LoopbackServer) -> dict[str, Any]:
+    """The loopback's litellm params, but the model (an Agent's own argument)."""
+    llm = loopback.llm()
+    llm.pop("model")
+    return llm

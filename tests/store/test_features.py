@@ -28,6 +28,7 @@ from helix_stream.store import (
 from tests.store import _pg
 from tests.store._wrapper import MeteredStore, NoFeatures
 from tests.store.test_contract import STORES
+from tests.test_imports import parse_source
 
 WRAPPED: dict[str, Callable[[Path], Store]] = {
     **{name: make for name, make in STORES.items()},
@@ -223,7 +224,7 @@ def class_checks_on_stores(source: str) -> list[str]:
     """``isinstance``/``issubclass`` against a store class, and ``getattr``/``hasattr`` on a
     store (an expression naming ``store``), in ``source``: each as ``line: code``."""
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(ast.Module(body=parse_source(source), type_ignores=[])):
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
             continue
         name, args = node.func.id, node.args
