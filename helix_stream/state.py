@@ -139,6 +139,18 @@ def bind_scope(scope: SessionScope | None) -> Iterator[None]:
 
 
 def current_scope(what: str = "this") -> SessionScope:
+    """The running session's scope (its state, turn and auth), for code the executor runs.
+
+    Args:
+        what: How the caller is named in the error when no session runs.
+
+    Raises:
+        NoActiveContextError: called outside a session's tool, hook or step.
+
+    Example::
+
+        scope = current_scope("my_helper")   # inside a tool of a running session
+    """
     scope = _SCOPE.get()
     if scope is None:
         raise NoActiveContextError(
