@@ -65,6 +65,13 @@ GROUPS: dict[str, str] = {
     "telemetry": "Telemetry",
     "prepare_step": "The loop: stream_text, generate_text",
     "_options": "The loop: stream_text, generate_text",
+    # The vocabulary layer's modules (docs/architecture.md, "Layers"): by what they serve.
+    "_token": "Tool authorization",
+    "_auth_strategy": "Tool authorization",
+    "_sandbox_protocol": "Sandboxes and skills",
+    "_tool_context": "Tools",
+    "_tool_source": "Tools",
+    "_step_parts": "Steps and results",
 }
 
 # What to do about each error (the rest of the errors table comes from the class itself).
@@ -132,12 +139,12 @@ def _slug(title: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in title.split(":")[0].lower()).strip("-")
 
 
-# Docstrings completed at import: the run options (helix_stream/_options.py, LoopOptions) and the
+# Docstrings completed at import: the run options (helix_stream/loop/_options.py, LoopOptions) and the
 # server options (helix_stream/server/_options.py, ServerOptions) are described once and written
 # where "{run options}" / "{server options}" stands. The reference reads docstrings from the source,
 # so such an entry gets the options listed after it, from the same single description.
 _FILLED = {
-    "{run options}": "helix_stream._options.LoopOptions",
+    "{run options}": "helix_stream.loop._options.LoopOptions",
     "{server options}": "helix_stream.server._options.ServerOptions",
 }
 
