@@ -304,7 +304,6 @@ def lifecycle_event(type: str, data: Mapping[str, Any] | None = None) -> Lifecyc
     return cls(type=type, data=dict(data or {}))
 
 
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentInfo:
     """The agent a hook runs for: ``name``; ``node_id`` names its node where the agent runs
