@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from .chunks import DataChunk, FinishReason, SourceUrl, Usage
+from ._step_parts import DataChunk, FinishReason, SourceUrl, Usage
 
 if TYPE_CHECKING:
     from .tools import Tool

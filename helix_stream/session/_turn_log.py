@@ -24,8 +24,7 @@ from typing import TYPE_CHECKING, Any
 from .._event_stream import FunctionSubscriber, RunEvent, StepEnded, Subscriber
 from .._messages import message_text
 from ..chunks import ContextRowChunk, ContextSkipped
-from ..loop._env import RunEnd, StepCommit
-from ..loop._resume import Resumed
+from ..loop._env import Resumed, RunEnd, StepCommit
 from ..steps import StepResult, ToolResult
 from ..store import Checkpoint, TurnWrite
 from ._commits import opened_meta, opening
@@ -35,7 +34,7 @@ from ._pending import ResumePlan
 from ._records import interrupted_record, step_records
 
 if TYPE_CHECKING:
-    from ._turn_env import Parking
+    from ._parking import Parking
 
 __all__ = ["TurnLog"]
 
