@@ -33,8 +33,8 @@ from ..hooks import (
     ChannelInfo,
     Hook,
     HookContext,
-    LifecycleEvent,
     dispatch,
+    lifecycle_event,
 )
 from ..state import SessionScope, bind_scope
 from ..store import Store
@@ -125,7 +125,7 @@ class TurnEvents:
             )
 
         with bind_scope(scope):
-            await dispatch(self._hooks, LifecycleEvent(type=type, data=data or {}), make_context)
+            await dispatch(self._hooks, lifecycle_event(type, data), make_context)
 
     async def failed(self, type: str, data: dict[str, Any]) -> bool:
         """Dispatch a failure event; ``True`` if a handler raised (escalate to
