@@ -401,6 +401,14 @@ HookHandlers = TypedDict(
     },
     total=False,
 )
+HookHandlers.__doc__ = """The handlers :func:`define_hook` takes, by event name, each typed for its event.
+
+Example:
+    >>> async def audit(event: TurnStartedEvent, ctx: HookContext) -> None:
+    ...     print(event.data["turn"])
+    >>> handlers: HookHandlers = {"turn.started": audit}
+    >>> hook = define_hook(events=handlers)
+"""
 
 
 @dataclass(frozen=True, slots=True)
