@@ -401,7 +401,7 @@ HookHandlers = TypedDict(
     },
     total=False,
 )
-HookHandlers.__doc__ = """The handlers :func:`define_hook` takes, by event name, each typed for its event.
+HookHandlers.__doc__ = """The handlers :func:`define_hook` takes, each typed for its event.
 
 Example:
     >>> async def audit(event: TurnStartedEvent, ctx: HookContext) -> None:
