@@ -4,51 +4,35 @@ Everything the loop needs of the session, made once per turn (``loop/_env.py`` s
 each part is for): the turn's log (:class:`~._turn_log.TurnLog`: commit, persist, end), the
 factory of each tool call's context — the session, a per-call context queue
 (:class:`ToolQueue`), the agent's sandbox and skills, the executor's token settings and the
-turn's :class:`Parking` — the session's start events, and the plan for the calls a paused
-turn waited for (``_pending.plan_resume``), which the loop's resume step carries out.
-
-A call that waits for the user to sign in is *parked* (:meth:`Parking.park`: the sign-in is
-kept in the store, ``_authorization.py``); the write that pauses the turn records where each
-parked call stands, and ``session.waiting`` says ``wait: "authorization"`` with the strategy
-and the URL.
+turn's :class:`~._parking.Parking` — the session's start events, and the plan for the calls a
+paused turn waited for (``_pending.plan_resume``), which the loop's resume step carries out.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
-from .._event_stream import Subscriber
 from .._tool_context import ItemLike
-from ..auth._flow import ParkForSignIn
-from ..chunks import ToolAuthorizationRequest
 from ..context import TOOL_SOURCE, validate_items
 from ..loop._env import CallContexts, TurnEnv
 from ..state import bind_scope
 from ..steps import ToolCall
 from ..store import Store
 from ..tools import Tool
-from ._authorization import waiting_answer
-from ._meta import TurnMeta
 from ._open import Opened
 from ._pending import plan_resume
 from ._turn_log import TurnLog
 
-if TYPE_CHECKING:
-    from ._authorization import TurnAuthorization
-
-__all__ = ["Parking", "ToolQueue", "turn_env"]
+__all__ = ["ToolQueue", "turn_env"]
 
 logger = logging.getLogger("helix_stream.context")
 
 
-def turn_env(opened: Opened) -> tuple[TurnEnv, tuple[Subscriber, ...]]:
-    """The environment ``opened``'s run gets (see the module docstring), and what the turn
-    subscribes to the run's event stream (its hooks: :meth:`TurnLog.subscribers`)."""
+def turn_env(opened: Opened) -> TurnEnv:
+    """The environment ``opened``'s run gets (see the module docstring)."""
     request, view, scope = opened.request, opened.view, opened.scope
-    authorization = request.authorization
-    parking = Parking(authorization, request.session_id)
+    authorization, parking = request.authorization, opened.parking
     plan = None
     if view.waiting:
         plan = plan_resume(
@@ -76,14 +60,12 @@ def turn_env(opened: Opened) -> tuple[TurnEnv, tuple[Subscriber, ...]]:
         if not (view.waiting and opened.meta.turns == view.meta.turns):
             await opened.events.emit("turn.started", {"turn": scope.info.turn.sequence})
 
-    log = TurnLog(opened, parking, plan)
-    env = TurnEnv(
-        log=log,
+    return TurnEnv(
+        log=TurnLog(opened, plan),
         calls=calls,
         begin=begin,
         resume=plan.resume if plan is not None else None,
     )
-    return env, log.subscribers()
 
 
 class ToolQueue:
@@ -120,47 +102,3 @@ class ToolQueue:
             key=f"call:{call.id}:{position}",
             on_key_conflict="ignore",
         )
-
-
-class Parking:
-    """The calls of one turn parked on a sign-in, in the order they parked."""
-
-    def __init__(self, authorization: TurnAuthorization | None, session_id: str) -> None:
-        self._authorization = authorization
-        self._session_id = session_id
-        self.parked: dict[str, tuple[str, str]] = {}  # call id -> (strategy, url)
-
-    async def park(self, park: ParkForSignIn) -> ToolAuthorizationRequest:
-        """Keep the sign-in ``park`` waits for; the chunk that shows its URL."""
-        assert self._authorization is not None  # only a turn with one parks
-        sign_in = await self._authorization.begin(park, self._session_id)
-        name = park.strategy.name
-        self.parked[park.tool_call_id] = (name, sign_in.url)
-        return ToolAuthorizationRequest(
-            tool_call_id=park.tool_call_id, strategy=name, url=sign_in.url
-        )
-
-    def answers(self) -> dict[str, Any]:
-        """The meta patch that records each parked call as waiting for its sign-in."""
-        patch: dict[str, Any] = {}
-        for call_id, (strategy, url) in self.parked.items():
-            patch.update(TurnMeta.answer(call_id, waiting_answer(strategy, url)))
-        return patch
-
-    def waiting_data(self, pending: list[str]) -> dict[str, Any]:
-        """``session.waiting``'s data: what the calls wait for; for a sign-in, the strategy
-        and the URL (of the first parked call; ``authorizations`` lists each)."""
-        parked = [
-            {"tool_call_id": call_id, "strategy": strategy, "url": url}
-            for call_id, (strategy, url) in self.parked.items()
-        ]
-        if not parked:
-            return {"pending": pending}
-        first = parked[0]
-        return {
-            "pending": pending,
-            "wait": "authorization",
-            "strategy": first["strategy"],
-            "url": first["url"],
-            "authorizations": parked,
-        }
