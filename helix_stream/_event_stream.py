@@ -58,32 +58,6 @@ __all__ = [
 logger = logging.getLogger("helix_stream.loop")
 
 Policy = Literal["observe", "fail"]
-EventKind = Literal[
-    "run-started",
-    "step-started",
-    "model-call-started",
-    "model-call-ended",
-    "tool-call-started",
-    "tool-call-ended",
-    "step-ended",
-    "run-finished",
-    "run-failed",
-    "run-aborted",
-    "session.started",
-    "turn.started",
-    "turn.completed",
-    "turn.failed",
-    "step.started",
-    "step.completed",
-    "step.failed",
-    "message.completed",
-    "action.result",
-    "context.committed",
-    "context.skipped",
-    "session.waiting",
-    "session.failed",
-    "session.completed",
-]
 # A session's durable events: the kinds of SessionEvent (the names define_hook subscribes to).
 SessionEventKind = Literal[
     "session.started",
@@ -100,6 +74,19 @@ SessionEventKind = Literal[
     "session.waiting",
     "session.failed",
     "session.completed",
+]
+EventKind = Literal[
+    "run-started",
+    "step-started",
+    "model-call-started",
+    "model-call-ended",
+    "tool-call-started",
+    "tool-call-ended",
+    "step-ended",
+    "run-finished",
+    "run-failed",
+    "run-aborted",
+    SessionEventKind,
 ]
 
 
