@@ -5,13 +5,13 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: setup demo chat test test-isolated lint bench package-smoke clean
+.PHONY: setup demo chat test test-isolated lint bench package-smoke docs docs-serve clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	@# setuptools prints one notice for any editable install; it is information, not a fault.
-	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --quiet -e '.[dev,postgres,mcp]'
+	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --quiet -e '.[dev,postgres,mcp,docs]'
 	touch $@ $(VENV)/.demo-installed
 
 # What the demo runs and no more: the package and its own dependencies, none of the test, lint
@@ -84,5 +84,13 @@ bench: setup $(VENV)/.bench-installed
 		esac; \
 	done
 
+# The documentation site (mkdocs.yml): strict (a warning, a broken link or a missing reference
+# entry fails), offline (no fonts or scripts from another host). Output in site/.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+docs-serve: setup
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8008
+
 clean:
-	rm -rf $(VENV) .cache dist build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) site .cache dist build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -26,6 +26,7 @@ import asyncio
 import json
 import sys
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import httpx
@@ -34,7 +35,7 @@ from starlette.requests import Request
 
 import helix_stream as hs
 from helix_stream.errors import AuthenticationError, PermissionDeniedError
-from helix_stream.server import fastapi_router, lifespan
+from helix_stream.server import RunningTurns, fastapi_router, lifespan
 
 TOKENS = {"alice-token": "alice", "bob-token": "bob"}  # your user store, in real life
 
@@ -64,7 +65,14 @@ agent = hs.Agent(
     name="assistant", system="You are helpful.", model="helix/demo", tools=[get_weather]
 )
 
-app = FastAPI(title="helix_stream in FastAPI", lifespan=lifespan)
+# One RunningTurns for the routes and the lifespan: at shutdown (a deploy's SIGTERM) the lifespan
+# ends the running turns as a stop does (stored as interrupted, sessions freed), then closes the
+# executor.
+turns = RunningTurns()
+app = FastAPI(
+    title="helix_stream in FastAPI",
+    lifespan=partial(lifespan, turns=turns, executor=executor),
+)
 
 
 @app.get("/health")
@@ -72,7 +80,7 @@ def health() -> dict[str, str]:
     return {"status": "ok"}
 
 
-app.include_router(fastapi_router(executor, agent, authenticate, authorize=authorize))
+app.include_router(fastapi_router(executor, agent, authenticate, authorize=authorize, turns=turns))
 
 
 async def run_once() -> list[str]:

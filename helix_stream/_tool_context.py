@@ -7,10 +7,11 @@ context is frozen. A capability the run cannot give is ``None``, and the method 
 raises a clear error (a plain ``stream_text`` call has no session to queue context in, no
 sandbox, no skills).
 
-This module sits below the token cache (``auth/``), the sandbox's skill set and the session:
-it names their values only through the protocols here and the plain types they build on
-(:class:`~helix_stream.auth.Token`, :class:`~helix_stream.sandbox.Sandbox`,
-:class:`~helix_stream.sandbox.SkillHandle`), none of which build on tools.
+This module sits below ``auth/``, ``sandbox/`` and the session (docs/architecture.md, "The
+layers"): it names their values only through the protocols here and the plain types of the
+same layer (:class:`~helix_stream.auth.Token` in ``_token.py``,
+:class:`~helix_stream.sandbox.Sandbox` in ``_sandbox_protocol.py``); a skill handle is a
+:class:`SkillReader`.
 """
 
 from __future__ import annotations
@@ -26,9 +27,8 @@ from typing_extensions import TypeVar
 from .errors import FrameworkNotSupportedError, InvalidRequestError
 
 if TYPE_CHECKING:
-    from .auth._token import Token
-    from .sandbox._handle import SkillHandle
-    from .sandbox._protocol import Sandbox
+    from ._sandbox_protocol import Sandbox
+    from ._token import Token
     from .state import SessionInfo
 
 __all__ = [
@@ -37,6 +37,8 @@ __all__ = [
     "ContextT",
     "ItemLike",
     "SandboxAccess",
+    "SkillFileReader",
+    "SkillReader",
     "TokenAccess",
     "ToolContext",
 ]
@@ -74,6 +76,32 @@ class TokenAccess(Protocol):
         ...
 
 
+class SkillFileReader(Protocol):
+    """One file of a skill, read when asked (:class:`~helix_stream.sandbox.SkillFile`)."""
+
+    async def bytes(self) -> bytes:
+        """The file's bytes (``SkillNotFoundError`` when there is no such file)."""
+        ...
+
+    async def text(self) -> str:
+        """The file as UTF-8 text (``SkillError`` when it is not)."""
+        ...
+
+
+class SkillReader(Protocol):
+    """A skill by name, as ``ctx.get_skill(name)`` returns it
+    (:class:`~helix_stream.sandbox.SkillHandle`)."""
+
+    @property
+    def name(self) -> str:
+        """The skill's name."""
+        ...
+
+    def file(self, path: str) -> SkillFileReader:
+        """One of the skill's files (``"SKILL.md"`` for the skill itself)."""
+        ...
+
+
 class SandboxAccess(Protocol):
     """The agent's sandbox and skills as a session gives them to a call."""
 
@@ -81,7 +109,7 @@ class SandboxAccess(Protocol):
         """The agent's sandbox in this session."""
         ...
 
-    def skill(self, name: str) -> SkillHandle:
+    def skill(self, name: str) -> SkillReader:
         """A handle on the agent's skill ``name``."""
         ...
 
@@ -202,7 +230,7 @@ class ToolContext(Generic[ContextT]):
             )
         return await self.sandbox.get()
 
-    def get_skill(self, name: str) -> SkillHandle:
+    def get_skill(self, name: str) -> SkillReader:
         """A handle on the agent's skill ``name``: ``await handle.file(path).text()`` reads
         from the sandbox when the agent has one, else from the skill's own files; an unknown
         skill or file raises :class:`~helix_stream.errors.SkillNotFoundError` at that read.
@@ -238,7 +266,7 @@ class ToolContext(Generic[ContextT]):
             InvalidRequestError: ``name`` is not letters, digits, ``-`` or ``_``.
             FrameworkNotSupportedError: the tool is not running in the loop.
         """
-        from .chunks import DataChunk
+        from ._step_parts import DataChunk
 
         if not isinstance(name, str) or not _DATA_NAME.fullmatch(name):
             raise InvalidRequestError(

@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Any, Generic
 from pydantic import BaseModel
 from typing_extensions import TypeVar
 
-from ._options import LoopOptions, documents_options
 from ._tool_source import FunctionTools, ToolSource
 from .context import StepContextLimits
 from .errors import InvalidRequestError
+from .loop._options import LoopOptions, documents_options
+from .loop._params import check_known, check_params, unknown_keyword
 from .middleware import WrappedModel
 from .models._cache import check_prompt_cache
 from .models._output import check_output_schema
-from .models._params import check_known, check_params, unknown_keyword
 from .models._retry import RetryPolicy
 from .sandbox import LOAD_SKILL_TOOL, SandboxProvider, Skill, SkillSet
 from .tools import FINISH_TOOL_NAME, Tool, finish_tool, tools_by_name

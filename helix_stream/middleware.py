@@ -201,7 +201,7 @@ def wrap_completion(
         return _async_chunks(response) if params.get("stream") else response
 
     def wrapped(model: str | None = None, messages: Any = None, **kwargs: Any) -> Any:
-        from .loop._sync import run_sync, sync_iterator
+        from ._sync import run_sync, sync_iterator
 
         params: Params = dict(kwargs)
         if model is not None:

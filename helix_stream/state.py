@@ -20,21 +20,19 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from .errors import InvalidRequestError, NoActiveContextError
 
-if TYPE_CHECKING:
-    from .agent import Agent
-    from .loop import StreamTextResult
-
 __all__ = [
     "AuthInfo",
+    "ChildRun",
     "ParentInfo",
     "RunChild",
     "SessionInfo",
     "SessionScope",
     "StateHandle",
+    "SubAgent",
     "TurnInfo",
     "bind_scope",
     "current_scope",
@@ -83,14 +81,38 @@ class SessionInfo:
     parent: ParentInfo | None = None
 
 
+class SubAgent(Protocol):
+    """The agent a sub-agent's turn runs (an :class:`~helix_stream.Agent`; this module sits
+    below it, docs/architecture.md "The layers")."""
+
+    @property
+    def name(self) -> str:
+        """The agent's name."""
+        ...
+
+
+class ChildRun(Protocol):
+    """What a sub-agent's turn gives its caller (a
+    :class:`~helix_stream.StreamTextResult`)."""
+
+    async def text(self) -> str:
+        """The turn's text, once it ended."""
+        ...
+
+    @property
+    def output(self) -> Any:
+        """The structured answer, or ``None``."""
+        ...
+
+
 class RunChild(Protocol):
     """Runs a sub-agent's turn in a child session (what ``Agent.as_tool`` calls): ``agent`` in
     session ``session_id`` with the user message ``prompt``, for the caller ``auth``, started by
     the tool call ``parent``."""
 
     def __call__(
-        self, agent: Agent, session_id: str, prompt: str, *, auth: Any, parent: ParentInfo
-    ) -> StreamTextResult: ...
+        self, agent: SubAgent, session_id: str, prompt: str, *, auth: Any, parent: ParentInfo
+    ) -> ChildRun: ...
 
 
 @dataclass(slots=True)
@@ -117,6 +139,18 @@ def bind_scope(scope: SessionScope | None) -> Iterator[None]:
 
 
 def current_scope(what: str = "this") -> SessionScope:
+    """The running session's scope (its state, turn and auth), for code the executor runs.
+
+    Args:
+        what: How the caller is named in the error when no session runs.
+
+    Raises:
+        NoActiveContextError: called outside a session's tool, hook or step.
+
+    Example::
+
+        scope = current_scope("my_helper")   # inside a tool of a running session
+    """
     scope = _SCOPE.get()
     if scope is None:
         raise NoActiveContextError(

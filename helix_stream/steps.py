@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from .chunks import DataChunk, FinishReason, SourceUrl, Usage
+from ._step_parts import DataChunk, FinishReason, SourceUrl, Usage
 
 if TYPE_CHECKING:
     from .tools import Tool
@@ -143,6 +143,8 @@ class StepResult:
 
 
 StopCondition = Callable[[Sequence[StepResult]], bool | Awaitable[bool]]
+"""A stop condition: called with the steps so far, true stops the loop (sync or async).
+``stop_when=`` takes one or a list (any stops), e.g. ``lambda steps: len(steps) >= 3``."""
 
 
 async def should_stop(conditions: Sequence[StopCondition], steps: Sequence[StepResult]) -> bool:
@@ -157,7 +159,12 @@ async def should_stop(conditions: Sequence[StopCondition], steps: Sequence[StepR
 
 
 def step_count_is(count: int) -> StopCondition:
-    """Stop once ``count`` steps have run."""
+    """Stop once ``count`` steps have run.
+
+    Example::
+
+        hs.stream_text(model="helix/demo", prompt="Hi", tools=[...], stop_when=hs.step_count_is(5))
+    """
 
     def condition(steps: Sequence[StepResult]) -> bool:
         return len(steps) >= count
@@ -167,7 +174,12 @@ def step_count_is(count: int) -> StopCondition:
 
 
 def has_tool_call(name: str) -> StopCondition:
-    """Stop after a step in which the model called the tool ``name``."""
+    """Stop after a step in which the model called the tool ``name``.
+
+    Example::
+
+        hs.stream_text(..., stop_when=[hs.has_tool_call("submit"), hs.step_count_is(10)])
+    """
 
     def condition(steps: Sequence[StepResult]) -> bool:
         return bool(steps) and any(call.name == name for call in steps[-1].tool_calls)

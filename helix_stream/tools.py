@@ -27,7 +27,7 @@ from ._tool_context import ContextT, ToolContext
 from .errors import ToolContextError, describe_validation
 
 if TYPE_CHECKING:
-    from .auth import AuthStrategy
+    from ._auth_strategy import AuthStrategy
 
 __all__ = [
     "FINISH_TOOL_NAME",
@@ -106,7 +106,7 @@ class Tool(Generic[InputT, ContextT, OutputT]):
 
     def __post_init__(self) -> None:
         if self.auth is not None:
-            from .auth import check_strategy
+            from ._auth_strategy import check_strategy
 
             self.auth = check_strategy(self.auth, tool_name=self.name)
         if self.context_schema is not None:

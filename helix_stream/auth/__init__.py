@@ -18,6 +18,16 @@ Nothing here imports httpx or cryptography until it is used.
 
 from __future__ import annotations
 
+from .._auth_strategy import (
+    AuthStrategy,
+    InteractiveAuth,
+    TokenAuth,
+    check_strategy,
+    is_interactive,
+    strategies_by_name,
+    token_auth,
+)
+from .._token import Token, TokenRequest
 from ._cache import DEFAULT_AUTH, AuthSettings, CallAuth, StepTokens, TokenSource
 from ._encrypted import EncryptedTokenStore, KeyValueStore, MemoryKeyValueStore
 from ._flow import (
@@ -33,16 +43,6 @@ from ._oauth import OAuthStrategy, code_challenge, make_code_verifier, oauth_aut
 from ._pending import MemoryPendingAuthorizations, PendingAuthorization, PendingAuthorizations
 from ._state import StateClaims, StateSigner
 from ._store import APP_OWNER, MemoryTokenStore, TokenStore, token_key, token_owner
-from ._strategy import (
-    AuthStrategy,
-    InteractiveAuth,
-    TokenAuth,
-    check_strategy,
-    is_interactive,
-    strategies_by_name,
-    token_auth,
-)
-from ._token import Token, TokenRequest
 
 __all__ = [
     "APP_OWNER",

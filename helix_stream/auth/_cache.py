@@ -21,12 +21,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, NoReturn, Protocol
 
+from .._auth_strategy import AuthStrategy, InteractiveAuth, TokenAuth, is_interactive
+from .._token import Token, TokenRequest
 from ..errors import AuthorizationRequiredError, TokenRejectedError
 from ..telemetry import NOOP_RECORDER, Recorder
 from ._flow import ParkForSignIn, decide_failure
 from ._store import MemoryTokenStore, TokenStore, evict, token_owner
-from ._strategy import AuthStrategy, InteractiveAuth, TokenAuth, is_interactive
-from ._token import Token, TokenRequest
 
 if TYPE_CHECKING:
     from .._tool_context import ToolContext

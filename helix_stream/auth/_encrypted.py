@@ -16,10 +16,10 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._token import Token
 from ..errors import FrameworkNotSupportedError, InvalidRequestError
 from ..store._features import TokenTable
 from ._store import token_key
-from ._token import Token
 
 if TYPE_CHECKING:
     from ..store._protocol import Store

@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from .._auth_strategy import AuthStrategy, InteractiveAuth, is_interactive
+from .._token import Token
 from ..errors import (
     AuthorizationFailedError,
     AuthorizationRequiredError,
@@ -32,8 +34,6 @@ from ._oauth import code_challenge, make_code_verifier
 from ._pending import PendingAuthorization, PendingAuthorizations
 from ._state import StateClaims, StateSigner
 from ._store import TokenStore
-from ._strategy import AuthStrategy, InteractiveAuth, is_interactive
-from ._token import Token
 
 __all__ = [
     "DEFAULT_SIGN_IN_TTL",

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from .._token import Token
 from ..errors import AuthorizationFailedError
-from ._token import Token
 
 __all__ = ["OAuthStrategy", "code_challenge", "make_code_verifier", "oauth_auth"]
 

@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ._token import Token
+from .._token import Token
 
 if TYPE_CHECKING:
     from ..state import SessionInfo

@@ -127,27 +127,51 @@ def instruction(text: str) -> dict[str, Any]:
     Keep tool output, documents and web content out of instructions: an app's instruction
     is sent with operator authority (a system message or the application's envelope, by
     provider: README, "Rows on each provider"). Put such text in a :func:`notice`.
+
+    Example::
+
+        await executor.add_context("chat-42", [hs.instruction("Answer in French.")])
     """
     return {"kind": "instruction", "content": text}
 
 
 def notice(text: str) -> dict[str, Any]:
-    """``{"kind": "notice", "content": text}``: a fact the model should know."""
+    """``{"kind": "notice", "content": text}``: a fact the model should know.
+
+    Example::
+
+        await executor.add_context("chat-42", [hs.notice("Order #1234 has shipped.")])
+    """
     return {"kind": "notice", "content": text}
 
 
 def disable_tools(names: Sequence[str]) -> dict[str, Any]:
-    """``{"kind": "tools", "disable": [...]}``: switch tools off from the next model call on."""
+    """``{"kind": "tools", "disable": [...]}``: switch tools off from the next model call on.
+
+    Example::
+
+        await executor.add_context("chat-42", [hs.disable_tools(["web_search"])])
+    """
     return {"kind": "tools", "disable": list(names)}
 
 
 def enable_tools(names: Sequence[str]) -> dict[str, Any]:
-    """``{"kind": "tools", "enable": [...]}``: switch tools back on (only the app and hooks may)."""
+    """``{"kind": "tools", "enable": [...]}``: switch tools back on (only the app and hooks may).
+
+    Example::
+
+        await executor.add_context("chat-42", [hs.enable_tools(["web_search"])])
+    """
     return {"kind": "tools", "enable": list(names)}
 
 
 def memory(memories: Sequence[Mapping[str, str]]) -> dict[str, Any]:
-    """``{"kind": "memory", "memories": [{"id", "content"}, ...]}``."""
+    """``{"kind": "memory", "memories": [{"id", "content"}, ...]}``.
+
+    Example::
+
+        hs.memory([{"id": "m1", "content": "The user prefers metric units."}])
+    """
     return {"kind": "memory", "memories": [dict(m) for m in memories]}
 
 

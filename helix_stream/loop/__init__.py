@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .._timeout import Timeout
+from .._transform import smooth_stream
 from ..steps import (
     ModelCallPerformance,
     StepPerformance,
@@ -32,8 +34,6 @@ from ._lifecycle import (
     ToolCallStartEvent,
 )
 from ._result import GenerateTextResult, StreamTextResult
-from ._timeout import Timeout
-from ._transform import smooth_stream
 
 __all__ = [
     "DEFAULT_MAX_STEPS",

@@ -8,15 +8,15 @@ from typing import Any, Generic, ParamSpec
 from pydantic import BaseModel
 from typing_extensions import TypeVar, Unpack
 
-from .._options import LoopOptions, RunKeywords, documents_options, split_options
+from .._sync import SyncStream, check_no_running_loop, run_sync
 from ..chunks import Chunk, Usage
 from ..middleware import WrappedModel
 from ..steps import StepResult
 from ..tools import Tool
+from ._options import LoopOptions, RunKeywords, documents_options, split_options
 from ._result import GenerateTextResult, OutputT, StreamTextResult
 from ._run import run_loop
 from ._setup import DEFAULT_MAX_STEPS, LoopCall, loop_config, setup_run
-from ._sync import SyncStream, check_no_running_loop, run_sync
 
 __all__ = [
     "DEFAULT_MAX_STEPS",

@@ -14,7 +14,8 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from .._event_stream import EventStream
-from .._options import LoopOptions
+from .._timeout import Timeout, as_timeout
+from .._transform import StreamTransform, as_transforms
 from ..auth._cache import DEFAULT_AUTH, AuthSettings
 from ..middleware import ModelMiddleware, WrappedModel
 from ..models._cache import PromptCache
@@ -25,8 +26,7 @@ from ..telemetry import Recorder
 from ..tools import Tool
 from ._env import PLAIN, TurnEnv
 from ._lifecycle import LIFECYCLE_NAMES
-from ._timeout import Timeout, as_timeout
-from ._transform import StreamTransform, as_transforms
+from ._options import LoopOptions
 
 __all__ = ["Callbacks", "LoopConfig", "call_user"]
 
@@ -155,7 +155,7 @@ class LoopConfig:
 
     @property
     def transform(self) -> tuple[StreamTransform, ...]:
-        """The stream transforms, in order (:mod:`._transform`)."""
+        """The stream transforms, in order (:mod:`helix_stream._transform`)."""
         return as_transforms(self.options.transform)
 
 

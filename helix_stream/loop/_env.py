@@ -28,22 +28,66 @@ from .._tool_context import ChunkWriter, ContextQueue, SandboxAccess, ToolContex
 from ..auth._cache import AuthSettings, CallAuth
 from ..auth._flow import ParkForSignIn
 from ..chunks import Chunk, ToolAuthorizationRequest
-from ..steps import StepResult, ToolCall
+from ..steps import StepResult, ToolCall, ToolResult
 from ..tools import Tool
 
 if TYPE_CHECKING:
     from ..state import SessionInfo
-    from ._resume import Resume, Resumed
 
 __all__ = [
     "PLAIN",
     "CallContexts",
     "Parker",
+    "Resume",
+    "ResumeCall",
+    "Resumed",
     "RunEnd",
     "StepCommit",
     "TurnEnv",
     "TurnLog",
 ]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResumeCall:
+    """A call a paused turn waited for, and what the session decided for it.
+
+    Attributes:
+        call: The call.
+        ui_message_id: The id of the UI message the call belongs to.
+        settled: Its stored tool message and chunk, when the session settled it; ``None``:
+            run it.
+        signed_in: It waited for a sign-in that completed: its re-run never parks again.
+    """
+
+    call: ToolCall
+    ui_message_id: str
+    settled: tuple[dict[str, Any], Chunk] | None = None
+    signed_in: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Resume:
+    """The calls a paused turn waited for (``moved_on``: the turn has a new user message, so
+    nothing can wait any more and the results go to the calls' own earlier message)."""
+
+    calls: tuple[ResumeCall, ...]
+    moved_on: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Resumed:
+    """What running the resumed calls produced.
+
+    Attributes:
+        ran: Each call that ran and was answered: its tool message and result status.
+        parked: The calls that parked on a sign-in again (no message: they keep waiting).
+        results: Each call that ran: its result.
+    """
+
+    ran: dict[str, tuple[dict[str, Any], str]]
+    parked: frozenset[str]
+    results: dict[str, ToolResult] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

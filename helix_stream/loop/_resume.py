@@ -6,7 +6,8 @@ The session decides, from its stored answers, what becomes of each waiting call
 switched off meanwhile), or *run it* (approved, or signed in). This step streams each call's
 announcement and settled result, runs the calls to run (the gate settled them: they run as
 they are; a call re-run right after its sign-in never parks again), and returns what they
-produced (:class:`Resumed`), which the session commits with the first model call's context.
+produced (:class:`~helix_stream.loop._env.Resumed`), which the session commits with the first
+model call's context.
 
 With a new user message the waiting calls belong to an *earlier* UI message than the turn's
 answer: their results are sent as :class:`~helix_stream.chunks.ToolSettled` chunks naming that
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..chunks import (
@@ -30,52 +30,11 @@ from ..chunks import (
     ToolOutputError,
     ToolSettled,
 )
-from ..steps import ToolCall, ToolResult
+from ..steps import ToolCall
+from ._env import Resume, Resumed
 from ._tools import ToolCalls
 
-__all__ = ["Resume", "ResumeCall", "ResumeStep", "Resumed"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ResumeCall:
-    """A call a paused turn waited for, and what the session decided for it.
-
-    Attributes:
-        call: The call.
-        ui_message_id: The id of the UI message the call belongs to.
-        settled: Its stored tool message and chunk, when the session settled it; ``None``:
-            run it.
-        signed_in: It waited for a sign-in that completed: its re-run never parks again.
-    """
-
-    call: ToolCall
-    ui_message_id: str
-    settled: tuple[dict[str, Any], Chunk] | None = None
-    signed_in: bool = False
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Resume:
-    """The calls a paused turn waited for (``moved_on``: the turn has a new user message, so
-    nothing can wait any more and the results go to the calls' own earlier message)."""
-
-    calls: tuple[ResumeCall, ...]
-    moved_on: bool = False
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Resumed:
-    """What running the resumed calls produced.
-
-    Attributes:
-        ran: Each call that ran and was answered: its tool message and result status.
-        parked: The calls that parked on a sign-in again (no message: they keep waiting).
-        results: Each call that ran: its result.
-    """
-
-    ran: dict[str, tuple[dict[str, Any], str]]
-    parked: frozenset[str]
-    results: dict[str, ToolResult] = field(default_factory=dict)
+__all__ = ["ResumeStep"]
 
 
 _RESULTS = (ToolOutputAvailable, ToolOutputError, ToolOutputDenied, ToolNotExecuted, ToolCancelled)

@@ -31,6 +31,8 @@ from .._event_stream import (
     StepStarted,
     Subscriber,
 )
+from .._timeout import NO_CLOCK, RunClock, StreamTimer, as_timeout
+from .._transform import aclose_stream, apply_transforms
 from ..chunks import (
     Chunk,
     ContextRowChunk,
@@ -55,14 +57,12 @@ from ..telemetry._recorder import recorder_subscriber
 from ..tools import resolve_contexts
 from ._answer import finish_required, run_output_spec, structured_output
 from ._config import Callbacks, LoopConfig, call_user
-from ._env import RunEnd, StepCommit
+from ._env import Resumed, RunEnd, StepCommit
 from ._lifecycle import AliasSubscriber, LifecycleSubscriber, ToolWatch, outcome_of
 from ._result import GenerateTextResult
-from ._resume import Resumed, ResumeStep
+from ._resume import ResumeStep
 from ._step import ModelCall, model_name, request_params, step_performance, step_result
-from ._timeout import NO_CLOCK, RunClock, StreamTimer, as_timeout
 from ._tools import ToolCalls, ToolRun
-from ._transform import aclose_stream, apply_transforms
 
 __all__ = ["run_event_stream", "run_loop"]
 

@@ -2,7 +2,7 @@
 (:func:`loop_config`).
 
 A run is a :class:`LoopCall` (what its caller asks: the model, the system prompt, the tools,
-the answer's shape) and its :class:`~helix_stream._options.LoopOptions`. :func:`setup_run`
+the answer's shape) and its :class:`~helix_stream.loop._options.LoopOptions`. :func:`setup_run`
 refuses, before anything is sent or written, what cannot run: a misplaced or unsendable litellm
 param, a retry count that is not one, an ``output`` that is not a pydantic model, a tool
 context that is missing or invalid, a telemetry filter naming a tool the call does not have.
@@ -23,21 +23,21 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from .._options import LoopOptions
-from ..auth._strategy import strategies_by_name
+from .._auth_strategy import strategies_by_name
+from .._timeout import as_timeout
+from .._transform import as_transforms
 from ..errors import InvalidRequestError
 from ..middleware import WrappedModel
 from ..models._cache import check_prompt_cache
 from ..models._output import check_output_schema
-from ..models._params import check_known, check_params
 from ..models._retry import RetryPolicy
 from ..steps import StopCondition, step_count_is
 from ..telemetry import Recorder
 from ..tools import FINISH_TOOL_NAME, Tool, finish_tool, resolve_contexts, tools_by_name
 from ._config import LoopConfig, as_tuple
 from ._env import PLAIN, TurnEnv
-from ._timeout import as_timeout
-from ._transform import as_transforms
+from ._options import LoopOptions
+from ._params import check_known, check_params
 
 __all__ = [
     "DEFAULT_MAX_STEPS",

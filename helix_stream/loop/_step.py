@@ -17,13 +17,13 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .._timeout import StreamTimer
 from ..chunks import Chunk, DataChunk, FinishReason, SourceUrl, Usage
 from ..middleware import ModelMiddleware, WrappedModel, call_with_middleware
 from ..models._cache import PromptCache, with_cache_breakpoints
 from ..models._lean_stream import read_path
 from ..models._litellm import acompletion, translate_error
 from ..models._output import OutputSpec
-from ..models._params import check_known
 from ..models._parse import ResponseInfo, StepParser, has_content, map_finish_reason
 from ..models._retry import Attempt, RetryPolicy, open_content_stream
 from ..prepare_step import STEP_OVERRIDE_KEYS, StepInput
@@ -33,8 +33,9 @@ from ..telemetry._filters import credential_strings
 from ..tools import Tool
 from ._config import LoopConfig
 from ._env import StepCommit
+from ._params import check_known, check_run_options
 from ._retry_status import opening, retry_status
-from ._timeout import StreamTimer
+from ._tool_media import with_tool_media
 
 __all__ = ["ModelCall", "ModelResult", "model_name", "request_params"]
 
@@ -175,12 +176,10 @@ class ModelCall:
             yield chunk
         read = stream.__anext__
         try:
-            if prefix:
-                self._recorder.first_chunk()
             for raw in prefix:
                 for chunk in parser.feed(raw):
                     if self._first is None:
-                        self._first = self._last = clock()
+                        self._first = self._last = self._first_content(clock())
                     yield chunk
             if timer is not None:
                 timer.content(clock())
@@ -192,7 +191,7 @@ class ModelCall:
                 except StopAsyncIteration:
                     break
                 except asyncio.CancelledError as exc:
-                    # One timer for the whole call (loop/_timeout.py): its own cancellation
+                    # One timer for the whole call (_timeout.py): its own cancellation
                     # is the limit that fired; any other is the consumer's.
                     timed_out = timer.timed_out(exc) if timer is not None else None
                     if timed_out is None:
@@ -205,7 +204,7 @@ class ModelCall:
                 if out:
                     now = clock()
                     if self._first is None:
-                        self._first = now
+                        self._first = self._first_content(now)
                     else:
                         gaps.append(now - self._last)
                     self._last = now
@@ -226,6 +225,13 @@ class ModelCall:
         self.done = True
         for chunk in closing:
             yield chunk
+
+    def _first_content(self, now: float) -> float:
+        # The one time to first chunk (README, "Telemetry"): the span attribute, the GenAI
+        # metric and the lifecycle figure all take this value, to the first content-bearing
+        # chunk, from the same start.
+        self._recorder.first_chunk(now - self._began)
+        return now
 
     def performance(self) -> ModelCallPerformance:
         """How fast the call answered (once :meth:`chunks` has ended, however it ended)."""
@@ -255,8 +261,9 @@ class ModelCall:
 
         async def send(**final: Any) -> Any:
             # Cache markers go on last, after model middleware: they must mark the messages
-            # and the model that are really sent (README, "Prompt caching").
-            final = await with_cache_breakpoints(final, prompt_cache)
+            # and the model that are really sent (README, "Prompt caching"); tool images take
+            # the form the model's provider accepts first (``_tool_media.py``).
+            final = await with_cache_breakpoints(await with_tool_media(final), prompt_cache)
             recorder.request_sent(final)  # after middleware: what is really sent
             # Middleware may add keys: a tool error that quotes one must not pass it on.
             self._credentials = frozenset(credential_strings(final))
@@ -270,6 +277,7 @@ class ModelCall:
 
         timer = self._timer
         try:
+            check_run_options(self._params, where=self._where)
             return await open_content_stream(
                 attempt,
                 self._params,

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from .._timeout import NO_CLOCK, RunClock, describe_seconds
 from .._tool_context import ToolContext
 from ..auth._cache import DEFAULT_AUTH, AuthSettings, CallAuth, StepTokens
 from ..auth._flow import ParkForSignIn
@@ -38,10 +39,10 @@ from ..errors import describe_validation
 from ..steps import ToolCall, ToolResult, with_origin
 from ..telemetry import Recorder
 from ..telemetry._filters import redact, secret_strings
-from ..tools import FINISH_TOOL_NAME, Tool, ToolUnavailable, approval_id, dump_output
+from ..tools import FINISH_TOOL_NAME, Tool, ToolUnavailable, approval_id
 from ._env import PLAIN, CallContexts, Parker
 from ._lifecycle import ToolWatch, outcome_of
-from ._timeout import NO_CLOCK, RunClock, describe_seconds
+from ._tool_media import ToolContent, tool_content
 
 __all__ = [
     "NO_TOOL_RUN",
@@ -74,8 +75,9 @@ def not_executed_message(call: ToolCall, reason: str) -> str:
     return json.dumps({"status": "not_executed", "reason": reason, "message": text})
 
 
-def tool_message(call_id: str, content: str) -> dict[str, Any]:
-    """The OpenAI tool message answering call ``call_id``."""
+def tool_message(call_id: str, content: ToolContent) -> dict[str, Any]:
+    """The OpenAI tool message answering call ``call_id`` (content parts when the tool returned
+    an image: ``_tool_media.py``)."""
     return {"role": "tool", "tool_call_id": call_id, "content": content}
 
 
@@ -145,7 +147,7 @@ class ToolCalls:
             settings = replace(settings, parks=False, cannot_wait="a new message came meanwhile")
         self._tokens = StepTokens(settings, recorder)
         self._results: dict[str, ToolResult] = {}
-        self._contents: dict[str, str] = {}
+        self._contents: dict[str, ToolContent] = {}
         # Data parts the tools write while they run (ctx.write_data), streamed as they come.
         self._written: asyncio.Queue[Chunk] = asyncio.Queue()
         self._kept: list[DataChunk] = []  # the streamed ones that are not transient
@@ -163,7 +165,7 @@ class ToolCalls:
             data=list(self._kept),
         )
 
-    def _settle(self, result: ToolResult, content: str | None) -> None:
+    def _settle(self, result: ToolResult, content: ToolContent | None) -> None:
         result = with_origin(result, self._tools.get(result.tool_name))
         self._results[result.tool_call_id] = result
         if content is not None:
@@ -242,10 +244,10 @@ class ToolCalls:
 
     def _start(
         self, to_start: list[tuple[ToolCall, Tool, Any]]
-    ) -> dict[asyncio.Task[tuple[ToolResult, str | None]], ToolCall]:
+    ) -> dict[asyncio.Task[tuple[ToolResult, ToolContent | None]], ToolCall]:
         # Tasks copy the context they are created in: create them all inside the session
         # binding, with no await in between, so every tool sees its session (and nothing leaks).
-        tasks: dict[asyncio.Task[tuple[ToolResult, str | None]], ToolCall] = {}
+        tasks: dict[asyncio.Task[tuple[ToolResult, ToolContent | None]], ToolCall] = {}
         with self._factory.scope():
             for call, tool, parsed in to_start:
                 context = self._contexts.get(tool.name)
@@ -275,7 +277,7 @@ class ToolCalls:
         return tasks
 
     async def _collect(
-        self, tasks: dict[asyncio.Task[tuple[ToolResult, str | None]], ToolCall]
+        self, tasks: dict[asyncio.Task[tuple[ToolResult, ToolContent | None]], ToolCall]
     ) -> AsyncGenerator[Chunk, None]:
         order = {call.id: index for index, call in enumerate(self._calls)}
         pending = set(tasks)
@@ -338,7 +340,7 @@ async def _execute(
     recorder: Recorder,
     secrets: frozenset[str],
     limit: tuple[float | None, float | None] = (None, None),
-) -> tuple[ToolResult, str | None]:
+) -> tuple[ToolResult, ToolContent | None]:
     ctx = running.ctx
     with recorder.tool_call(call=call, tool_context=ctx.context) as handle:
         timer = asyncio.timeout(None if limit[0] is None else max(limit[0], 0.001))
@@ -369,7 +371,7 @@ async def _execute(
             return result, text
         except Exception as exc:
             return await _failed(exc, running, call, recorder, secrets, handle)
-        content = dump_output(output)
+        content = tool_content(output)
         if isinstance(output, BaseModel):
             output = output.model_dump(mode="json")
         result = ToolResult(
@@ -399,18 +401,20 @@ async def _park(
 
 
 async def _watched(
-    job: Coroutine[Any, Any, tuple[ToolResult, str | None]],
+    job: Coroutine[Any, Any, tuple[ToolResult, ToolContent | None]],
     watch: ToolWatch,
     call: ToolCall,
     *,
     approved: bool,
-) -> tuple[ToolResult, str | None]:
+) -> tuple[ToolResult, ToolContent | None]:
     """``job`` (one tool execution) between its lifecycle events."""
     await watch.start(call)
     began = time.perf_counter()
     result, content = await job
-    timed_out = result.status == "error" and (content or "").startswith(
-        f"tool {call.name!r} timed out"
+    timed_out = (
+        result.status == "error"
+        and isinstance(content, str)
+        and content.startswith(f"tool {call.name!r} timed out")
     )
     outcome = "timed_out" if timed_out else outcome_of(result)
     await watch.end(call, result, time.perf_counter() - began, outcome, approved=approved)
@@ -432,7 +436,7 @@ async def _failed(
     recorder: Recorder,
     secrets: frozenset[str],
     handle: Any,
-) -> tuple[ToolResult, str | None]:
+) -> tuple[ToolResult, ToolContent | None]:
     """The error result of a tool that raised, or its park on a sign-in (no content)."""
     # The text goes to the model, the log and telemetry: never with the tool's own context
     # values (its keys), the call's credentials or its tokens in it.

@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Collection
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .._auth_strategy import AuthStrategy, InteractiveAuth, TokenAuth, is_interactive
+from .._token import Token, TokenRequest
 from ..auth._cache import DEFAULT_AUTH, AuthSettings, StepTokens
 from ..auth._store import evict, token_owner
-from ..auth._strategy import AuthStrategy, InteractiveAuth, TokenAuth, is_interactive
-from ..auth._token import Token, TokenRequest
 from ..errors import InvalidRequestError, ToolProviderAuthError
 from ._credentials import Credentials
 

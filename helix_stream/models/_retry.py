@@ -25,7 +25,6 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .._options import DEFAULT_MAX_RETRIES
 from ..errors import InvalidRequestError, ModelError, NoActiveContextError
 from ..state import current_session
 from ._params import check_params
@@ -42,6 +41,8 @@ __all__ = [
 ]
 
 logger = logging.getLogger("helix_stream.models")
+
+DEFAULT_MAX_RETRIES = 2  # as the AI SDK's maxRetries
 
 LOG_SESSION: ContextVar[str | None] = ContextVar("helix_stream_log_session", default=None)
 """The session a model call runs for, named in its log lines when no session scope is bound
@@ -129,7 +130,7 @@ BeforeRetry = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 class Guard(Protocol):
-    """The timer of a model call's time limits (``helix_stream.loop._timeout.StreamTimer``):
+    """The timer of a model call's time limits (``helix_stream._timeout.StreamTimer``):
     told of each attempt and of each wait on the provider, it turns its own cancellation of
     a wait into a :class:`~helix_stream.errors.ModelTimeoutError`."""
 

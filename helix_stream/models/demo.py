@@ -177,7 +177,18 @@ def _events(
 
 
 def register_demo(litellm: ModuleType) -> None:
-    """Register the ``helix`` provider with litellm (idempotent)."""
+    """Register the ``helix`` provider with litellm (idempotent).
+
+    Only plain litellm calls need it: helix_stream's own calls know ``helix/demo``.
+
+    Example::
+
+        import litellm
+        from helix_stream.models.demo import register_demo
+
+        register_demo(litellm)
+        await litellm.acompletion(model="helix/demo", messages=[{"role": "user", "content": "Hi"}])
+    """
 
     class DemoLLM(litellm.CustomLLM):  # type: ignore[name-defined,misc]
         def _plan(

@@ -1,7 +1,7 @@
 """Sandboxes and skills.
 
 - :class:`Sandbox` / :class:`SandboxResult` / :class:`SandboxProvider`: the contract a tool
-  uses and a backend implements (``_protocol``);
+  uses and a backend implements (``helix_stream/_sandbox_protocol.py``, below tools);
 - :func:`workspace_parts` / :func:`resolve_within`: the one rule for logical ``/workspace``
   paths (``_paths``);
 - :class:`LocalSandbox`: directories on this machine, for development and trusted code — not
@@ -18,10 +18,10 @@ Nothing here imports litellm; PyYAML is imported only when skills are read from 
 
 from __future__ import annotations
 
+from .._sandbox_protocol import Sandbox, SandboxProvider, SandboxResult
 from ._bubblewrap import BubblewrapSandbox
 from ._local import DEFAULT_PATH, LocalSandbox, LocalSandboxSession
 from ._paths import WORKSPACE, resolve_within, workspace_parts, workspace_path
-from ._protocol import Sandbox, SandboxProvider, SandboxResult
 from ._skill_set import LOAD_SKILL_TOOL, SKILLS_DIR, SkillFile, SkillHandle, SkillSet
 from ._skills import SKILL_FILE, Skill, skills_from_dir
 

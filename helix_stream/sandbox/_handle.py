@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
+from .._sandbox_protocol import Sandbox
 from ..errors import SandboxFileNotFoundError, SandboxPathError, SkillError, SkillNotFoundError
 from ._paths import WORKSPACE
-from ._protocol import Sandbox
 from ._skills import SKILL_FILE, Skill, skill_file_path
 
 __all__ = ["SKILLS_DIR", "SandboxSource", "SkillFile", "SkillHandle", "unknown_skill"]

@@ -27,6 +27,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
+from .._sandbox_protocol import SandboxResult
 from ..errors import (
     InvalidRequestError,
     SandboxFileNotFoundError,
@@ -36,7 +37,6 @@ from ..errors import (
 from ._confine import confinement, launch
 from ._paths import WORKSPACE, resolve_within, workspace_path
 from ._process import run_shell
-from ._protocol import SandboxResult
 
 if TYPE_CHECKING:
     from ..state import SessionInfo

@@ -23,8 +23,8 @@ import os
 import signal
 from collections.abc import Mapping, Sequence
 
+from .._sandbox_protocol import SandboxResult
 from ..errors import SandboxTimeoutError
-from ._protocol import SandboxResult
 
 __all__ = ["run_shell"]
 

@@ -17,10 +17,10 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._sandbox_protocol import Sandbox
 from .._tool_source import SourcedTools, ToolRequest
 from ..tools import Tool, ToolContext
 from ._handle import SKILLS_DIR, SandboxSource, SkillFile, SkillHandle, unknown_skill
-from ._protocol import Sandbox
 from ._skills import Skill, check_skills
 
 __all__ = ["LOAD_SKILL_TOOL", "SKILLS_DIR", "SkillFile", "SkillHandle", "SkillSet"]

@@ -25,10 +25,10 @@ from starlette.routing import BaseRoute, Route
 from typing_extensions import Unpack
 
 from .._limits import check_session_id
-from .._options import timeout_over
 from ..agent import Agent
 from ..errors import HelixError, SessionNotFoundError
 from ..loop import Timeout
+from ..loop._options import timeout_over
 from ..models._litellm import expect_requests
 from ..models._pool import set_max_connections
 from ..session import Executor

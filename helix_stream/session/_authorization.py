@@ -23,6 +23,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._auth_strategy import AuthStrategy, strategies_by_name
 from ..auth._cache import AuthSettings
 from ..auth._flow import (
     DEFAULT_SIGN_IN_TTL,
@@ -35,7 +36,6 @@ from ..auth._flow import (
 from ..auth._pending import PendingAuthorization
 from ..auth._state import StateSigner
 from ..auth._store import MemoryTokenStore, TokenStore
-from ..auth._strategy import AuthStrategy, strategies_by_name
 from ..errors import AuthorizationStateError, FrameworkNotSupportedError, InvalidRequestError
 from ..store import PendingRow, SignInTable, Store
 from ._meta import Answer, TurnMeta

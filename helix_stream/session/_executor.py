@@ -17,7 +17,7 @@ from typing_extensions import Unpack
 
 from .._limits import check_json, check_key, check_session_id
 from .._media import check_content
-from .._options import LoopOptions, RunKeywords, documents_options, options_over, split_options
+from ..agent import Agent, OutputT
 from ..chunks import ErrorChunk
 from ..context import (
     APP_SOURCE,
@@ -29,8 +29,9 @@ from ..context import (
 )
 from ..errors import InvalidRequestError, StateError
 from ..loop import StreamTextResult, has_tool_call, step_count_is
+from ..loop._options import LoopOptions, RunKeywords, documents_options, options_over, split_options
 from ..loop._setup import LoopCall, RunCheck, check_run, setup_run
-from ..state import ParentInfo
+from ..state import ParentInfo, SubAgent
 from ..store import LogRecord, MemoryStore, Store
 from ..tools import FINISH_TOOL_NAME
 from ._answers import ApprovalAnswer, ToolAnswer, by_call
@@ -40,12 +41,12 @@ from ._lease import STOP_KEY, FencedWriter
 from ._mcp import SessionServers
 from ._meta import TurnMeta
 from ._pending import late_answer_row, waiting_calls
+from ._request import TurnRequest
 from ._run_sync import SyncTurns
 from ._sandbox import close_sandboxes
-from ._turn import TurnRequest, run_turn
+from ._turn import run_turn
 
 if TYPE_CHECKING:
-    from ..agent import Agent, OutputT
     from ..auth import TokenStore
     from ..sandbox import SandboxProvider
     from ..telemetry import TelemetrySettings
@@ -240,9 +241,11 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers, SyncTurns):
         return StreamTextResult(lambda: run_turn(request))
 
     def _run_child(
-        self, agent: Agent[Any], session_id: str, prompt: str, *, auth: Any, parent: ParentInfo
+        self, agent: SubAgent, session_id: str, prompt: str, *, auth: Any, parent: ParentInfo
     ) -> StreamTextResult[Any]:
-        """A sub-agent's turn in its child session (``Agent.as_tool``)."""
+        """A sub-agent's turn in its child session (``Agent.as_tool``, which gives itself)."""
+        if not isinstance(agent, Agent):
+            raise InvalidRequestError(f"A sub-agent is an hs.Agent, not {type(agent).__name__}.")
         return self._turn(agent, session_id, prompt, auth=auth, parent=parent, channel="subagent")
 
     async def start(

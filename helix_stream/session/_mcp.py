@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from ..agent import Agent
     from ..auth import TokenStore
     from ..mcp import MCPServer
-    from ._open import TurnRequest
+    from ._request import TurnRequest
 
 __all__ = ["SessionServers", "server_tools"]
 

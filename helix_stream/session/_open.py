@@ -17,7 +17,6 @@ returns what it opened (:class:`Opened`), that commit included.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -29,81 +28,30 @@ from ..hooks import AgentInfo, ChannelInfo
 from ..loop._config import Callbacks
 from ..loop._env import StepCommit
 from ..loop._run import run_event_stream
-from ..loop._setup import RunCheck, RunSetup
+from ..loop._setup import RunSetup
 from ..loop._step import model_name
 from ..models._family import params_family
-from ..state import (
-    AuthInfo,
-    ParentInfo,
-    RunChild,
-    SessionInfo,
-    SessionScope,
-    TurnInfo,
-    bind_scope,
-)
-from ..store import NewSession, Snapshot, Store, TurnWrite
-from ._answers import ApprovalAnswer, ToolAnswer
+from ..state import AuthInfo, SessionInfo, SessionScope, TurnInfo, bind_scope
+from ..store import NewSession, Snapshot, TurnWrite
 from ._commits import RUNNABLE, Commits, Written, busy, last_seq, opened_meta, opening
 from ._events import HookSubscriber, TurnEvents
 from ._finish import finish_turn, log_failure
-from ._lease import FencedWriter
 from ._mcp import server_tools
 from ._meta import TurnMeta, stored_sandboxes
 from ._parking import Parking
 from ._pending import check_answerable
 from ._records import interrupted_record, new_message_id
+from ._request import TurnRequest
 from ._said import streamed_text
 from ._sandbox import TurnSandbox
 from ._view import SessionView
 
 if TYPE_CHECKING:
-    from ..agent import Agent
-    from ._authorization import TurnAuthorization
+    pass
 
-__all__ = ["Opened", "TurnRequest", "open_turn"]
+__all__ = ["Opened", "open_turn"]
 
 logger = logging.getLogger("helix_stream.session")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TurnRequest:
-    """What ``Executor.run`` asks of one turn (checked: see ``setup``).
-
-    Attributes:
-        store: Where the session lives (the turn reads it and queues context through it).
-        writer: How the turn writes the session: with its lease (``_lease.FencedWriter``).
-        identify: What of the caller's ``auth`` is stored as a new session's initiator.
-        run_child: Runs a sub-agent's turn in a child session (``Agent.as_tool``).
-        agent: The agent.
-        session_id: The session.
-        message: The user's new message as stored, or ``None`` to continue.
-        setup: The run's checked call and options (set up once the turn has its tools:
-            ``session/_mcp.py``).
-        answers: Answers to the calls a paused turn left waiting.
-        message_id: The id of the assistant UI message, when the caller chose it.
-        auth: Who is calling.
-        parent: For a sub-agent's session, the call that started it.
-        channel: Where the turn came in (``"python"``, ``"http"``, ``"subagent"``).
-        authorization: How the turn's tools resolve tokens and park on a sign-in.
-        on_stop_requested: Called when another process asks the turn to stop
-            (``Executor.request_stop``); ``None``: such requests are not looked for.
-    """
-
-    store: Store
-    writer: FencedWriter
-    identify: Callable[[Any], Any]
-    run_child: RunChild
-    agent: Agent
-    session_id: str
-    message: dict[str, Any] | None
-    setup: RunCheck
-    answers: Sequence[ApprovalAnswer | ToolAnswer] = ()
-    message_id: str | None = None
-    auth: Any = None
-    parent: ParentInfo | None = None
-    channel: str = "python"
-    authorization: TurnAuthorization | None = None
-    on_stop_requested: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

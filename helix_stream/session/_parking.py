@@ -1,10 +1,5 @@
-"""The calls of one turn parked on a sign-in (:class:`Parking`).
-
-A call that waits for the user to sign in is *parked* (:meth:`Parking.park`: the sign-in is
-kept in the store, ``_authorization.py``); the write that pauses the turn records where each
-parked call stands, and ``session.waiting`` says ``wait: "authorization"`` with the strategy
-and the URL.
-"""
+"""The calls of one turn parked on a sign-in (:class:`Parking`): kept by the turn's tool
+context factory (``_turn_env.py``), read by its log when the turn pauses (``_turn_log.py``)."""
 
 from __future__ import annotations
 

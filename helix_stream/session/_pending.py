@@ -41,7 +41,7 @@ from ..chunks import (
 )
 from ..context import LATE_ANSWER_SOURCE, validate_items
 from ..errors import StateError
-from ..loop._resume import Resume, ResumeCall, Resumed
+from ..loop._env import Resume, ResumeCall, Resumed
 from ..loop._tools import not_executed_message, tool_message
 from ..models._parse import parse_arguments
 from ..steps import ToolCall, ToolResult, with_origin

@@ -1,6 +1,6 @@
 """``Executor.run_sync``: a turn run to its end from code without an event loop.
 
-The turn is :meth:`Executor.run`'s; it runs on the sync bridge (:mod:`helix_stream.loop._sync`)
+The turn is :meth:`Executor.run`'s; it runs on the sync bridge (:mod:`helix_stream._sync`)
 and its result is what ``generate_text`` returns.
 """
 
@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 from typing_extensions import Unpack
 
-from .._options import RunKeywords
+from .._sync import check_no_running_loop, run_sync
 from ..loop import GenerateTextResult, StreamTextResult
 from ..loop._api import finished
-from ..loop._sync import check_no_running_loop, run_sync
+from ..loop._options import RunKeywords
 from ._answers import ApprovalAnswer, ToolAnswer
 
 if TYPE_CHECKING:

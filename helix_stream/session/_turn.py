@@ -34,10 +34,11 @@ from ..chunks import Chunk, ErrorChunk
 from ..loop._run import run_loop
 from ..loop._setup import RunSetup, loop_config
 from ._lease import TurnLease
-from ._open import TurnRequest, open_turn
+from ._open import open_turn
+from ._request import TurnRequest
 from ._turn_env import turn_env
 
-__all__ = ["TurnRequest", "run_turn"]
+__all__ = ["run_turn"]
 
 
 async def run_turn(request: TurnRequest) -> AsyncGenerator[Chunk, None]:

@@ -22,8 +22,7 @@ from typing import Any
 
 from .._messages import message_text
 from ..chunks import ContextRowChunk, ContextSkipped
-from ..loop._env import RunEnd, StepCommit
-from ..loop._resume import Resumed
+from ..loop._env import Resumed, RunEnd, StepCommit
 from ..steps import StepResult
 from ..store import Checkpoint, TurnWrite
 from ._commits import opened_meta, opening

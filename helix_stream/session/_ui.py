@@ -211,4 +211,7 @@ def _tool_result(name: str, record: ToolRecord) -> ToolResultChunk:
     if record.status == "not_executed":
         reason = _json(content).get("reason", "tool_inactive")
         return ToolNotExecuted(tool_call_id=call_id, tool_name=name, reason=reason)
+    parts = record.message.get("content")
+    if isinstance(parts, list):  # a tool's images: its content parts (loop/_tool_media.py)
+        return ToolOutputAvailable(tool_call_id=call_id, output=list(parts))
     return ToolOutputAvailable(tool_call_id=call_id, output=_json(content))

@@ -35,14 +35,14 @@ from helix_stream.store._features import (
     TokenTable,
 )
 from helix_stream.store._memory import MemoryStore
-from helix_stream.store._protocol import (
+from helix_stream.store._protocol import Store
+from helix_stream.store._records import (
     Checkpoint,
     LogRecord,
     QueueEntry,
     RewindResult,
     SessionRecord,
     SessionStatus,
-    Store,
 )
 from helix_stream.store._turns import Lease, NewSession, Snapshot, TurnWrite, TurnWriteResult
 from helix_stream.store.postgres import PostgresStore

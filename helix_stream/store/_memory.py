@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from helix_stream._limits import MAX_QUEUED_ITEMS, check_session_id
-from helix_stream.store._auth import MemoryAuthTables
+from helix_stream.store._features import PendingRow
 from helix_stream.store._plan import (
     CheckedWrite,
     ContextRequest,
@@ -30,7 +30,7 @@ from helix_stream.store._plan_history import (
     plan_rewind,
     tool_call_ids,
 )
-from helix_stream.store._protocol import (
+from helix_stream.store._records import (
     Checkpoint,
     LogRecord,
     QueueEntry,
@@ -44,11 +44,12 @@ from helix_stream.store._shared import (
     check_queue_cap,
     decode,
     session_not_found,
+    sign_in_pending,
 )
 from helix_stream.store._turns import Snapshot, TurnWriteResult
 from helix_stream.store._writes import StoreWrites
 
-__all__ = ["MemoryStore"]
+__all__ = ["MemoryAuthTables", "MemoryStore"]
 
 
 # Payloads are kept as JSON text, not dicts: a caller mutating what it passed in or got back
@@ -347,3 +348,42 @@ def _apply_rewind(session: _Session, plan: RewindPlan) -> None:
     session.queue = [entry for entry in session.queue if entry.id not in gone]
     session.pending = [entry for entry in session.queue if entry.delivered_seq is None]
     session.head = replace(session.head, updated_at=plan.now)
+
+
+class MemoryAuthTables:
+    """The tables in a ``MemoryStore`` (its writes count in the store's
+    ``write_transactions``, as a SQL store's do)."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+        self._pending: dict[str, PendingRow] = {}
+        self._tokens: dict[str, bytes] = {}
+
+    def _wrote(self) -> None:
+        self._store.write_transactions += 1
+
+    async def add_pending(self, row: PendingRow) -> None:
+        check_session_id(row.session_id)
+        now = time.time()
+        kept = {n: r for n, r in self._pending.items() if r.expires_at > now}
+        if row.nonce in kept:
+            raise sign_in_pending(row.session_id)
+        self._pending = {**kept, row.nonce: row}
+        self._wrote()
+
+    async def take_pending(self, nonce: str) -> PendingRow | None:
+        found = self._pending.pop(nonce, None)
+        if found is not None:
+            self._wrote()
+        return found
+
+    async def get(self, key: str) -> bytes | None:
+        return self._tokens.get(key)
+
+    async def set(self, key: str, value: bytes) -> None:
+        self._tokens[key] = bytes(value)
+        self._wrote()
+
+    async def delete(self, key: str) -> None:
+        if self._tokens.pop(key, None) is not None:
+            self._wrote()

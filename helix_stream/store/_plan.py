@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from helix_stream._limits import check_key
-from helix_stream.store._protocol import JSON, LogRecord, SessionRecord, SessionStatus
+from helix_stream.store._records import JSON, LogRecord, SessionRecord, SessionStatus
 from helix_stream.store._shared import (
     check_conflict_mode,
     check_expect,

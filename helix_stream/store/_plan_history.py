@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from helix_stream.store._protocol import JSON, RewindResult, SessionRecord
+from helix_stream.store._records import JSON, RewindResult, SessionRecord
 from helix_stream.store._shared import check_seq, decode, session_exists, session_not_found
 
 __all__ = [

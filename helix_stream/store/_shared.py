@@ -23,7 +23,7 @@ from helix_stream.errors import (
     SessionNotFoundError,
     StateError,
 )
-from helix_stream.store._protocol import (
+from helix_stream.store._records import (
     JSON,
     Checkpoint,
     LogRecord,

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from helix_stream.store._protocol import (
+from helix_stream.store._records import (
     JSON,
     Checkpoint,
     LogRecord,

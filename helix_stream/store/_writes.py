@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from helix_stream._limits import check_session_id
 from helix_stream.store._plan import CheckedWrite, ContextRequest, check_enqueue, check_turn_write
-from helix_stream.store._protocol import JSON, SessionRecord, SessionStatus
+from helix_stream.store._records import JSON, SessionRecord, SessionStatus
 from helix_stream.store._turns import TurnWrite, TurnWriteResult
 
 __all__ = ["StoreWrites"]

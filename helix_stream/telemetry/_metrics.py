@@ -144,9 +144,9 @@ class CallMeter:
         self._step = dict(attrs)
         self._step_t0 = time.perf_counter()
 
-    def first_chunk(self) -> None:
+    def first_chunk(self, elapsed: float) -> None:
+        """The first content-bearing chunk came ``elapsed`` seconds into the model call."""
         if self._step is not None:
-            elapsed = time.perf_counter() - self._step_t0
             self._instruments.time_to_first_chunk.record(elapsed, self._step)
 
     def step_finished(self, usage: Any, answered: Mapping[str, AttributeValue]) -> None:

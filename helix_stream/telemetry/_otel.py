@@ -33,6 +33,11 @@ from typing import Any
 from opentelemetry import context as otel_context, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
+from ._figures import (
+    performance_attributes,
+    step_time_attributes,
+    time_to_first_chunk_attributes,
+)
 from ._filters import (
     AttributeValue,
     attribute_value,
@@ -142,6 +147,9 @@ class OtelRecorder(Recorder):
         self._call: Span | None = None
         self._parent: otel_context.Context | None = None
         self._step: Span | None = None
+        # The chat span whose model call ended, with that end (ns): it ends when its step
+        # does, so that it can carry the step's own ``helix.step_time`` (tools included).
+        self._held: tuple[Span, int] | None = None
         self._step_number = 0
         self._step_t0 = 0.0
         self._failed_attempts = 0
@@ -223,6 +231,7 @@ class OtelRecorder(Recorder):
             self._meter.failed(error)
         if self._step is not None and self._failed_attempts:
             self._step.set_attribute("helix.attempts", self._failed_attempts)
+        self._release()
         spans = [s for s in (self._step, self._call) if s is not None]
         self._step = None
         for span in spans:
@@ -314,12 +323,11 @@ class OtelRecorder(Recorder):
             event["exception.message"] = self._scrub(str(error))
         span.add_event("helix.attempt_failed", event)
 
-    def first_chunk(self) -> None:
+    def first_chunk(self, elapsed: float) -> None:
         if self._step is not None:
-            elapsed = time.perf_counter() - self._step_t0
-            self._step.set_attribute("helix.time_to_first_chunk_ms", round(elapsed * 1000.0, 3))
+            self._step.set_attributes(time_to_first_chunk_attributes(elapsed))
         if self._meter is not None:
-            self._meter.first_chunk()
+            self._meter.first_chunk(elapsed)
 
     def step_finished(self, *, step: Any, response: Any = None) -> None:
         span = self._step
@@ -347,11 +355,25 @@ class OtelRecorder(Recorder):
             text = str(getattr(step, "text", ""))
             attrs["gen_ai.output.messages"] = self._content(output_messages(text, calls, reason))
         span.set_attributes(attrs)
-        span.end()
+        self._release()
+        self._held = (span, time.time_ns())
         if self._meter is not None:
             if response_model:
                 answered["gen_ai.response.model"] = str(response_model)
             self._meter.step_finished(usage, answered)
+
+    def step_ended(self, *, performance: Any) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            span, ended = held
+            span.set_attributes(step_time_attributes(performance))
+            span.end(end_time=ended)
+
+    def _release(self) -> None:
+        """End a held chat span without its step's time (its step did not end)."""
+        held, self._held = self._held, None
+        if held is not None:
+            held[0].end(end_time=held[1])
 
     # -- tools ----------------------------------------------------------------------------
 
@@ -454,6 +476,7 @@ class OtelRecorder(Recorder):
     # -- helpers --------------------------------------------------------------------------
 
     def _end_step(self) -> None:
+        self._release()
         if self._step is not None:
             self._step.end()
             self._step = None
@@ -514,24 +537,3 @@ class OtelRecorder(Recorder):
         }
         span.add_event("exception", exception)
         span.set_status(Status(StatusCode.ERROR, message))
-
-
-def performance_attributes(performance: Any) -> dict[str, AttributeValue]:
-    """A step's model-call figures as ``helix.*`` span attributes (seconds, tokens/s)."""
-    model = getattr(performance, "model", None)
-    if model is None:
-        return {}
-    figures = {
-        "helix.response_time": model.response_time,
-        "helix.time_to_first_chunk": model.time_to_first_chunk,
-        "helix.output_tokens_per_second": model.output_tokens_per_second,
-        "helix.effective_total_tokens_per_second": model.effective_total_tokens_per_second,
-        "helix.longest_chunk_gap": model.longest_gap,
-        "helix.median_chunk_gap": model.median_gap,
-    }
-    out: dict[str, AttributeValue] = {
-        name: round(float(v), 6) for name, v in figures.items() if v is not None
-    }
-    if model.read_path is not None:  # who read the stream: "direct" or "litellm"
-        out["helix.read_path"] = model.read_path
-    return out

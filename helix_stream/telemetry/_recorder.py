@@ -1,11 +1,11 @@
 """The recorder interface telemetry implements; the no-op default costs nothing.
 
-A recorder is a subscriber of the run's event stream (:mod:`helix_stream._event_stream`,
-through :func:`recorder_subscriber`): the run's start, each model call's start and end, and
-the run's end, failure or abort start and end its spans — the chunk stream alone cannot say
-when a model call ends and its tools begin. The moments only telemetry observes, inside a
-span's own context (the request as sent, a failed attempt, the first chunk, a tool's span
-around its body, a token resolved, a sign-in asked for), stay direct calls at their place.
+A recorder is a subscriber of the run's event stream (:mod:`helix_stream._event_stream`, through
+:func:`recorder_subscriber`): the run's start, each model call's start and end, each step's end,
+and the run's end, failure or abort start and end its spans — the chunk stream alone cannot say
+when a model call ends and its tools begin. The moments only telemetry observes, inside a span's
+own context (the request as sent, a failed attempt, the first chunk, a tool's span around its body,
+a token resolved, a sign-in asked for), stay direct calls at their place.
 :mod:`._otel` implements them on OpenTelemetry; the loop never depends on OpenTelemetry itself.
 """
 
@@ -27,6 +27,7 @@ from .._event_stream import (
     RunFailed,
     RunFinished,
     RunStarted,
+    StepEnded,
 )
 
 __all__ = [
@@ -92,13 +93,19 @@ class Recorder:
         """One attempt of the step's model call failed (an ``Attempt``: number, error, the
         delay before the next one or ``None``). Pass it as ``open_stream``'s ``on_attempt``."""
 
-    def first_chunk(self) -> None:
-        """The model call's first chunk arrived."""
+    def first_chunk(self, elapsed: float) -> None:
+        """The model call's first content-bearing chunk arrived, ``elapsed`` seconds after the
+        call's stream was opened for reading (the figure ``ModelCallPerformance`` keeps as
+        ``time_to_first_chunk``)."""
 
     def step_finished(self, *, step: Any, response: Any = None) -> None:
         """The model call of ``step`` (a StepResult, tool results not yet in) finished;
         ``response`` (the parser's ``ResponseInfo``) says who answered: response id, provider,
         deployment, server."""
+
+    def step_ended(self, *, performance: Any) -> None:
+        """The step ended, its tools included: ``performance`` is its ``StepPerformance``
+        (``step_time`` on the step's span)."""
 
     @contextmanager
     def tool_call(self, *, call: Any, tool_context: Any) -> Iterator[Any]:
@@ -137,7 +144,7 @@ NOOP_RECORDER = Recorder()
 
 _RECORDED = frozenset(
     {"run-started", "model-call-started", "model-call-ended", "run-finished", "run-failed"}
-    | {"run-aborted"}
+    | {"run-aborted", "step-ended"}
 )
 
 
@@ -171,6 +178,8 @@ class RecorderSubscriber:
         elif isinstance(event, ModelCallEnded):
             if event.step is not None:  # a failed call ends with the run (run-failed)
                 recorder.step_finished(step=event.step, response=event.response)
+        elif isinstance(event, StepEnded):
+            recorder.step_ended(performance=event.performance)
         elif isinstance(event, RunFinished):
             result = event.result
             recorder.call_finished(

@@ -52,6 +52,13 @@ class UIMessageFold:
     Raises:
         ValueError: From :meth:`add`, for a chunk the client would reject (a text delta
             without its ``text-start``, a tool result for an unknown tool call, ...).
+
+    Example::
+
+        fold = UIMessageFold()
+        async for chunk in to_ui_message_stream(result):
+            fold.add(chunk)
+        message = fold.message          # the UIMessage useChat would hold
     """
 
     def __init__(self, message: Mapping[str, Any] | None = None, message_id: str = "") -> None:

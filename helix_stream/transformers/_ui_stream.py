@@ -119,6 +119,13 @@ def to_ui_message_stream(
 
     Raises:
         ValueError: ``client_version`` is not 5, 6 or 7.
+
+    Example::
+
+        from helix_stream.transformers import UIMessageStreamResponse, to_ui_message_stream
+
+        stream = await litellm.acompletion(model=..., messages=..., stream=True)
+        return UIMessageStreamResponse(to_ui_message_stream(stream))   # in a route, for useChat
     """
     if client_version not in (5, 6, 7):
         raise ValueError(

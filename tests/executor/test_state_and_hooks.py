@@ -379,3 +379,20 @@ async def test_a_resumed_turn_does_not_start_again(
     loopback.script(text("next"))
     await executor.run(a, "s", "again").consume()
     assert runs == [1, 2]
+
+
+def test_a_sub_agent_run_is_refused_for_what_is_not_an_agent_and_nothing_is_written() -> None:
+    # The session scope types its child runner with a small protocol (state.py sits below
+    # agent.py); the executor, which runs the child, checks it was given an hs.Agent.
+    from helix_stream.state import ParentInfo, TurnInfo
+
+    class NotAnAgent:
+        name = "helper"
+
+    store = hs.MemoryStore()
+    parent = ParentInfo(
+        call_id="c1", session_id="s", root_session_id="s", turn=TurnInfo(id="m1", sequence=1)
+    )
+    with pytest.raises(hs.errors.InvalidRequestError, match=r"hs\.Agent, not NotAnAgent"):
+        hs.Executor(store)._run_child(NotAnAgent(), "s/c1", "hi", auth=None, parent=parent)
+    assert store.write_transactions == 0

@@ -81,11 +81,13 @@ async def test_a_step_end_reaches_hooks_and_callbacks_through_one_emission(
     )
     assert await run.text() == "Sunny."
     kinds = Counter(kind for kind, _ in emitted)
-    # Two steps: each step end is emitted once, and that one emission reached the hooks (the
-    # session's subscriber), the older callback and the lifecycle callback.
+    # Two steps: each step end is emitted once, and that one emission reached telemetry (the
+    # step's time on its chat span), the hooks (the session's subscriber), the older callback
+    # and the lifecycle callback.
     assert kinds["step-ended"] == 2
     step_ends = [reached for kind, reached in emitted if kind == "step-ended"]
-    assert step_ends == [["FunctionSubscriber", "AliasSubscriber", "LifecycleSubscriber"]] * 2
+    reached = ["RecorderSubscriber", "FunctionSubscriber", "AliasSubscriber", "LifecycleSubscriber"]
+    assert step_ends == [reached] * 2
     assert (seen["hook"], seen["on_step_end"], seen["on_step_finish"]) == (2, 2, 2)
     # Telemetry's step span is the model call's: it ends on the model call's one emission,
     # which the lifecycle callback shares.

@@ -16,9 +16,15 @@ from pydantic import BaseModel
 
 import helix_stream as hs
 from helix_stream import errors
-from helix_stream._options import OPTION_NAMES, LoopOptions, ModelParams, RunOptions, option_docs
+from helix_stream.loop._options import (
+    OPTION_NAMES,
+    LoopOptions,
+    ModelParams,
+    RunOptions,
+    option_docs,
+)
+from helix_stream.loop._params import check_params, litellm_param_names
 from helix_stream.models._litellm import litellm_module
-from helix_stream.models._params import check_params, litellm_param_names
 from tests.loopback import LoopbackServer, text, tool_calls
 
 _FRONT_DOORS = {

@@ -135,7 +135,7 @@ async def test_a_misspelt_prepare_step_override_fails_the_run_before_its_call(
 
 
 def test_provider_credentials_litellm_lists_are_known() -> None:
-    from helix_stream.models._params import litellm_param_names
+    from helix_stream.loop._params import litellm_param_names
 
     known = litellm_param_names("bedrock/anthropic.claude-3-haiku-20240307-v1:0")
     assert {"aws_region_name", "aws_profile_name", "vertex_project", "drop_params"} <= known

@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("mcp", reason="the MCP tests need the mcp package: pip install 'helix-stream[mcp]'")
+pytest.importorskip(
+    "mcp", reason="the MCP tests need the mcp package: pip install 'helix-stream[mcp]'"
+)
 
 import helix_stream as hs
 from helix_stream.errors import InvalidRequestError, ToolContextError
@@ -19,7 +21,6 @@ from helix_stream.mcp._tool import needs_approval
 from tests.loopback import LoopbackServer, text, tool_calls
 
 from .conftest import State, stdio_args, wait_for
-from .server_app import PNG
 
 
 def tool_messages(body: dict[str, Any]) -> dict[str, str]:
@@ -66,30 +67,19 @@ async def test_calls_reach_the_server_by_its_own_names_and_results_map_to_output
         "call_0_demo__forecast": {"city": "Paris", "temp_c": 21, "sky": "sunny"},
         "call_1_demo__echo": {"result": "hi there"},  # the server's structuredContent
         "call_2_demo__notes_read": {"result": "notes about mcp"},
-        "call_3_demo__report": [
+        "call_3_demo__report": [  # a text resource is text: its URI, then its text
             {"type": "text", "text": "summary"},
-            {"type": "resource", "uri": "file:///report.txt", "mime_type": "text/plain", "text": "all good"},
+            {"type": "text", "text": "file:///report.txt\nall good"},
         ],
     }
     assert sorted(state.lines("calls")) == ["echo", "forecast", "notes.read", "report"]
     sent = tool_messages(loopback.bodies()[1])
-    assert json.loads(sent["call_0_demo__forecast"]) == {"city": "Paris", "temp_c": 21, "sky": "sunny"}
-
-
-async def test_an_image_reaches_the_model_as_a_description_not_as_its_bytes(
-    stdio_server: hs.MCPServer, loopback: LoopbackServer
-) -> None:
-    import base64
-
-    loopback.script(tool_calls(("demo__chart", {})), text("done"))
-    chunks = await run(loopback, await stdio_server.tools())
-    output = next(c.output for c in chunks if c.type == "tool-output-available")
-    assert output == [{"type": "image", "mime_type": "image/png", "size_bytes": len(PNG)}]
-    second = loopback.requests[1]
-    assert base64.b64encode(PNG)[:40] not in second
-    assert tool_messages(json.loads(second))["call_0_demo__chart"] == (
-        f'[{{"type": "image", "mime_type": "image/png", "size_bytes": {len(PNG)}}}]'
-    )
+    assert json.loads(sent["call_0_demo__forecast"]) == {
+        "city": "Paris",
+        "temp_c": 21,
+        "sky": "sunny",
+    }
+    assert sent["call_3_demo__report"] == "summary\nfile:///report.txt\nall good"
 
 
 async def test_is_error_and_invalid_input_are_error_results_the_model_reads(
@@ -106,7 +96,10 @@ async def test_is_error_and_invalid_input_are_error_results_the_model_reads(
         "Invalid input for tool 'demo__echo': (root): 'text' is a required property"
     )
     sent = tool_messages(loopback.bodies()[1])
-    assert "ToolFailedError" in sent["call_0_demo__fail"] and "the disk is full" in sent["call_0_demo__fail"]
+    assert (
+        "ToolFailedError" in sent["call_0_demo__fail"]
+        and "the disk is full" in sent["call_0_demo__fail"]
+    )
     assert sent["call_1_demo__echo"] == errors["call_1_demo__echo"]
     assert state.lines("calls") == ["fail"]  # invalid input never reached the server
     assert chunks[-1].type == "finish"
@@ -207,7 +200,9 @@ async def test_a_tool_needing_approval_pauses_without_calling_the_server(
     async with server:
         loopback.script(tool_calls(("demo__fail", {"reason": "x"})))
         chunks = await run(loopback, await server.tools())
-    assert [c.type for c in chunks if c.type.startswith("tool-approval")] == ["tool-approval-request"]
+    assert [c.type for c in chunks if c.type.startswith("tool-approval")] == [
+        "tool-approval-request"
+    ]
     assert state.lines("calls") == []
 
 

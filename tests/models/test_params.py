@@ -10,8 +10,8 @@ from pydantic import BaseModel
 
 import helix_stream as hs
 from helix_stream import errors
+from helix_stream.loop._params import check_params
 from helix_stream.models._litellm import acompletion, is_litellm_param, litellm_module
-from helix_stream.models._params import check_params
 from tests.loopback import LoopbackServer, error
 
 

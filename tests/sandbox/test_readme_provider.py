@@ -4,22 +4,23 @@ there is no docker engine here; this only checks the example is code that fits).
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 import helix_stream as hs
-
-README = Path(__file__).resolve().parents[2] / "README.md"
+from tests._readme import doc_section
 
 
 def load_example() -> ModuleType:
-    section = README.read_text().split("### A container-backed provider", 1)[1]
+    section = doc_section("## A container-backed provider (an example, not shipped)")
     match = re.search(r"```python\n(.*?)```", section, re.S)
     assert match is not None
     module = ModuleType("readme_docker_example")
-    exec(compile(match[1], "README.md (container example)", "exec"), module.__dict__)
+    exec(
+        compile(match[1], "docs/guides/sandboxes-skills.md (container example)", "exec"),
+        module.__dict__,
+    )
     return module
 
 

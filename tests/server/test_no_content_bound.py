@@ -21,8 +21,7 @@ from typing import Any, ClassVar
 import httpx
 import pytest
 
-from helix_stream._options import DEFAULT_MAX_RETRIES
-from helix_stream.models._retry import RetryPolicy
+from helix_stream.models._retry import DEFAULT_MAX_RETRIES, RetryPolicy
 from helix_stream.server import SERVER_TIMEOUT
 from helix_stream.server._routes import NO_ANSWER_BOUND
 from tests.server._live import server_process

@@ -116,8 +116,8 @@ async def test_context_steers_the_next_turn_and_never_shows_in_messages(
 
 
 def _readme_context_body() -> dict[str, Any]:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    after = readme.split("The body of `POST /context` carries", 1)[1]
+    guide = (Path(__file__).resolve().parents[2] / "docs/guides/serving.md").read_text()
+    after = guide.split("The body of `POST /context` carries", 1)[1]
     return json.loads(after.split("```json\n", 1)[1].split("```", 1)[0])
 
 

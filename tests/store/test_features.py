@@ -28,7 +28,7 @@ from helix_stream.store import (
 from tests.store import _pg
 from tests.store._wrapper import MeteredStore, NoFeatures
 from tests.store.test_contract import STORES
-from tests.test_imports import parse_source
+from tests.test_layers import parse_source
 
 WRAPPED: dict[str, Callable[[Path], Store]] = {
     **{name: make for name, make in STORES.items()},

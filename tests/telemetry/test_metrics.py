@@ -297,7 +297,7 @@ async def run_step(rec: Recorder, send: Any, params: dict[str, Any]) -> StepPars
         send, params, RetryPolicy(initial_delay=0.001), on_attempt=rec.attempt_failed
     )
     parser = StepParser(0)
-    rec.first_chunk()
+    rec.first_chunk(0.01)
     if first is not None:
         parser.feed(first)
     async for raw in stream:

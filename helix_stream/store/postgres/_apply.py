@@ -13,7 +13,7 @@ import time
 
 from helix_stream.store._plan import ContextRequest, TurnPlan
 from helix_stream.store._plan_history import RewindPlan
-from helix_stream.store._protocol import SessionRecord
+from helix_stream.store._records import SessionRecord
 from helix_stream.store._shared import encode, session_exists
 from helix_stream.store.postgres._db import Tx
 

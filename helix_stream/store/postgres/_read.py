@@ -26,7 +26,7 @@ from helix_stream.store._plan_history import (
     RewindState,
     tool_call_ids,
 )
-from helix_stream.store._protocol import SessionRecord
+from helix_stream.store._records import SessionRecord
 from helix_stream.store._shared import (
     SESSION_COLUMNS,
     checkpoints_from_rows,

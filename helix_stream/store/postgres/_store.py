@@ -12,7 +12,6 @@ from dataclasses import replace
 from functools import cached_property
 
 from helix_stream._limits import check_session_id
-from helix_stream.store._auth import PostgresAuthTables
 from helix_stream.store._plan import (
     CheckedWrite,
     ContextRequest,
@@ -23,12 +22,7 @@ from helix_stream.store._plan_history import (
     plan_branch,
     plan_rewind,
 )
-from helix_stream.store._protocol import (
-    Checkpoint,
-    LogRecord,
-    RewindResult,
-    SessionRecord,
-)
+from helix_stream.store._records import Checkpoint, LogRecord, RewindResult, SessionRecord
 from helix_stream.store._shared import (
     checkpoints_from_rows,
     log_from_rows,
@@ -37,6 +31,7 @@ from helix_stream.store._shared import (
 from helix_stream.store._turns import Snapshot, TurnWriteResult
 from helix_stream.store._writes import StoreWrites
 from helix_stream.store.postgres import _apply, _read
+from helix_stream.store.postgres._auth import PostgresAuthTables
 from helix_stream.store.postgres._db import PostgresDatabase, Tx
 from helix_stream.store.postgres._streams import PostgresStreamLog
 

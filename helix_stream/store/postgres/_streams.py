@@ -24,7 +24,7 @@ from helix_stream.store._features import StreamEvents
 from helix_stream.store.postgres._db import Tx
 
 if TYPE_CHECKING:
-    from helix_stream.store.postgres._store import PostgresStore
+    from helix_stream.store.postgres._db import PostgresDatabase
 
 __all__ = ["PostgresStreamLog", "channel"]
 
@@ -53,7 +53,7 @@ class PostgresStreamLog:
     connection (its writes count in the store's ``write_transactions``).
     """
 
-    def __init__(self, store: PostgresStore) -> None:
+    def __init__(self, store: PostgresDatabase) -> None:
         self._db = store
         self._channel = channel(store.schema)
 

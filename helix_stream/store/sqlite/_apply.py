@@ -12,7 +12,7 @@ import time
 
 from helix_stream.store._plan import ContextRequest, TurnPlan
 from helix_stream.store._plan_history import RewindPlan
-from helix_stream.store._protocol import SessionRecord
+from helix_stream.store._records import SessionRecord
 from helix_stream.store._shared import SESSION_COLUMNS, encode
 
 __all__ = [

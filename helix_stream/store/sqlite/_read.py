@@ -20,7 +20,7 @@ from helix_stream.store._plan_history import (
     RewindState,
     tool_call_ids,
 )
-from helix_stream.store._protocol import Checkpoint, LogRecord, SessionRecord
+from helix_stream.store._records import Checkpoint, LogRecord, SessionRecord
 from helix_stream.store._shared import (
     SESSION_COLUMNS,
     checkpoints_from_rows,

@@ -13,7 +13,6 @@ import time
 from functools import cached_property
 
 from helix_stream._limits import check_session_id
-from helix_stream.store._auth import SQLiteAuthTables
 from helix_stream.store._plan import (
     CheckedWrite,
     ContextRequest,
@@ -24,15 +23,11 @@ from helix_stream.store._plan_history import (
     plan_branch,
     plan_rewind,
 )
-from helix_stream.store._protocol import (
-    Checkpoint,
-    LogRecord,
-    RewindResult,
-    SessionRecord,
-)
+from helix_stream.store._records import Checkpoint, LogRecord, RewindResult, SessionRecord
 from helix_stream.store._turns import Snapshot, TurnWriteResult
 from helix_stream.store._writes import StoreWrites
 from helix_stream.store.sqlite import _apply, _read
+from helix_stream.store.sqlite._auth import SQLiteAuthTables
 from helix_stream.store.sqlite._db import SQLiteDatabase
 
 __all__ = ["SQLiteStore"]

@@ -17,8 +17,8 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
-from ..chunks import Chunk, ReasoningDelta, TextDelta
-from ..errors import InvalidRequestError
+from .chunks import Chunk, ReasoningDelta, TextDelta
+from .errors import InvalidRequestError
 
 __all__ = ["StreamTransform", "aclose_stream", "apply_transforms", "as_transforms", "smooth_stream"]
 

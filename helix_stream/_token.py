@@ -12,10 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..errors import InvalidRequestError
+from .errors import InvalidRequestError
 
 if TYPE_CHECKING:
-    from ..state import SessionInfo
+    from .state import SessionInfo
 
 __all__ = ["EXPIRY_LEEWAY", "PrincipalType", "Token", "TokenRequest"]
 

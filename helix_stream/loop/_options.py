@@ -17,7 +17,7 @@ fields in the form PEP 692's ``**options: Unpack[...]`` needs (mypy reads keywor
 class body, so the names are spelled there too, and ``tests/loop/test_options.py`` fails when
 the two differ by a name or a type); the "Args" of those functions' docstrings are rendered
 from :class:`LoopOptions`' own (:func:`documents_options`); the strict keyword check
-(:mod:`helix_stream.models._params`) knows them by :data:`OPTION_NAMES`. A new option is a
+(:mod:`helix_stream.loop._params`) knows them by :data:`OPTION_NAMES`. A new option is a
 field of both classes and a line of the docstring, and its use where the loop reads
 ``config.options``.
 
@@ -31,12 +31,21 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
+from ..models._retry import DEFAULT_MAX_RETRIES
+
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from .auth import TokenStore
-    from .chunks import Chunk
-    from .loop._lifecycle import (
+    from .._timeout import Timeout
+    from .._transform import StreamTransform
+    from ..auth import TokenStore
+    from ..chunks import Chunk
+    from ..middleware import ModelMiddleware
+    from ..models._cache import PromptCache
+    from ..prepare_step import PrepareStep
+    from ..steps import StepResult, StopCondition
+    from ..telemetry import TelemetrySettings
+    from ._lifecycle import (
         AbortEvent,
         EndEvent,
         ModelCallEndEvent,
@@ -47,14 +56,7 @@ if TYPE_CHECKING:
         ToolCallEndEvent,
         ToolCallStartEvent,
     )
-    from .loop._result import GenerateTextResult
-    from .loop._timeout import Timeout
-    from .loop._transform import StreamTransform
-    from .middleware import ModelMiddleware
-    from .models._cache import PromptCache
-    from .prepare_step import PrepareStep
-    from .steps import StepResult, StopCondition
-    from .telemetry import TelemetrySettings
+    from ._result import GenerateTextResult
 
 __all__ = [
     "DEFAULT_MAX_RETRIES",
@@ -69,7 +71,6 @@ __all__ = [
     "timeout_over",
 ]
 
-DEFAULT_MAX_RETRIES = 2  # as the AI SDK's maxRetries
 
 # A callback receives one value and may return anything (an awaitable is awaited): sync or
 # async, ``Callable[[Event], object]`` takes both.
@@ -329,7 +330,7 @@ def timeout_over(given: Any, base: Any) -> Any:
     other)."""
     if given is None or base is None:
         return base if given is None else given
-    from .loop._timeout import as_timeout  # at call time: this module imports nothing
+    from .._timeout import as_timeout
 
     merged_given, merged_base = as_timeout(given), as_timeout(base)
     assert merged_given is not None

@@ -18,8 +18,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeGuard, runtime_checkable
 
-from ..errors import InvalidRequestError
 from ._token import Token, TokenRequest
+from .errors import InvalidRequestError
 
 __all__ = [
     "AuthStrategy",

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from ..state import SessionInfo
+    from .state import SessionInfo
 
 __all__ = ["Sandbox", "SandboxProvider", "SandboxResult"]
 

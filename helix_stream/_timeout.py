@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from ..errors import InvalidRequestError, ModelTimeoutError
+from .errors import InvalidRequestError, ModelTimeoutError
 
 __all__ = [
     "NO_CLOCK",
