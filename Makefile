@@ -58,7 +58,8 @@ test-isolated: setup
 	done; \
 	echo "== tests/test_*.py"; $(PY) -m pytest -q -p no:cacheprovider tests/test_*.py
 
-# Build the sdist and the wheel, install each into a fresh venv, smoke-test it (.ci/package-smoke).
+# Build the sdist and the wheel, install each into a fresh venv, smoke-test it, and check that
+# mypy --strict sees the installed wheel as typed (.ci/package-smoke).
 package-smoke: setup
 	PY=$(PY) .ci/package-smoke
 

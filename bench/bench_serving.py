@@ -13,7 +13,11 @@ Gemini and Bedrock Converse wire formats) streams every answer. Each framework
 * **(b) CPU per chunk**, on each provider family's wire format (``--families``, default all
   four): one 2,000-word answer through Starlette over ``httpx.ASGITransport``, in a fresh
   process per repeat; the serving process's CPU time (``time.process_time``, all threads)
-  divided by the words, median of ``--cpu-runs`` interleaved runs, with ratios. pydantic-ai
+  divided by the words, median of ``--cpu-runs`` interleaved runs, with ratios. helix's
+  ``stream_text`` has a row per read path: the direct reader (helix reads the provider's HTTP
+  body) and litellm's own stream wrapper, which a call takes while a litellm callback is
+  registered (one is registered around each of that row's requests, and removed after).
+  ``--read-paths`` measures only raw litellm and those two rows (no ``bench`` extra). pydantic-ai
   uses its own model per family: ``OpenAIChatModel`` (the ``openai`` SDK), ``AnthropicModel``
   (``anthropic``), ``GoogleModel`` (``google-genai``) and ``BedrockConverseModel`` (boto3, on
   Bedrock Converse's binary event stream).
@@ -63,7 +67,8 @@ LABELS = {
     "raw": "raw Starlette + litellm.acompletion + hand-written UI chunks",
     "helix": "helix create_app (SQLiteStore)",
     "pydantic-ai": "pydantic-ai VercelAIAdapter (the provider's SDK)",
-    "helix-stream-text": "helix stream_text(...).to_sse_response()",
+    "helix-stream-text": "helix stream_text(...).to_sse_response(), direct reader",
+    "helix-litellm-path": "helix stream_text(...).to_sse_response(), litellm's wrapper",
     "helix-app": "helix create_app (SQLiteStore), whole turn",
 }
 
@@ -192,21 +197,47 @@ async def idle_sessions(port: int, pid: int, sessions: int, words: int) -> float
 # -- (b): CPU per chunk, in a child process ---------------------------------------------------
 
 
+CPU_KINDS = ("raw", "helix-stream-text", "helix-litellm-path", "pydantic-ai", "helix-app")
+READ_PATH_KINDS = ("raw", "helix-stream-text", "helix-litellm-path")
+
+
+@contextmanager
+def litellm_callback(kind: str) -> Iterator[None]:
+    """For the ``helix-litellm-path`` row: a litellm callback registered during the request, so
+    that helix leaves the stream to litellm's wrapper (the read path is chosen per call: the
+    other rows' calls, after it is removed, are read directly again)."""
+    if kind != "helix-litellm-path":
+        yield
+        return
+    import litellm
+    from litellm.integrations.custom_logger import CustomLogger
+
+    handler = CustomLogger()
+    litellm.callbacks.append(handler)
+    try:
+        yield
+    finally:
+        litellm.logging_callback_manager.remove_callback_from_all_lists(handler)
+
+
 async def cpu_child(
-    base: str, words: int, runs: int, delay_ms: int, family: str = "openai"
-) -> dict[str, list[float]]:
+    base: str, words: int, runs: int, delay_ms: int, family: str = "openai",
+    names: tuple[str, ...] = CPU_KINDS,
+) -> dict[str, list[float]]:  # fmt: skip
     """µs of this process's CPU per chunk for each server, ``runs`` interleaved runs each."""
     import httpx
     from _serving_apps import make_app
 
     model = f"words-{words}-{delay_ms}"
     tmp = tempfile.mkdtemp()
-    kinds = {
-        "raw": make_app("raw", base, model, family=family),
-        "helix-stream-text": make_app("helix-stream-text", base, model, family=family),
-        "pydantic-ai": make_app("pydantic-ai", base, model, family=family),
-        "helix-app": make_app("helix", base, model, str(Path(tmp) / "cpu.db"), family),
+    makers = {
+        "raw": lambda: make_app("raw", base, model, family=family),
+        "helix-stream-text": lambda: make_app("helix-stream-text", base, model, family=family),
+        "helix-litellm-path": lambda: make_app("helix-stream-text", base, model, family=family),
+        "pydantic-ai": lambda: make_app("pydantic-ai", base, model, family=family),
+        "helix-app": lambda: make_app("helix", base, model, str(Path(tmp) / "cpu.db"), family),
     }
+    kinds = {kind: makers[kind]() for kind in names}
     clients = {}
     lifespans = contextlib.AsyncExitStack()
     for kind, app in kinds.items():
@@ -218,11 +249,12 @@ async def cpu_child(
     for run in range(runs + 1):  # run 0 warms up
         for kind, client in clients.items():
             body = chat_body(f"cpu-{run}-{uuid.uuid4().hex[:6]}", "Say the words.")
-            start = time.process_time()
-            response = await client.post(
-                "/api/chat", content=body, headers={"content-type": "application/json"}
-            )
-            spent = time.process_time() - start
+            with litellm_callback(kind):
+                start = time.process_time()
+                response = await client.post(
+                    "/api/chat", content=body, headers={"content-type": "application/json"}
+                )
+                spent = time.process_time() - start
             chunks = [
                 json.loads(line[6:])
                 for line in response.text.split("\n")
@@ -465,13 +497,14 @@ def part_b(args: argparse.Namespace, base: str, family: str = "openai") -> None:
         f"({args.cpu_delay_ms} ms apart) over httpx.ASGITransport; median of {args.cpu_runs} "
         f"runs, {args.cpu_repeats} process(es)\n"
     )
+    names = READ_PATH_KINDS if args.read_paths else CPU_KINDS
     medians: dict[str, list[float]] = {}
     paired: dict[str, list[float]] = {}  # per process: median of per-run ratios to raw
     paired_pyd: dict[str, list[float]] = {}
     for _ in range(args.cpu_repeats):
         out = subprocess.run(
             [sys.executable, __file__, "--cpu-child", base, str(args.cpu_words),
-             str(args.cpu_runs), str(args.cpu_delay_ms), family],
+             str(args.cpu_runs), str(args.cpu_delay_ms), family, ",".join(names)],
             env=env(), check=True, capture_output=True, text=True,
         )  # fmt: skip
         result = json.loads(out.stdout.strip().splitlines()[-1])
@@ -480,15 +513,20 @@ def part_b(args: argparse.Namespace, base: str, family: str = "openai") -> None:
             paired.setdefault(kind, []).append(
                 statistics.median(v / r for v, r in zip(values, result["raw"], strict=True))
             )
-            paired_pyd.setdefault(kind, []).append(
-                statistics.median(v / p for v, p in zip(values, result["pydantic-ai"], strict=True))
-            )
-    print("| server | µs per chunk | ratio to raw | ratio to pydantic-ai |")
-    print("|---|---|---|---|")
-    for kind in ("raw", "helix-stream-text", "pydantic-ai", "helix-app"):
+            if "pydantic-ai" in result:
+                paired_pyd.setdefault(kind, []).append(
+                    statistics.median(
+                        v / p for v, p in zip(values, result["pydantic-ai"], strict=True)
+                    )
+                )
+    to_pyd = "| ratio to pydantic-ai " if paired_pyd else ""
+    print(f"| server | µs per chunk | ratio to raw {to_pyd}|")
+    print("|---|---|---|" + ("---|" if paired_pyd else ""))
+    for kind in names:
+        pyd = f"| {_range(paired_pyd[kind], '.2f')}× " if paired_pyd else ""
         print(
             f"| {LABELS[kind]} | {_range(medians[kind], '.0f')} "
-            f"| {_range(paired[kind], '.2f')}× | {_range(paired_pyd[kind], '.2f')}× |"
+            f"| {_range(paired[kind], '.2f')}× {pyd}|"
         )
     print(
         "\nµs per chunk: the median run of each process, range over processes; ratios: the "
@@ -641,7 +679,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     add("--race-posts", type=int, default=8)
     add("--postgres", default=os.environ.get("HELIX_BENCH_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test"),
         help="a PostgreSQL server (its database is used to create a scratch one); '' skips")  # fmt: skip
-    add("--cpu-child", nargs=5, help=argparse.SUPPRESS)
+    add("--read-paths", action="store_true",
+        help="(b) for raw litellm and helix's two read paths only (no pydantic-ai needed)")  # fmt: skip
+    add("--cpu-child", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
         args.chats, args.cpu_words, args.cpu_runs, args.cpu_repeats = 50, 500, 3, 1
@@ -652,8 +692,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 async def main(argv: list[str]) -> int:
     args = parse_args(argv)
     if args.cpu_child:
-        base, words, runs, delay, family = args.cpu_child
-        out = await cpu_child(base, int(words), int(runs), int(delay), family)
+        base, words, runs, delay, family, names = args.cpu_child
+        out = await cpu_child(
+            base, int(words), int(runs), int(delay), family, tuple(names.split(","))
+        )
         print(json.dumps(out))
         return 0
     model_port = free_port()

@@ -23,6 +23,7 @@ import sys
 from collections.abc import Sequence
 
 import helix_stream as hs
+from helix_stream.chunks import TextDelta, ToolInputAvailable, ToolOutputAvailable
 
 
 def serve() -> None:
@@ -55,11 +56,11 @@ async def ask(question: str) -> list[str]:
     try:
         offered = (await server.offer()).names()  # what a new session's first turn will keep
         async for chunk in executor.run(agent, "weather-chat", question):
-            if chunk.type == "tool-input-available":
+            if isinstance(chunk, ToolInputAvailable):
                 names[chunk.tool_call_id] = chunk.tool_name
-            elif chunk.type == "tool-output-available":
+            elif isinstance(chunk, ToolOutputAvailable):
                 lines.append(f"{names[chunk.tool_call_id]} -> {json.dumps(chunk.output)}")
-            elif chunk.type == "text-delta":
+            elif isinstance(chunk, TextDelta):
                 answer.append(chunk.delta)
     finally:
         await executor.close()  # stops the server process (an app's shutdown does this)

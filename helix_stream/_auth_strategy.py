@@ -46,7 +46,9 @@ class InteractiveAuth(Protocol):
         name: Identifies the strategy (tools sharing it share one sign-in).
     """
 
-    name: str
+    # Read-only, so that a frozen dataclass (``hs.oauth_auth``'s) is one for a type checker.
+    @property
+    def name(self) -> str: ...
 
     def authorization_url(self, state: str, code_challenge: str) -> str:
         """The URL the user follows to sign in (``code_challenge``: PKCE, method S256)."""

@@ -29,7 +29,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast, get_args
 
 from ._event_stream import SessionEventKind
 from .errors import FrameworkNotSupportedError, HookError, InvalidRequestError
@@ -37,6 +37,7 @@ from .state import SessionInfo
 
 if TYPE_CHECKING:
     from .sandbox import Sandbox, SkillHandle
+    from .steps import ToolResult
 
 logger = logging.getLogger("helix_stream.hooks")
 
@@ -44,13 +45,27 @@ __all__ = [
     "EVENTS",
     "FAILURE_EVENTS",
     "STEP_EVENTS",
+    "ActionResultEvent",
     "AgentInfo",
     "ChannelInfo",
+    "ContextCommittedEvent",
+    "ContextSkippedEvent",
+    "FailureEvent",
     "Hook",
     "HookContext",
+    "HookHandlers",
     "LifecycleEvent",
+    "MessageCompletedEvent",
+    "SessionCompletedEvent",
+    "SessionStartedEvent",
+    "SessionWaitingEvent",
+    "StepCompletedEvent",
+    "StepStartedEvent",
+    "TurnCompletedEvent",
+    "TurnStartedEvent",
     "define_hook",
     "dispatch",
+    "lifecycle_event",
 ]
 
 
@@ -63,15 +78,215 @@ STEP_EVENTS = frozenset(
     | {"context.committed", "context.skipped"}
 )
 
-Handler = Callable[["LifecycleEvent", "HookContext"], Awaitable[Any] | Any]
+Handler = Callable[["LifecycleEvent", "HookContext"], object]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LifecycleEvent:
-    """One lifecycle event: ``type`` (e.g. ``"turn.started"``) and its ``data``."""
+    """One lifecycle event: ``type`` (e.g. ``"turn.started"``) and its ``data``.
+
+    A handler receives the event's own class (:class:`TurnStartedEvent`,
+    :class:`ActionResultEvent`, ...), whose ``type`` is the event's name and whose ``data`` is a
+    ``TypedDict`` of what that event carries; a ``*`` handler can narrow with ``isinstance``.
+
+    Example::
+
+        def on_event(event: hs.LifecycleEvent, ctx: hs.HookContext) -> None:
+            if isinstance(event, ActionResultEvent):
+                print(event.data["tool_name"], event.data["status"])
+    """
 
     type: str
     data: Mapping[str, Any] = field(default_factory=dict)
+
+
+# What each event carries (README, "Durable sessions", its **Hooks**). ``data`` stays a plain
+# dict at run time (handlers that read ``event.data[...]`` keep working); the TypedDicts give
+# a type checker its keys.
+class SessionStartedData(TypedDict):
+    agent: str
+
+
+class TurnStartedData(TypedDict):
+    turn: int
+
+
+class StepStartedData(TypedDict):
+    step: int
+
+
+class StepCompletedData(TypedDict):
+    step: int
+    finish_reason: str | None
+
+
+class TurnCompletedData(TypedDict):
+    finish_reason: str | None
+
+
+class MessageCompletedData(TypedDict):
+    step: int
+    text: str
+    message: dict[str, Any] | None
+
+
+class ActionResultData(TypedDict):
+    tool_call_id: str
+    tool_name: str
+    status: str
+    output: Any
+    error: str | None
+    result: ToolResult
+
+
+class ContextCommittedData(TypedDict):
+    count: int
+    kinds: list[str]
+    sources: list[str]
+
+
+class ContextSkippedData(TypedDict):
+    reason: str
+    source: str
+
+
+class _WaitingRequired(TypedDict):
+    pending: list[str]
+
+
+class SessionWaitingData(_WaitingRequired, total=False):
+    wait: Literal["authorization"]
+    strategy: str
+    url: str | None
+    authorizations: list[dict[str, Any]]
+
+
+class SessionCompletedData(TypedDict):
+    output: Any
+
+
+class FailureData(TypedDict):
+    error: str
+    code: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionStartedEvent(LifecycleEvent):
+    """``session.started``: the session's first turn opened it (``data["agent"]``)."""
+
+    type: Literal["session.started"] = "session.started"
+    data: SessionStartedData
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnStartedEvent(LifecycleEvent):
+    """``turn.started``: ``data["turn"]`` is the turn's sequence."""
+
+    type: Literal["turn.started"] = "turn.started"
+    data: TurnStartedData
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepStartedEvent(LifecycleEvent):
+    """``step.started``: ``data["step"]`` is the step's number."""
+
+    type: Literal["step.started"] = "step.started"
+    data: StepStartedData
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepCompletedEvent(LifecycleEvent):
+    """``step.completed``: the step's number and finish reason."""
+
+    type: Literal["step.completed"] = "step.completed"
+    data: StepCompletedData
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnCompletedEvent(LifecycleEvent):
+    """``turn.completed``: the last step's finish reason."""
+
+    type: Literal["turn.completed"] = "turn.completed"
+    data: TurnCompletedData
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MessageCompletedEvent(LifecycleEvent):
+    """``message.completed``: the step, its text and the model's message as stored."""
+
+    type: Literal["message.completed"] = "message.completed"
+    data: MessageCompletedData
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ActionResultEvent(LifecycleEvent):
+    """``action.result``: a tool call ended (``data["result"]`` is the ``hs.ToolResult``)."""
+
+    type: Literal["action.result"] = "action.result"
+    data: ActionResultData
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextCommittedEvent(LifecycleEvent):
+    """``context.committed``: how many rows a step committed, their kinds and sources."""
+
+    type: Literal["context.committed"] = "context.committed"
+    data: ContextCommittedData
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextSkippedEvent(LifecycleEvent):
+    """``context.skipped``: a context row was left out (``reason``, ``source``)."""
+
+    type: Literal["context.skipped"] = "context.skipped"
+    data: ContextSkippedData
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionWaitingEvent(LifecycleEvent):
+    """``session.waiting``: the calls the turn waits on (and a sign-in's strategy and URL)."""
+
+    type: Literal["session.waiting"] = "session.waiting"
+    data: SessionWaitingData
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionCompletedEvent(LifecycleEvent):
+    """``session.completed``: the agent's finish tool gave its ``output``."""
+
+    type: Literal["session.completed"] = "session.completed"
+    data: SessionCompletedData
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FailureEvent(LifecycleEvent):
+    """``turn.failed``, ``step.failed`` or ``session.failed``: the error's class name and
+    ``code``."""
+
+    type: Literal["turn.failed", "step.failed", "session.failed"]
+    data: FailureData
+
+
+_EVENT_CLASSES: dict[str, type[LifecycleEvent]] = {
+    "session.started": SessionStartedEvent,
+    "turn.started": TurnStartedEvent,
+    "step.started": StepStartedEvent,
+    "step.completed": StepCompletedEvent,
+    "turn.completed": TurnCompletedEvent,
+    "message.completed": MessageCompletedEvent,
+    "action.result": ActionResultEvent,
+    "context.committed": ContextCommittedEvent,
+    "context.skipped": ContextSkippedEvent,
+    "session.waiting": SessionWaitingEvent,
+    "session.completed": SessionCompletedEvent,
+    **dict.fromkeys(FAILURE_EVENTS, FailureEvent),
+}
+
+
+def lifecycle_event(type: str, data: Mapping[str, Any] | None = None) -> LifecycleEvent:
+    """The event ``type`` as its own class (``data`` as given: a dict at run time)."""
+    cls = _EVENT_CLASSES.get(type, LifecycleEvent)
+    return cls(type=type, data=dict(data or {}))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -148,6 +363,31 @@ class HookContext:
         return self._skill(name)
 
 
+# ``define_hook(events={...})``'s keys and the event class each handler receives: a type
+# checker gives a handler (a lambda too) its event's class from the key it is filed under.
+HookHandlers = TypedDict(
+    "HookHandlers",
+    {
+        "session.started": Callable[[SessionStartedEvent, HookContext], object],
+        "turn.started": Callable[[TurnStartedEvent, HookContext], object],
+        "turn.completed": Callable[[TurnCompletedEvent, HookContext], object],
+        "turn.failed": Callable[[FailureEvent, HookContext], object],
+        "step.started": Callable[[StepStartedEvent, HookContext], object],
+        "step.completed": Callable[[StepCompletedEvent, HookContext], object],
+        "step.failed": Callable[[FailureEvent, HookContext], object],
+        "message.completed": Callable[[MessageCompletedEvent, HookContext], object],
+        "action.result": Callable[[ActionResultEvent, HookContext], object],
+        "context.committed": Callable[[ContextCommittedEvent, HookContext], object],
+        "context.skipped": Callable[[ContextSkippedEvent, HookContext], object],
+        "session.waiting": Callable[[SessionWaitingEvent, HookContext], object],
+        "session.failed": Callable[[FailureEvent, HookContext], object],
+        "session.completed": Callable[[SessionCompletedEvent, HookContext], object],
+        "*": Callable[[LifecycleEvent, HookContext], object],
+    },
+    total=False,
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Hook:
     """A set of handlers made by :func:`define_hook`."""
@@ -155,8 +395,13 @@ class Hook:
     handlers: Mapping[str, Handler]
 
 
-def define_hook(events: Mapping[str, Handler]) -> Hook:
+def define_hook(events: HookHandlers) -> Hook:
     """Subscribe handlers to lifecycle events; give the result to ``Agent(hooks=[...])``.
+
+    Each handler receives its event's own class (:class:`HookHandlers` maps the names to
+    them): ``"action.result"``'s handler an :class:`ActionResultEvent`, whose ``data`` a type
+    checker knows; ``"*"``'s a :class:`LifecycleEvent`. A dict built beforehand is typed
+    ``HookHandlers`` (``from helix_stream.hooks import HookHandlers``).
 
     Example::
 
@@ -168,15 +413,17 @@ def define_hook(events: Mapping[str, Handler]) -> Hook:
     Raises:
         InvalidRequestError: an unknown event name (the message lists the known ones).
     """
-    unknown = sorted(set(events) - EVENTS - {"*"})
+    # Each handler takes its own event class; dispatch gives it that class (lifecycle_event).
+    handlers = cast(Mapping[str, Handler], events)
+    unknown = sorted(set(handlers) - EVENTS - {"*"})
     if unknown:
         raise InvalidRequestError(
             f"unknown hook event(s) {unknown}; known: {sorted(EVENTS)} and '*'"
         )
-    for name, handler in events.items():
+    for name, handler in handlers.items():
         if not callable(handler):
             raise InvalidRequestError(f"the handler for {name!r} is not callable")
-    return Hook(dict(events))
+    return Hook(dict(handlers))
 
 
 async def dispatch(

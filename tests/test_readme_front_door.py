@@ -1,22 +1,23 @@
-"""The README's front-door examples run ("Strict keywords, typed results, sync calls" and the
-server's "Options"); ``tests/test_typing.py`` type-checks them with ``mypy --strict``."""
+"""The front-door examples of the guides run ("Strict keywords, typed results, sync calls" in
+getting started, and the serving guide's "Options"); ``tests/test_typing.py`` type-checks them
+with ``mypy --strict``."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+from tests._readme import doc_section
+
 SECTIONS = ("### Strict keywords, typed results, sync calls", "### Options")
 
 
 def readme_block(heading: str) -> str:
-    """The first Python code block under ``heading``."""
-    section = README.read_text().split(f"\n{heading}\n", 1)[1]
+    """The first Python code block under ``heading`` (in the README or a guide)."""
+    section = doc_section(heading)
     match = re.search(r"```python\n(.*?)```", section, re.S)
     assert match is not None, heading
     return match[1]
@@ -24,7 +25,7 @@ def readme_block(heading: str) -> str:
 
 def run_block(heading: str) -> ModuleType:
     module = ModuleType("readme_example")
-    exec(compile(readme_block(heading), f"README.md ({heading})", "exec"), module.__dict__)
+    exec(compile(readme_block(heading), f"docs ({heading})", "exec"), module.__dict__)
     return module
 
 

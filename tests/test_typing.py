@@ -1,6 +1,6 @@
 """The front door's types, as a user's ``mypy --strict`` sees them (issue 33, "Types all the
 way"): ``tests/typing_cases/typed.py`` passes (``assert_type`` on tools, contexts, outputs and
-callback events), and every line of ``tests/typing_cases/refused.py`` is refused with the error
+callback events, hook events), every file of ``examples/`` passes, and every line of ``tests/typing_cases/refused.py`` is refused with the error
 its ``# type: ignore[...]`` names (``--warn-unused-ignores`` fails on one that is not)."""
 
 from __future__ import annotations
@@ -32,6 +32,13 @@ def test_the_users_types_flow_through_and_mistakes_are_refused(tmp_path: Path) -
         blocks.append(tmp_path / f"readme_{number}.py")
         blocks[-1].write_text(readme_block(heading))
     done = _mypy(CASES / "typed.py", CASES / "refused.py", *blocks)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_every_example_type_checks_strictly() -> None:
+    examples = sorted((ROOT / "examples").rglob("*.py"))
+    assert len(examples) >= 5, examples  # the folder is there and read
+    done = _mypy(*examples)
     assert done.returncode == 0, done.stdout + done.stderr
 
 

@@ -65,7 +65,7 @@ GROUPS: dict[str, str] = {
     "telemetry": "Telemetry",
     "prepare_step": "The loop: stream_text, generate_text",
     "_options": "The loop: stream_text, generate_text",
-    # The vocabulary layer's modules (docs/architecture.md, "Layers"): by what they serve.
+    # The vocabulary layer's modules (docs/architecture.md, "The layers"): by what they serve.
     "_token": "Tool authorization",
     "_auth_strategy": "Tool authorization",
     "_sandbox_protocol": "Sandboxes and skills",

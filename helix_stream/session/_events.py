@@ -51,8 +51,8 @@ from ..hooks import (
     ChannelInfo,
     Hook,
     HookContext,
-    LifecycleEvent,
     dispatch,
+    lifecycle_event,
 )
 from ..state import SessionScope, bind_scope
 from ..steps import StepResult, ToolResult
@@ -131,7 +131,7 @@ class HookSubscriber:
             )
 
         with bind_scope(scope):
-            await dispatch(self._hooks, LifecycleEvent(type=kind, data=event.data), make_context)
+            await dispatch(self._hooks, lifecycle_event(kind, event.data), make_context)
 
 
 class TurnEvents:

@@ -61,7 +61,7 @@ async def test_session_events_are_emitted_once_on_the_runs_stream_and_reach_the_
         # Delivered by the stream: inside the emission of this very event.
         current = delivering[-1]
         assert isinstance(current, SessionEvent) and current.kind == event.type
-        assert current.data is event.data
+        assert current.data == event.data
         handled.append(event.type)
         if event.type == "turn.started":  # queued here, committed (context.committed) next
             assert await ctx.add_context([hs.notice("from the hook")]) == 1

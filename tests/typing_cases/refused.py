@@ -37,3 +37,14 @@ async def refused(ctx: hs.ToolContext[WeatherContext]) -> None:
     print(out.output.population)  # type: ignore[attr-defined]
     hs.generate_text_sync(model="helix/demo", tool_context={})  # type: ignore[call-arg]
     hs.stream_text_sync(model="helix/demo", seed="7")  # type: ignore[arg-type]
+
+
+def hooks_refused() -> None:
+    from helix_stream.hooks import ActionResultEvent
+
+    def on_result(event: ActionResultEvent, ctx: hs.HookContext) -> None:
+        print(event.data["tool_name"])
+
+    hs.define_hook(events={"turn.started": on_result})  # type: ignore[typeddict-item]
+    hs.define_hook(events={"turn.startd": on_result})  # type: ignore[typeddict-unknown-key]
+    hs.define_hook(events={"step.started": lambda e, c: e.data["tool_name"]})  # type: ignore[typeddict-item]

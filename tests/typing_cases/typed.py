@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, assert_type
+from typing import Any, Literal, assert_type
 
 from pydantic import BaseModel
 
@@ -100,3 +100,31 @@ def sync_forms_keep_the_types() -> None:
     streamed = hs.stream_text_sync(model="helix/demo", prompt="x", output=City)
     assert_type(streamed.output, City | None)
     assert_type(hs.stream_text_sync(model="helix/demo", prompt="x").text, str)
+
+
+def hooks_get_typed_events() -> None:
+    from helix_stream.hooks import ActionResultEvent, FailureEvent, TurnStartedEvent
+
+    async def on_result(event: ActionResultEvent, ctx: hs.HookContext) -> None:
+        assert_type(event.type, Literal["action.result"])
+        assert_type(event.data["tool_name"], str)
+        assert_type(event.data["result"], hs.ToolResult)
+
+    def on_failed(event: FailureEvent, ctx: hs.HookContext) -> None:
+        assert_type(event.data["code"], str | None)
+
+    def on_any(event: hs.LifecycleEvent, ctx: hs.HookContext) -> None:
+        assert_type(event.type, str)  # as documented: event.type and event.data
+        if isinstance(event, TurnStartedEvent):
+            assert_type(event.data["turn"], int)
+
+    hs.define_hook(
+        events={
+            "action.result": on_result,
+            "turn.failed": on_failed,
+            # A lambda's event is typed by the name it is filed under.
+            "step.started": lambda event, ctx: assert_type(event.data["step"], int),
+            "session.waiting": lambda event, ctx: print(event.data["pending"][0]),
+            "*": on_any,
+        }
+    )
