@@ -386,6 +386,14 @@ HookHandlers = TypedDict(
     },
     total=False,
 )
+HookHandlers.__doc__ = """The handlers :func:`define_hook` takes, each typed for its event.
+
+Example:
+    >>> async def audit(event: TurnStartedEvent, ctx: HookContext) -> None:
+    ...     print(event.data["turn"])
+    >>> handlers: HookHandlers = {"turn.started": audit}
+    >>> hook = define_hook(events=handlers)
+"""
 
 
 @dataclass(frozen=True, slots=True)
