@@ -11,8 +11,8 @@ every observer of a run is a *subscriber* of this one stream:
 * in a session, the agent's ``define_hook`` handlers: a step's end is reported to them as
   ``message.completed``, ``action.result`` and ``step.completed`` (and, for the turn's last
   step, ``session.waiting`` or ``turn.completed``) once the step is durably recorded. The
-  session's other durable events (``turn.started``, ``context.committed``, ...) happen at
-  the session's own writes, which the session dispatches to the same handlers.
+  session emits its other durable events (``turn.started``, ``context.committed``, ...) on
+  the same stream at its own writes, as :class:`SessionEvent`: one kind per hook event.
 
 Each subscriber names the kinds it wants (the stream builds nothing for a kind nobody wants)
 and declares its failure policy: ``"observe"`` (an error is logged with the session id and
@@ -46,6 +46,8 @@ __all__ = [
     "RunFailed",
     "RunFinished",
     "RunStarted",
+    "SessionEvent",
+    "SessionEventKind",
     "StepEnded",
     "StepStarted",
     "Subscriber",
@@ -56,6 +58,23 @@ __all__ = [
 logger = logging.getLogger("helix_stream.loop")
 
 Policy = Literal["observe", "fail"]
+# A session's durable events: the kinds of SessionEvent (the names define_hook subscribes to).
+SessionEventKind = Literal[
+    "session.started",
+    "turn.started",
+    "turn.completed",
+    "turn.failed",
+    "step.started",
+    "step.completed",
+    "step.failed",
+    "message.completed",
+    "action.result",
+    "context.committed",
+    "context.skipped",
+    "session.waiting",
+    "session.failed",
+    "session.completed",
+]
 EventKind = Literal[
     "run-started",
     "step-started",
@@ -67,6 +86,7 @@ EventKind = Literal[
     "run-finished",
     "run-failed",
     "run-aborted",
+    SessionEventKind,
 ]
 
 
@@ -185,6 +205,25 @@ class RunAborted:
     steps: Sequence[StepResult]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionEvent:
+    """One of a session's durable events, emitted once its store write has committed.
+
+    Attributes:
+        kind: The event (``"turn.started"``, ``"context.committed"``, ...).
+        session_id: The session.
+        data: What the event says (the ``data`` a hook handler's event carries).
+        site: Where in the turn it happened, the same when a retried or recovered turn
+            repeats it: its turn, the checkpoint its step (or the turn's part) started from,
+            its kind and how many of that kind came before it there.
+    """
+
+    kind: SessionEventKind
+    session_id: str
+    data: Mapping[str, Any]
+    site: str
+
+
 RunEvent: TypeAlias = (
     RunStarted
     | StepStarted
@@ -196,6 +235,7 @@ RunEvent: TypeAlias = (
     | RunFinished
     | RunFailed
     | RunAborted
+    | SessionEvent
 )
 
 

@@ -29,8 +29,9 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast, get_args
 
+from ._event_stream import SessionEventKind
 from .errors import FrameworkNotSupportedError, HookError, InvalidRequestError
 from .state import SessionInfo
 
@@ -68,24 +69,8 @@ __all__ = [
 ]
 
 
-EVENTS = frozenset(
-    {
-        "session.started",
-        "turn.started",
-        "turn.completed",
-        "turn.failed",
-        "step.started",
-        "step.completed",
-        "step.failed",
-        "message.completed",
-        "action.result",
-        "context.committed",
-        "context.skipped",
-        "session.waiting",
-        "session.failed",
-        "session.completed",
-    }
-)
+# The session's durable events (their one list: the kinds of the stream's SessionEvent).
+EVENTS: frozenset[str] = frozenset(get_args(SessionEventKind))
 FAILURE_EVENTS = frozenset({"turn.failed", "step.failed", "session.failed"})
 # The events of one step (the others are the turn's or the session's).
 STEP_EVENTS = frozenset(

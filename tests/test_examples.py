@@ -106,7 +106,9 @@ async def test_tool_auth(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 async def test_mcp_tools(capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("mcp", reason="the MCP example needs the mcp package: pip install 'helix-stream[mcp]'")
+    pytest.importorskip(
+        "mcp", reason="the MCP example needs the mcp package: pip install 'helix-stream[mcp]'"
+    )
     forecast = '{"city": "Paris", "forecast": "sunny", "temp_c": 21}'
     assert (await _once("mcp_tools", capsys)).splitlines() == [
         "tools: meteo__alerts, meteo__forecast",

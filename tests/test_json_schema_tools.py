@@ -26,7 +26,9 @@ async def test_a_json_schema_is_offered_as_given_and_the_body_gets_the_arguments
     loopback: LoopbackServer,
 ) -> None:
     seen: list[Any] = []
-    lookup = hs.tool(name="lookup", input_schema=SCHEMA, execute=lambda args: seen.append(args) or "ok")
+    lookup = hs.tool(
+        name="lookup", input_schema=SCHEMA, execute=lambda args: seen.append(args) or "ok"
+    )
     loopback.script(tool_calls(("lookup", {"city": "Rome", "days": 2})), text("done"))
     await hs.stream_text(prompt="go", tools=[lookup], **loopback.llm()).consume()
     offered = loopback.bodies()[0]["tools"][0]["function"]["parameters"]
@@ -84,9 +86,11 @@ async def test_an_unavailable_tool_is_still_offered_but_a_call_runs_nothing(
     ]
     assert ran == []
     first, second = loopback.bodies()
-    assert [t["function"]["name"] for t in first["tools"]] == ["gone"] == [
-        t["function"]["name"] for t in second["tools"]
-    ]
+    assert (
+        [t["function"]["name"] for t in first["tools"]]
+        == ["gone"]
+        == [t["function"]["name"] for t in second["tools"]]
+    )
     content = json.loads(next(m for m in second["messages"] if m["role"] == "tool")["content"])
     assert content["reason"] == "tool_unavailable"
 

@@ -206,9 +206,15 @@ async def test_decorator_forms_with_an_input_schema(loopback: LoopbackServer) ->
         return f"asked {input.city} ({ctx.tool_name})"
 
     client_only = hs.tool(name="client_only", input_schema=CityInput)
-    assert (forecast.name, forecast.description, forecast.execute is not None) == ("forecast", "Forecast.", True)
+    assert (forecast.name, forecast.description, forecast.execute is not None) == (
+        "forecast",
+        "Forecast.",
+        True,
+    )
     assert ask.name == "ask" and ask.execute is not None and client_only.execute is None
-    loopback.script(tool_calls(("forecast", {"city": "Oslo"}), ("ask", {"city": "Rome"})), text("ok"))
+    loopback.script(
+        tool_calls(("forecast", {"city": "Oslo"}), ("ask", {"city": "Rome"})), text("ok")
+    )
     out = await hs.generate_text(**loopback.llm(), prompt="x", tools=[forecast, ask])
     assert [r.output for r in out.steps[0].tool_results] == ["sunny in Oslo", "asked Rome (ask)"]
     with pytest.raises(TypeError, match="already has"):

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from .._event_stream import Subscriber
+from .._event_stream import EventStream
 from .._timeout import Timeout, as_timeout
 from .._transform import StreamTransform, as_transforms
 from ..auth._cache import DEFAULT_AUTH, AuthSettings
@@ -43,6 +43,17 @@ class Callbacks:
     on_error: Callback | None = None
     lifecycle: Mapping[str, Callback] = field(default_factory=dict)  # on_start, ... by name
 
+    @classmethod
+    def of(cls, options: LoopOptions) -> Callbacks:
+        """The callbacks ``options`` name."""
+        return cls(
+            on_chunk=options.on_chunk,
+            on_step_finish=as_tuple(options.on_step_finish),
+            on_finish=options.on_finish,
+            on_error=options.on_error,
+            lifecycle={n: getattr(options, n) for n in LIFECYCLE_NAMES if getattr(options, n)},
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LoopConfig:
@@ -69,7 +80,8 @@ class LoopConfig:
             always uses the finish tool (an ``Agent``).
         where: Where the litellm params came from (for the message of a refused one).
         env: The turn environment its session hands the run (``loop/_env.py``).
-        subscribers: More subscribers of the run's event stream (a session's hooks).
+        events: The run's event stream, when its session made it (with the session's
+            subscribers: its hooks); otherwise the run makes its own.
     """
 
     options: LoopOptions
@@ -89,7 +101,7 @@ class LoopConfig:
     output_mode: Literal["auto", "tool"] = "tool"
     where: str = "stream_text"
     env: TurnEnv = PLAIN
-    subscribers: tuple[Subscriber, ...] = ()  # the session's, on the run's event stream
+    events: EventStream | None = None  # the session's turn's, which its own events share
 
     @property
     def prepare_step(self) -> tuple[PrepareStep, ...]:
@@ -120,14 +132,7 @@ class LoopConfig:
 
     @property
     def callbacks(self) -> Callbacks:
-        options = self.options
-        return Callbacks(
-            on_chunk=options.on_chunk,
-            on_step_finish=as_tuple(options.on_step_finish),
-            on_finish=options.on_finish,
-            on_error=options.on_error,
-            lifecycle={n: getattr(options, n) for n in LIFECYCLE_NAMES if getattr(options, n)},
-        )
+        return Callbacks.of(self.options)
 
     @property
     def prompt_cache(self) -> PromptCache:

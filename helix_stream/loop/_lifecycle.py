@@ -31,6 +31,7 @@ from .._event_stream import (
     RunFailed,
     RunFinished,
     RunStarted,
+    SessionEvent,
     StepEnded,
     StepStarted,
     ToolCallEnded,
@@ -224,6 +225,8 @@ def _public_event(event: RunEvent) -> Any:
             return AbortEvent(steps=list(event.steps), session_id=sid)
         case RunFailed():
             return event.error
+        case SessionEvent():  # no lifecycle callback subscribes to a session's events
+            return event
         case _:
             assert_never(event)
 

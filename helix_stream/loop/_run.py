@@ -14,8 +14,8 @@ told last (``TurnLog.end``).
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator, Sequence
-from contextlib import aclosing
+from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import AbstractContextManager, aclosing
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,7 @@ from .._event_stream import (
     RunStarted,
     StepEnded,
     StepStarted,
+    Subscriber,
 )
 from .._timeout import NO_CLOCK, RunClock, StreamTimer, as_timeout
 from .._transform import aclose_stream, apply_transforms
@@ -51,10 +52,11 @@ from ..models._litellm import ensure_litellm, translate_error
 from ..models._output import OutputSpec
 from ..prepare_step import StepInput, run_step_chain
 from ..steps import StepResult, ToolCall, ToolResult, should_stop
+from ..telemetry import Recorder
 from ..telemetry._recorder import recorder_subscriber
 from ..tools import resolve_contexts
 from ._answer import finish_required, run_output_spec, structured_output
-from ._config import LoopConfig, call_user
+from ._config import Callbacks, LoopConfig, call_user
 from ._env import Resumed, RunEnd, StepCommit
 from ._lifecycle import AliasSubscriber, LifecycleSubscriber, ToolWatch, outcome_of
 from ._result import GenerateTextResult
@@ -62,7 +64,7 @@ from ._resume import ResumeStep
 from ._step import ModelCall, model_name, request_params, step_performance, step_result
 from ._tools import ToolCalls, ToolRun
 
-__all__ = ["run_loop"]
+__all__ = ["run_event_stream", "run_loop"]
 
 
 async def run_loop(cfg: LoopConfig) -> AsyncGenerator[Chunk, None]:
@@ -87,25 +89,34 @@ async def run_loop(cfg: LoopConfig) -> AsyncGenerator[Chunk, None]:
         await cfg.env.log.end(run.how_it_ended())
 
 
-def _event_stream(cfg: LoopConfig) -> EventStream:
-    """The run's one event stream. Its subscribers, in the order they see an event:
-    telemetry, the session's (its hooks), the older callbacks, the lifecycle callbacks."""
+def run_event_stream(
+    recorder: Recorder,
+    callbacks: Callbacks,
+    *,
+    session_id: str | None,
+    scope: Callable[[], AbstractContextManager[None]],
+    subscribers: Sequence[Subscriber] = (),
+) -> EventStream:
+    """A run's one event stream. Its subscribers, in the order they see an event: telemetry,
+    ``subscribers`` (a session's: its hooks), the older callbacks, the lifecycle callbacks
+    (which run inside ``scope``, the session binding). A session makes its turn's stream
+    when the turn opens and hands it to the run (``LoopConfig.events``): the session's own
+    events and the run's go through the same one."""
 
     async def call(fn: Any, event: Any) -> Any:
-        return await call_user(fn, event, scope=cfg.env.calls.scope)
+        return await call_user(fn, event, scope=scope)
 
-    callbacks = cfg.callbacks
-    subscribers = [
-        recorder_subscriber(cfg.recorder),
-        *cfg.subscribers,
+    every = [
+        recorder_subscriber(recorder),
+        *subscribers,
         AliasSubscriber(callbacks.on_step_finish, callbacks.on_finish, callbacks.on_error, call),
         LifecycleSubscriber.of(callbacks.lifecycle, call),
     ]
     on_chunk = callbacks.on_chunk
     return EventStream(
-        [s for s in subscribers if s is not None and s.kinds],
+        [s for s in every if s is not None and s.kinds],
         on_chunk=(lambda chunk: call(on_chunk, chunk)) if on_chunk is not None else None,
-        session_id=cfg.session_id,
+        session_id=session_id,
     )
 
 
@@ -146,7 +157,12 @@ class _Run:
         self.inactive: frozenset[str] = frozenset()  # the tool gate, as the last commit said
         self.resumed: Resumed | None = None  # what settling a paused turn's calls produced
         self.first: StepCommit | None = None  # the first call's commit, when made early
-        self.events = _event_stream(cfg)
+        events = cfg.events
+        if events is None:  # no session made the stream: the run makes its own
+            events = run_event_stream(
+                cfg.recorder, cfg.callbacks, session_id=cfg.session_id, scope=cfg.env.calls.scope
+            )
+        self.events = events
 
     def how_it_ended(self) -> RunEnd:
         unfinished = self.unfinished.text if self.unfinished is not None else ""

@@ -176,6 +176,45 @@ def _events(
     }
 
 
+def _response(
+    litellm: ModuleType,
+    model: str,
+    messages: list[dict[str, Any]],
+    reply: DemoReply,
+    prompt_words: int,
+) -> Any:
+    """The demo's answer without a stream, as litellm's ``ModelResponse``."""
+    calls = [
+        {
+            "id": _call_id(messages, i, name),
+            "type": "function",
+            "function": {"name": name, "arguments": a},
+        }
+        for i, (name, a) in enumerate(reply.tool_calls)
+    ]
+    output = len(_WORD.findall(reply.text))
+    return litellm.ModelResponse(
+        model=model,
+        created=int(time.time()),
+        choices=[
+            {
+                "index": 0,
+                "finish_reason": "tool_calls" if calls else "stop",
+                "message": {
+                    "role": "assistant",
+                    "content": reply.text or None,
+                    "tool_calls": calls or None,
+                },
+            }
+        ],
+        usage={
+            "prompt_tokens": prompt_words,
+            "completion_tokens": output,
+            "total_tokens": prompt_words + output,
+        },
+    )
+
+
 def register_demo(litellm: ModuleType) -> None:
     """Register the ``helix`` provider with litellm (idempotent).
 
@@ -224,35 +263,7 @@ def register_demo(litellm: ModuleType) -> None:
             reply, prompt_words, _ = self._plan(
                 model, messages, kwargs.get("optional_params") or {}
             )
-            calls = [
-                {
-                    "id": _call_id(messages, i, name),
-                    "type": "function",
-                    "function": {"name": name, "arguments": a},
-                }
-                for i, (name, a) in enumerate(reply.tool_calls)
-            ]
-            output = len(_WORD.findall(reply.text))
-            return litellm.ModelResponse(
-                model=model,
-                created=int(time.time()),
-                choices=[
-                    {
-                        "index": 0,
-                        "finish_reason": "tool_calls" if calls else "stop",
-                        "message": {
-                            "role": "assistant",
-                            "content": reply.text or None,
-                            "tool_calls": calls or None,
-                        },
-                    }
-                ],
-                usage={
-                    "prompt_tokens": prompt_words,
-                    "completion_tokens": output,
-                    "total_tokens": prompt_words + output,
-                },
-            )
+            return _response(litellm, model, messages, reply, prompt_words)
 
         async def acompletion(
             self, model: str, messages: list[dict[str, Any]], *args: Any, **kwargs: Any

@@ -249,7 +249,17 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers, SyncTurns):
         return self._turn(agent, session_id, prompt, auth=auth, parent=parent, channel="subagent")
 
     async def start(
-        self, agent: Agent[OutputT], session_id: str, input: Input = None, **options: Any
+        self,
+        agent: Agent[OutputT],
+        session_id: str,
+        input: Input = None,
+        *,
+        answers: Answers = (),
+        message_id: str | None = None,
+        auth: Any = None,
+        channel: str = "python",
+        on_stop_requested: Callable[[], None] | None = None,
+        **options: Unpack[RunKeywords],
     ) -> StreamTextResult[OutputT]:
         """Like :meth:`run`, but start the turn now: a refusal raises here, before any chunk.
 
@@ -260,7 +270,17 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers, SyncTurns):
 
         Takes the same arguments as :meth:`run`.
         """
-        result = self.run(agent, session_id, input, **options)
+        result = self.run(
+            agent,
+            session_id,
+            input,
+            answers=answers,
+            message_id=message_id,
+            auth=auth,
+            channel=channel,
+            on_stop_requested=on_stop_requested,
+            **options,
+        )
         iterator = result.__aiter__()
         first = await anext(iterator)
         if isinstance(first, ErrorChunk):

@@ -20,20 +20,25 @@ import logging
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from .._event_stream import EventStream, Subscriber
 from .._messages import message_text
 from ..context import ContextPass
 from ..errors import HelixError, InvalidRequestError, SessionNotFoundError
 from ..hooks import AgentInfo, ChannelInfo
+from ..loop._config import Callbacks
 from ..loop._env import StepCommit
+from ..loop._run import run_event_stream
+from ..loop._setup import RunSetup
 from ..loop._step import model_name
 from ..models._family import params_family
-from ..state import AuthInfo, SessionInfo, SessionScope, TurnInfo
+from ..state import AuthInfo, SessionInfo, SessionScope, TurnInfo, bind_scope
 from ..store import NewSession, Snapshot, TurnWrite
 from ._commits import RUNNABLE, Commits, Written, busy, last_seq, opened_meta, opening
-from ._events import TurnEvents
+from ._events import HookSubscriber, TurnEvents
 from ._finish import finish_turn, log_failure
 from ._mcp import server_tools
 from ._meta import TurnMeta, stored_sandboxes
+from ._parking import Parking
 from ._pending import check_answerable
 from ._records import interrupted_record, new_message_id
 from ._request import TurnRequest
@@ -61,7 +66,9 @@ class Opened:
         message_id: The turn's assistant UI message id.
         scope: The session scope bound while the turn runs user code.
         sandbox: The agent's sandbox and skills in the session.
-        events: The turn's lifecycle event dispatcher.
+        events: The emitter of the turn's durable events (its ``stream`` is the run's).
+        hooks: The agent's hooks, a subscriber of that stream.
+        parking: The turn's calls parked on a sign-in.
         commits: The turn's context commits.
         messages: The log as the model sees it, before this turn's first commit.
         first: The first model call's commit, made with the claim; ``None`` when the turn
@@ -77,6 +84,8 @@ class Opened:
     scope: SessionScope
     sandbox: TurnSandbox
     events: TurnEvents
+    hooks: HookSubscriber
+    parking: Parking
     commits: Commits
     messages: list[dict[str, Any]]
     first: StepCommit | None = None
@@ -122,6 +131,7 @@ async def _prepare(request: TurnRequest) -> Opened:
     snapshot = await request.store.read_snapshot(request.session_id)
     request, offers = await server_tools(request, snapshot)  # the agent's MCP servers' tools
     session_id, agent, setup = request.session_id, request.agent, request.setup
+    assert isinstance(setup, RunSetup)  # server_tools made the run's one setup
     view = SessionView(snapshot, agent, request.answers)
     _refuse(request, snapshot, view)
     context_pass = ContextPass(
@@ -146,15 +156,35 @@ async def _prepare(request: TurnRequest) -> Opened:
         channel=channel,
         stored=stored.get(agent.name),
     )
-    events = TurnEvents(
+    hooks = HookSubscriber(
         agent.hooks,
         request.store,
         scope,
         sandbox=sandbox,
         agent=AgentInfo(name=agent.name),
         channel=channel,
+    )
+    parking = Parking(request.authorization, session_id)
+
+    def stream(report: Subscriber) -> EventStream:
+        # The turn's one stream, which its run gets: the hooks see the session's events (and,
+        # through the emitter's report, a step's end) only where a handler wants them.
+        return run_event_stream(
+            setup.recorder,
+            Callbacks.of(setup.options),
+            session_id=session_id,
+            scope=lambda: bind_scope(scope),
+            subscribers=(hooks, report) if hooks.kinds else (),
+        )
+
+    events = TurnEvents(
+        session_id,
+        turn=scope.info.turn.sequence,
         part=meta.part,
         checkpoint=site,
+        parking=parking,
+        finish_tool=setup.finish_tool,
+        stream=stream,
     )
     return Opened(
         request=request,
@@ -165,6 +195,8 @@ async def _prepare(request: TurnRequest) -> Opened:
         scope=scope,
         sandbox=sandbox,
         events=events,
+        hooks=hooks,
+        parking=parking,
         commits=Commits(request.writer, session_id, context_pass, scope),
         messages=list(context_pass.messages),
         offers=offers,

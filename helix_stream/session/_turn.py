@@ -53,7 +53,7 @@ async def run_turn(request: TurnRequest) -> AsyncGenerator[Chunk, None]:
             # ended).
             yield ErrorChunk(error=exc)
             return
-        env, subscribers = turn_env(opened)
+        env = turn_env(opened)
         setup = opened.request.setup  # with the MCP servers' tools: the run's one setup
         assert isinstance(setup, RunSetup)
         config = loop_config(
@@ -62,7 +62,8 @@ async def run_turn(request: TurnRequest) -> AsyncGenerator[Chunk, None]:
             message_id=opened.message_id,
             env=env,
         )
-        config = replace(config, subscribers=subscribers)  # its hooks, on the stream
+        # One stream for the turn: the session's own events and its run's.
+        config = replace(config, events=opened.events.stream)
         # The loop tells the turn's log how it ended (TurnLog.end), which ends the turn if
         # need be.
         async with aclosing(run_loop(config)) as chunks:

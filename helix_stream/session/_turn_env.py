@@ -4,22 +4,15 @@ Everything the loop needs of the session, made once per turn (``loop/_env.py`` s
 each part is for): the turn's log (:class:`~._turn_log.TurnLog`: commit, persist, end), the
 factory of each tool call's context — the session, a per-call context queue
 (:class:`ToolQueue`), the agent's sandbox and skills, the executor's token settings and the
-turn's :class:`Parking` — the session's start events, and the plan for the calls a paused
-turn waited for (``_pending.plan_resume``), which the loop's resume step carries out.
-
-A call that waits for the user to sign in is *parked* (:meth:`Parking.park`: the sign-in is
-kept in the store, ``_authorization.py``); the write that pauses the turn records where each
-parked call stands, and ``session.waiting`` says ``wait: "authorization"`` with the strategy
-and the URL.
+turn's :class:`~._parking.Parking` — the session's start events, and the plan for the calls a
+paused turn waited for (``_pending.plan_resume``), which the loop's resume step carries out.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-from .._event_stream import Subscriber
 from .._tool_context import ItemLike
 from ..context import TOOL_SOURCE, validate_items
 from ..loop._env import CallContexts, TurnEnv
@@ -28,24 +21,18 @@ from ..steps import ToolCall
 from ..store import Store
 from ..tools import Tool
 from ._open import Opened
-from ._parking import Parking
 from ._pending import plan_resume
 from ._turn_log import TurnLog
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["ToolQueue", "turn_env"]
 
 logger = logging.getLogger("helix_stream.context")
 
 
-def turn_env(opened: Opened) -> tuple[TurnEnv, tuple[Subscriber, ...]]:
-    """The environment ``opened``'s run gets (see the module docstring), and what the turn
-    subscribes to the run's event stream (its hooks: :meth:`TurnLog.subscribers`)."""
+def turn_env(opened: Opened) -> TurnEnv:
+    """The environment ``opened``'s run gets (see the module docstring)."""
     request, view, scope = opened.request, opened.view, opened.scope
-    authorization = request.authorization
-    parking = Parking(authorization, request.session_id)
+    authorization, parking = request.authorization, opened.parking
     plan = None
     if view.waiting:
         plan = plan_resume(
@@ -73,14 +60,12 @@ def turn_env(opened: Opened) -> tuple[TurnEnv, tuple[Subscriber, ...]]:
         if not (view.waiting and opened.meta.turns == view.meta.turns):
             await opened.events.emit("turn.started", {"turn": scope.info.turn.sequence})
 
-    log = TurnLog(opened, parking, plan)
-    env = TurnEnv(
-        log=log,
+    return TurnEnv(
+        log=TurnLog(opened, plan),
         calls=calls,
         begin=begin,
         resume=plan.resume if plan is not None else None,
     )
-    return env, log.subscribers()
 
 
 class ToolQueue:

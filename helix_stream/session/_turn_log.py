@@ -10,31 +10,26 @@
 * :meth:`TurnLog.end` once the run is over: the turn ends unless its last step ended it
   (:func:`~._finish.finish_turn`).
 
-Each reports its lifecycle events to the agent's hooks once durably recorded.
+Each emits the session's durable events on the turn's event stream once they are recorded
+(:class:`~._events.TurnEvents`; a step's own, once the run's ``step-ended`` event reports it).
 """
 
 from __future__ import annotations
 
-import copy
 import time
-from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .._event_stream import FunctionSubscriber, RunEvent, StepEnded, Subscriber
 from .._messages import message_text
 from ..chunks import ContextRowChunk, ContextSkipped
 from ..loop._env import Resumed, RunEnd, StepCommit
-from ..steps import StepResult, ToolResult
+from ..steps import StepResult
 from ..store import Checkpoint, TurnWrite
 from ._commits import opened_meta, opening
 from ._finish import finish_turn
 from ._open import Opened
 from ._pending import ResumePlan
 from ._records import interrupted_record, step_records
-
-if TYPE_CHECKING:
-    from ._parking import Parking
 
 __all__ = ["TurnLog"]
 
@@ -44,11 +39,10 @@ class TurnLog:
 
     Args:
         opened: What :func:`~._open.open_turn` opened.
-        parking: The turn's calls parked on a sign-in.
         plan: What becomes of the calls a paused turn waited for, if any.
     """
 
-    def __init__(self, opened: Opened, parking: Parking, plan: ResumePlan | None) -> None:
+    def __init__(self, opened: Opened, plan: ResumePlan | None) -> None:
         self._opened = opened
         request = opened.request
         self._writer = request.writer  # the turn's writes, with its lease
@@ -57,7 +51,7 @@ class TurnLog:
         self._commits = opened.commits
         self._events = opened.events
         self._meta = opened.meta  # the bookkeeping as the turn's first commit wrote it
-        self._parking = parking
+        self._parking = opened.parking
         self._plan = plan
         self._in_step = False  # a step is running (a failure is also its step.failed)
         self._ended = False  # the last step's write set the final status
@@ -108,12 +102,12 @@ class TurnLog:
         patch = {**(write.meta or {}), **meta.paused(), **self._parking.answers()}
         await self._writer.write_turn(self._session_id, replace(write, status="paused", meta=patch))
         self._ended = True
-        await self._action_results(self._plan.results(resumed) if self._plan else ())
+        await self._events.action_results(self._plan.results(resumed) if self._plan else ())
         parked = list(self._parking.parked)
         await self._events.emit("session.waiting", self._parking.waiting_data(parked))
 
     async def _committed(self, commit: StepCommit) -> None:
-        """Report a context commit to the hooks."""
+        """Emit a context commit's events."""
         rows = [c.row for c in commit.chunks if isinstance(c, ContextRowChunk)]
         if rows:
             kinds, sources = [r.kind for r in rows], [r.source for r in rows]
@@ -132,7 +126,7 @@ class TurnLog:
             return await commits.commit(step_number)
         if first is None:
             return await self._first_after_settling(resumed)
-        if not self._events.queued:
+        if not self._opened.hooks.queued:
             return first
         # session.started / turn.started handlers queued context after the turn's first
         # commit: it still reaches this first call.
@@ -148,12 +142,12 @@ class TurnLog:
         user_text = message_text(message) if message else None
         commit = await self._commits.commit(0, write, user_text=user_text)
         self._meta = opened_meta(opened.view, opened.meta, write)
-        await self._action_results(self._plan.results(resumed) if self._plan else ())
+        await self._events.action_results(self._plan.results(resumed) if self._plan else ())
         return commit
 
     async def persist(self, step: StepResult, *, final: bool) -> None:
         """Persist the step (messages, checkpoint; the status when it is the last); the run's
-        ``step-ended`` event reports it (:meth:`subscribers`)."""
+        ``step-ended`` event reports it (:meth:`~._events.TurnEvents.step_ended`)."""
         records = step_records(step, message_id=self._opened.message_id, tools=self._setup.tools)
         write = TurnWrite(messages=records, checkpoint=self._checkpoint(step))
         if final:
@@ -168,59 +162,6 @@ class TurnLog:
         self._in_step = False
         if written.records:  # the checkpoint is at the step's last record
             self._events.checkpointed(written.records[-1].seq)
-
-    def subscribers(self) -> tuple[Subscriber, ...]:
-        """What the turn subscribes to the run's event stream: a step's end, reported to the
-        agent's hooks (a raising handler fails the turn: the session model's policy)."""
-        if not self._opened.request.agent.hooks:
-            return ()
-
-        async def step_ended(event: RunEvent) -> None:
-            assert isinstance(event, StepEnded)
-            await self._report_step(event.step, final=event.final)
-
-        return (FunctionSubscriber(frozenset({"step-ended"}), "fail", step_ended),)
-
-    async def _report_step(self, step: StepResult, *, final: bool) -> None:
-        """The hook events of a recorded step (and of the turn's end, for its last)."""
-        message = copy.deepcopy(step.response_messages[0]) if step.response_messages else None
-        await self._events.emit(
-            "message.completed", {"step": step.step_number, "text": step.text, "message": message}
-        )
-        await self._action_results(step.tool_results)
-        await self._events.emit(
-            "step.completed", {"step": step.step_number, "finish_reason": step.finish_reason}
-        )
-        if final:
-            await self._ended_with(step)
-
-    async def _action_results(self, results: Sequence[ToolResult]) -> None:
-        """``action.result`` for each call that ended (a step's, or a paused turn's settled
-        ones, once their tool messages are written)."""
-        for result in results:
-            # A call the gate refused ran nothing of its tool: no after-tool hook either.
-            if result.status not in ("pending", "not_executed"):
-                await self._events.emit(
-                    "action.result",
-                    {
-                        "tool_call_id": result.tool_call_id,
-                        "tool_name": result.tool_name,
-                        "status": result.status,
-                        "result": result,
-                        "output": result.output,
-                        "error": result.error,
-                    },
-                )
-
-    async def _ended_with(self, step: StepResult) -> None:
-        if step.pending:
-            pending = [r.tool_call_id for r in step.pending]
-            await self._events.emit("session.waiting", self._parking.waiting_data(pending))
-            return
-        await self._events.emit("turn.completed", {"finish_reason": step.finish_reason})
-        for result in step.tool_results:
-            if result.tool_name == self._setup.finish_tool and result.status == "output":
-                await self._events.emit("session.completed", {"output": result.output})
 
     async def end(self, how: RunEnd) -> None:
         """End the turn unless its last step did (see :mod:`._finish`); never raises."""

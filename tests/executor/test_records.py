@@ -74,7 +74,9 @@ def test_the_records_are_typed() -> None:
     assert step.sources == (SourceUrl(source_id="source-0-1", url="https://a.example/", title="A"),)
     assert AssistantRecord.decode(CUT).interrupted and not step.interrupted
     assert ToolRecord.decode(DENIED).status == "denied"
-    assert ToolRecord.decode({"role": "tool", "tool_call_id": "c", "content": "x"}).status == "output"
+    assert (
+        ToolRecord.decode({"role": "tool", "tool_call_id": "c", "content": "x"}).status == "output"
+    )
     assert UserRecord.decode(USER_FILES).parts == USER_FILES["_parts"]
 
 

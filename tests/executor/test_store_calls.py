@@ -95,7 +95,9 @@ async def test_tool_approval_and_rewind_turns_read_the_session_once(
 ) -> None:
     executor = hs.Executor(store=counting)  # type: ignore[arg-type]
     lookup = hs.tool(name="lookup", input_schema=Q, execute=lambda q, ctx: {"a": q.q})
-    deploy = hs.tool(name="deploy", input_schema=Q, execute=lambda q, ctx: "done", needs_approval=True)
+    deploy = hs.tool(
+        name="deploy", input_schema=Q, execute=lambda q, ctx: "done", needs_approval=True
+    )
     agent = agent_on(loopback, tools=[lookup, deploy])
     reads = []
     # A tool round trip: two model calls, one read.

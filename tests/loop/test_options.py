@@ -58,6 +58,14 @@ def test_each_front_door_takes_the_run_keywords(name: str) -> None:
     assert not OPTION_NAMES & parameters.keys()
 
 
+def test_executor_start_takes_what_run_takes() -> None:
+    # start() is run() started early: the same parameters, typed the same (no **options: Any).
+    run = inspect.signature(hs.Executor.run).parameters
+    start = inspect.signature(hs.Executor.start).parameters
+    shape = [(p.name, p.kind, str(p.annotation), p.default) for p in start.values()]
+    assert shape == [(p.name, p.kind, str(p.annotation), p.default) for p in run.values()]
+
+
 def _args(doc: str) -> dict[str, str]:
     """The entries of a Google-style "Args" section, by name, without their indentation."""
     section = doc.split("Args:\n", 1)[1].split("\n\n", 1)[0].splitlines()

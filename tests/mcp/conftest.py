@@ -17,7 +17,9 @@ from typing import Any
 import pytest
 
 APP = Path(__file__).with_name("server_app.py")
-NO_SDK = "the MCP tests need the mcp package: pip install 'helix-stream[mcp]' (make test installs it)"
+NO_SDK = (
+    "the MCP tests need the mcp package: pip install 'helix-stream[mcp]' (make test installs it)"
+)
 
 
 @dataclass

@@ -88,8 +88,13 @@ def chart() -> Image:
 @mcp.tool(structured_output=False)
 def report() -> list[Any]:
     """A report: a text and an embedded text resource."""
-    resource = TextResourceContents(uri="file:///report.txt", mime_type="text/plain", text="all good")
-    return [TextContent(type="text", text="summary"), EmbeddedResource(type="resource", resource=resource)]
+    resource = TextResourceContents(
+        uri="file:///report.txt", mime_type="text/plain", text="all good"
+    )
+    return [
+        TextContent(type="text", text="summary"),
+        EmbeddedResource(type="resource", resource=resource),
+    ]
 
 
 @mcp.tool()
@@ -156,8 +161,13 @@ def _authorized(app: Any) -> Any:
             token = headers.get(b"authorization", b"").decode().removeprefix("Bearer ")
             if token not in TOKENS:
                 challenge = b'Bearer resource_metadata="http://127.0.0.1/.well-known/oauth"'
-                await send({"type": "http.response.start", "status": 401,
-                            "headers": [(b"www-authenticate", challenge), (b"content-length", b"0")]})
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [(b"www-authenticate", challenge), (b"content-length", b"0")],
+                    }
+                )
                 await send({"type": "http.response.body", "body": b""})
                 return
         await app(scope, receive, send)

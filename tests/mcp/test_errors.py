@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("mcp", reason="the MCP tests need the mcp package: pip install 'helix-stream[mcp]'")
+pytest.importorskip(
+    "mcp", reason="the MCP tests need the mcp package: pip install 'helix-stream[mcp]'"
+)
 
 import helix_stream as hs
 from helix_stream.errors import InvalidRequestError, ToolProviderError
@@ -72,7 +74,10 @@ async def test_a_json_rpc_error_is_an_error_result_with_its_code(
         (lambda: hs.MCPServer.stdio("", name="ok"), "needs a command"),
         (lambda: hs.MCPServer.stdio("python", "server.py", name="ok"), "list of strings"),
         (lambda: hs.MCPServer.stdio("python", env={"A": 1}, name="ok"), "env= takes"),
-        (lambda: hs.MCPServer.stdio("python", name="ok", request_env="TOKEN"), "collection of names"),
+        (
+            lambda: hs.MCPServer.stdio("python", name="ok", request_env="TOKEN"),
+            "collection of names",
+        ),
         (lambda: hs.MCPServer.http("ftp://x/mcp", name="ok"), "http:// or https://"),
         (lambda: hs.MCPServer.http("http://x/mcp", name="ok", transport="ws"), "transport="),
         (lambda: hs.MCPServer.http("http://x/mcp", name="ok", protocol="v9"), "protocol="),

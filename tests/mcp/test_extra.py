@@ -35,7 +35,9 @@ def test_without_the_mcp_package_a_server_is_a_clear_error(monkeypatch: pytest.M
 def test_without_the_mcp_package_the_mcp_tests_are_skipped_saying_why(tmp_path: Path) -> None:
     fake = tmp_path / "mcp"
     fake.mkdir()
-    (fake / "__init__.py").write_text("raise ModuleNotFoundError('No module named mcp', name='mcp')\n")
+    (fake / "__init__.py").write_text(
+        "raise ModuleNotFoundError('No module named mcp', name='mcp')\n"
+    )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",

@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("mcp", reason="the MCP tests need the mcp package: pip install 'helix-stream[mcp]'")
+pytest.importorskip(
+    "mcp", reason="the MCP tests need the mcp package: pip install 'helix-stream[mcp]'"
+)
 
 import helix_stream as hs
 from helix_stream.errors import ToolContextError, ToolProviderAuthError, ToolProviderError
@@ -20,7 +22,9 @@ from .conftest import HttpServer, State, start_http, stop, wait_for
 ALICE, BOB = "tok-alice-5f9c2e71", "tok-bob-0d4a8b33"
 
 
-async def call(loopback: LoopbackServer, tools: list[hs.Tool], name: str, args: Any, **kw: Any) -> Any:
+async def call(
+    loopback: LoopbackServer, tools: list[hs.Tool], name: str, args: Any, **kw: Any
+) -> Any:
     loopback.script(tool_calls((name, args)), text("ok"))
     result = hs.stream_text(prompt="go", tools=tools, **loopback.llm(), **kw)
     chunks = [c async for c in result]
@@ -191,7 +195,10 @@ async def test_a_legacy_session_id_reaches_the_server_and_telemetry_hashes_it(
     assert attrs["mcp.session.id"] == hashlib.sha256(session.encode()).hexdigest()[:32]
     assert attrs["mcp.protocol.version"] == "2025-11-25"
     assert (attrs["network.transport"], attrs["network.protocol.name"]) == ("tcp", "http")
-    assert (attrs["server.address"], attrs["server.port"]) == ("127.0.0.1", int(http_server.base.rsplit(":", 1)[1]))
+    assert (attrs["server.address"], attrs["server.port"]) == (
+        "127.0.0.1",
+        int(http_server.base.rsplit(":", 1)[1]),
+    )
     assert session not in spans_json(exporter)
 
 

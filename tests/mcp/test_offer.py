@@ -63,7 +63,9 @@ def test_an_offer_is_sorted_by_offered_name_and_keeps_both_names() -> None:
 
 def test_a_tool_listed_twice_is_offered_once() -> None:
     offer = make_offer("s", "s", [LISTED[0], {**LISTED[0], "description": "second"}])
-    assert [(t.name, t.description) for t in offer.tools] == [("s__search_issues", "Search issues.")]
+    assert [(t.name, t.description) for t in offer.tools] == [
+        ("s__search_issues", "Search issues.")
+    ]
 
 
 def test_encode_then_decode_gives_the_same_offer_and_the_same_bytes() -> None:
@@ -98,7 +100,10 @@ def test_unavailable_names_the_offered_tools_the_server_no_longer_lists() -> Non
         ('{"format": "helix.mcp.offer/1", "server": "s"}', "tools: Field required"),
         ('{"format": "other/9", "server": "s", "tools": []}', "format 'other/9'"),
         ('{"format": "helix.mcp.offer/1", "server": "s", "tools": [], "extra": 1}', "extra"),
-        ('{"format": "helix.mcp.offer/1", "server": "9s", "tools": []}', "must start with a letter"),
+        (
+            '{"format": "helix.mcp.offer/1", "server": "9s", "tools": []}',
+            "must start with a letter",
+        ),
     ],
 )
 def test_decoding_what_is_not_an_offer_is_a_clear_error(text: str, problem: str) -> None:

@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("mcp", reason="the MCP tests need the mcp package: pip install 'helix-stream[mcp]'")
+pytest.importorskip(
+    "mcp", reason="the MCP tests need the mcp package: pip install 'helix-stream[mcp]'"
+)
 
 import helix_stream as hs
 from helix_stream.errors import InvalidRequestError

@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("mcp", reason="the MCP tests need the mcp package: pip install 'helix-stream[mcp]'")
+pytest.importorskip(
+    "mcp", reason="the MCP tests need the mcp package: pip install 'helix-stream[mcp]'"
+)
 
 import helix_stream as hs
 from helix_stream.errors import InvalidRequestError, ToolContextError
@@ -72,7 +74,11 @@ async def test_calls_reach_the_server_by_its_own_names_and_results_map_to_output
     }
     assert sorted(state.lines("calls")) == ["echo", "forecast", "notes.read", "report"]
     sent = tool_messages(loopback.bodies()[1])
-    assert json.loads(sent["call_0_demo__forecast"]) == {"city": "Paris", "temp_c": 21, "sky": "sunny"}
+    assert json.loads(sent["call_0_demo__forecast"]) == {
+        "city": "Paris",
+        "temp_c": 21,
+        "sky": "sunny",
+    }
     assert sent["call_3_demo__report"] == "summary\nfile:///report.txt\nall good"
 
 
@@ -90,7 +96,10 @@ async def test_is_error_and_invalid_input_are_error_results_the_model_reads(
         "Invalid input for tool 'demo__echo': (root): 'text' is a required property"
     )
     sent = tool_messages(loopback.bodies()[1])
-    assert "ToolFailedError" in sent["call_0_demo__fail"] and "the disk is full" in sent["call_0_demo__fail"]
+    assert (
+        "ToolFailedError" in sent["call_0_demo__fail"]
+        and "the disk is full" in sent["call_0_demo__fail"]
+    )
     assert sent["call_1_demo__echo"] == errors["call_1_demo__echo"]
     assert state.lines("calls") == ["fail"]  # invalid input never reached the server
     assert chunks[-1].type == "finish"
@@ -191,7 +200,9 @@ async def test_a_tool_needing_approval_pauses_without_calling_the_server(
     async with server:
         loopback.script(tool_calls(("demo__fail", {"reason": "x"})))
         chunks = await run(loopback, await server.tools())
-    assert [c.type for c in chunks if c.type.startswith("tool-approval")] == ["tool-approval-request"]
+    assert [c.type for c in chunks if c.type.startswith("tool-approval")] == [
+        "tool-approval-request"
+    ]
     assert state.lines("calls") == []
 
 

@@ -169,7 +169,9 @@ SURROGATE_BODIES = {
     "user-text-escaped": ("/api/chat", json.dumps(chat("fresh", user("Hi \ud800"))).encode()),
     "user-text-raw-bytes": (
         "/api/chat",
-        json.dumps(chat("fresh", user("Hi X")), ensure_ascii=False).encode().replace(b"X", b"\xed\xa0\x80"),
+        json.dumps(chat("fresh", user("Hi X")), ensure_ascii=False)
+        .encode()
+        .replace(b"X", b"\xed\xa0\x80"),
     ),
     "history-text": (
         "/api/chat",
@@ -216,7 +218,8 @@ async def test_a_proper_surrogate_pair_and_nul_in_text_are_fine(
 
 
 @pytest.mark.parametrize(
-    "sid", ["parent/call_1", "a/b/c", "x/messages", "x/stream", "é 🙂"],
+    "sid",
+    ["parent/call_1", "a/b/c", "x/messages", "x/stream", "é 🙂"],
     ids=["slash", "nested", "ends-like-a-route", "ends-like-stream", "unicode"],
 )
 async def test_every_id_that_can_be_created_reads_back_on_the_get_routes(
@@ -272,7 +275,9 @@ async def test_one_post_context_adds_at_most_the_per_call_cap(
     over = {"sessionId": SID, "items": [hs.notice(f"n{i}") for i in range(MAX_ITEMS_PER_CALL + 1)]}
     status, code, message = error(await post(http, "/context", over))
     assert (status, code) == (400, "validation_error")
-    assert f"{MAX_ITEMS_PER_CALL + 1} items in one call; the limit is {MAX_ITEMS_PER_CALL}" in message
+    assert (
+        f"{MAX_ITEMS_PER_CALL + 1} items in one call; the limit is {MAX_ITEMS_PER_CALL}" in message
+    )
     assert await written(store, SID) == before
     at_cap = {"sessionId": SID, "items": over["items"][:MAX_ITEMS_PER_CALL]}
     assert (await post(http, "/context", at_cap)).json() == {"recorded": MAX_ITEMS_PER_CALL}

@@ -42,7 +42,10 @@ def data_url(media_type: str, content: bytes) -> str:
 
 
 def upload(media_type: str, url: str, id: str = "u2") -> dict[str, Any]:
-    parts = [{"type": "text", "text": "Look."}, {"type": "file", "mediaType": media_type, "url": url}]
+    parts = [
+        {"type": "text", "text": "Look."},
+        {"type": "file", "mediaType": media_type, "url": url},
+    ]
     return {"id": id, "role": "user", "parts": parts}
 
 
@@ -88,7 +91,11 @@ async def test_a_file_that_is_not_what_it_says_is_a_400_naming_its_part_and_noth
      ("text/csv", b"a,b\n1,2\n")],
 )  # fmt: skip
 async def test_a_file_that_is_what_it_says_reaches_the_model(
-    loopback: LoopbackServer, executor: hs.Executor, make_client: Any, media_type: str, content: bytes
+    loopback: LoopbackServer,
+    executor: hs.Executor,
+    make_client: Any,
+    media_type: str,
+    content: bytes,
 ) -> None:
     agent = hs.Agent(name="up", model="openai/loopback", settings=_settings(loopback))
     client = make_client(create_app(executor, agent))
@@ -106,7 +113,10 @@ async def test_the_python_api_checks_the_files_of_its_input_and_writes_nothing(
     await executor.run(agent, "s", "Hi").consume()
     before = await executor.store.read_snapshot("s")
     bad_image = {"type": "image_url", "image_url": {"url": data_url("image/png", HTML)}}
-    bad_pdf = {"type": "file", "file": {"file_data": data_url("text/html", HTML), "format": "application/pdf"}}
+    bad_pdf = {
+        "type": "file",
+        "file": {"file_data": data_url("text/html", HTML), "format": "application/pdf"},
+    }
     for part, says in ((bad_image, "bytes are not a image/png"), (bad_pdf, "says 'text/html'")):
         message = {"role": "user", "content": [{"type": "text", "text": "Look."}, part]}
         with pytest.raises(hs.InvalidRequestError, match=f"input part 1: .*{says}"):

@@ -134,7 +134,11 @@ def report(terminalreporter: pytest.TerminalReporter) -> None:
     if reason is not None:
         _reported = True
         skipped = len(
-            [r for r in terminalreporter.stats.get("skipped", []) if "PostgreSQL" in str(r.longrepr)]
+            [
+                r
+                for r in terminalreporter.stats.get("skipped", [])
+                if "PostgreSQL" in str(r.longrepr)
+            ]
         )
         terminalreporter.write_sep("!", "POSTGRES TESTS SKIPPED", red=True, bold=True)
         terminalreporter.write_line(

@@ -14,4 +14,3 @@ def _drop_postgres_schemas() -> Iterator[None]:
     # Autouse, so set up before (and torn down after) the store fixture that closes the store.
     yield
     _pg.drop_schemas()
-

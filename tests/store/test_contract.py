@@ -152,8 +152,8 @@ def test_the_protocol_is_what_the_engine_uses_and_no_store_has_more() -> None:
 
 
 async def test_create_session_returns_an_idle_record_with_its_fields(store: Store) -> None:
-    record = await create_session(store, 
-        SID, agent_name="agent", parent_id="parent", meta={"z": 1, "a": [1, "é"]}
+    record = await create_session(
+        store, SID, agent_name="agent", parent_id="parent", meta={"z": 1, "a": [1, "é"]}
     )
     assert (record.id, record.agent_name, record.status, record.parent_id) == (
         SID,
@@ -236,8 +236,8 @@ async def test_set_status_refuses_expect_given_as_a_bare_string(store: Store) ->
 
 async def test_append_messages_numbers_them_from_one_without_gaps(store: Store) -> None:
     await session(store)
-    first = await append_messages(store, 
-        SID, [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+    first = await append_messages(
+        store, SID, [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
     )
     second = await append_messages(store, SID, [{"role": "tool", "content": "c"}])
     assert [(r.seq, r.role) for r in first + second] == [
@@ -312,7 +312,8 @@ async def test_append_messages_refuses_a_message_without_a_role(store: Store) ->
 async def test_append_messages_with_a_checkpoint_is_one_transaction(store: Store) -> None:
     await session(store)
     await append_messages(store, SID, [{"role": "user", "content": "q"}])
-    records = await append_messages(store, 
+    records = await append_messages(
+        store,
         SID,
         [{"role": "assistant", "content": "a"}, {"role": "tool", "content": "t"}],
         checkpoint=checkpoint(step_number=0, state={"myapp.budget": {"count": 2}, "a": 1}),
@@ -328,8 +329,8 @@ async def test_append_messages_with_a_checkpoint_is_one_transaction(store: Store
 
 async def test_a_given_checkpoint_id_is_kept(store: Store) -> None:
     await session(store)
-    await append_messages(store, 
-        SID, [{"role": "user", "content": "q"}], checkpoint=checkpoint(id="cp-1")
+    await append_messages(
+        store, SID, [{"role": "user", "content": "q"}], checkpoint=checkpoint(id="cp-1")
     )
     assert [cp.id for cp in await store.checkpoints(SID)] == ["cp-1"]
 
@@ -348,7 +349,8 @@ async def test_a_checkpoint_without_messages_points_at_the_current_last_seq(
 async def test_checkpoints_are_listed_oldest_first(store: Store) -> None:
     await session(store)
     for step in range(3):
-        await append_messages(store, 
+        await append_messages(
+            store,
             SID,
             [{"role": "assistant", "content": str(step)}],
             checkpoint=checkpoint(step_number=step),
@@ -364,13 +366,13 @@ async def test_a_duplicate_checkpoint_id_is_refused_with_its_messages(
     store: Store,
 ) -> None:
     await session(store)
-    await append_messages(store, 
-        SID, [{"role": "user", "content": "q"}], checkpoint=checkpoint(id="cp")
+    await append_messages(
+        store, SID, [{"role": "user", "content": "q"}], checkpoint=checkpoint(id="cp")
     )
     before = await snapshot(store, SID)
     with pytest.raises(ValueError, match="'cp'"):
-        await append_messages(store, 
-            SID, [{"role": "assistant", "content": "a"}], checkpoint=checkpoint(id="cp")
+        await append_messages(
+            store, SID, [{"role": "assistant", "content": "a"}], checkpoint=checkpoint(id="cp")
         )
     assert await snapshot(store, SID) == before
 
@@ -388,7 +390,8 @@ async def test_a_bad_message_after_good_ones_leaves_nothing_written(
     await append_messages(store, SID, [{"role": "user", "content": "kept"}])
     before = await snapshot(store, SID)
     with pytest.raises((TypeError, ValueError)):
-        await append_messages(store, 
+        await append_messages(
+            store,
             SID,
             [{"role": "assistant", "content": "a"}, {"role": "tool", "content": bad}],
             checkpoint=checkpoint(),
@@ -403,8 +406,11 @@ async def test_a_bad_checkpoint_state_leaves_its_messages_unwritten(
     await session(store)
     before = await snapshot(store, SID)
     with pytest.raises((TypeError, ValueError)):
-        await append_messages(store, 
-            SID, [{"role": "assistant", "content": "a"}], checkpoint=checkpoint(state={"x": bad})
+        await append_messages(
+            store,
+            SID,
+            [{"role": "assistant", "content": "a"}],
+            checkpoint=checkpoint(state={"x": bad}),
         )
     assert await snapshot(store, SID) == before
 
@@ -758,8 +764,8 @@ async def test_context_rows_and_messages_share_one_gap_free_sequence(store: Stor
     await append_messages(store, SID, [{"role": "user", "content": "q"}])
     await store.enqueue_context(SID, [notice("a")], source="app", origin=APP)
     await commit_context(store, SID)
-    await append_messages(store, 
-        SID, [{"role": "assistant", "content": "r"}, {"role": "tool", "content": "t"}]
+    await append_messages(
+        store, SID, [{"role": "assistant", "content": "r"}, {"role": "tool", "content": "t"}]
     )
     await store.enqueue_context(SID, [notice("b"), notice("c")], source="app", origin=APP)
     await commit_context(store, SID)
@@ -798,8 +804,8 @@ async def test_last_seq_is_zero_for_an_empty_log_then_the_last_records_seq(store
 
 
 async def test_update_session_meta_merges_the_patch_and_removes_none_keys(store: Store) -> None:
-    created = await create_session(store, 
-        SID, agent_name="agent", meta={"a": 1, "b": {"x": 1}, "c": 3, "n": 1}
+    created = await create_session(
+        store, SID, agent_name="agent", meta={"a": 1, "b": {"x": 1}, "c": 3, "n": 1}
     )
     writes = store.write_transactions
     patch = {"b": {"y": 2}, "c": None, "d": [4], "absent": None, "n": True}
@@ -891,12 +897,12 @@ async def test_rewind_deletes_later_records_and_checkpoints_and_seqs_continue(
 ) -> None:
     await session(store)
     await append_messages(store, SID, [user("q")])
-    await append_messages(store, 
-        SID, [{"role": "assistant", "content": "a"}], checkpoint=checkpoint(id="cp-2")
+    await append_messages(
+        store, SID, [{"role": "assistant", "content": "a"}], checkpoint=checkpoint(id="cp-2")
     )
     await append_messages(store, SID, [user("q2")])
-    await append_messages(store, 
-        SID, [{"role": "assistant", "content": "b"}], checkpoint=checkpoint(id="cp-4")
+    await append_messages(
+        store, SID, [{"role": "assistant", "content": "b"}], checkpoint=checkpoint(id="cp-4")
     )
     kept_log = (await store.read_log(SID))[:2]
     kept_cps = (await store.checkpoints(SID))[:1]
@@ -1108,12 +1114,16 @@ async def branch_source(store: Store) -> None:
     """SID: seqs 1-2 messages (checkpoint "cp-a" at 2), 3 a context row (key "k"),
     4 a message (checkpoint "cp-b" at 4); then one entry still queued (key "q")."""
     await create_session(store, SID, agent_name="agent", meta={"m": [1], "n": "x"})
-    await append_messages(store, 
-        SID, [user("q"), {"role": "assistant", "content": "a"}], checkpoint=checkpoint(id="cp-a")
+    await append_messages(
+        store,
+        SID,
+        [user("q"), {"role": "assistant", "content": "a"}],
+        checkpoint=checkpoint(id="cp-a"),
     )
     await store.enqueue_context(SID, [notice("delivered")], source="app", origin=APP, key="k")
     await commit_context(store, SID)
-    await append_messages(store, 
+    await append_messages(
+        store,
         SID,
         [{"role": "assistant", "content": "b"}],
         checkpoint=checkpoint(id="cp-b", step_number=1),
@@ -1268,7 +1278,9 @@ async def test_an_invalid_session_id_is_refused_as_invalid_and_nothing_is_writte
 
 
 @pytest.mark.parametrize(
-    "sid", ["parent/call_abc123", "a/b/c", "é 🙂 x", "y" * 512], ids=["slash", "nested", "unicode", "512"]
+    "sid",
+    ["parent/call_abc123", "a/b/c", "é 🙂 x", "y" * 512],
+    ids=["slash", "nested", "unicode", "512"],
 )
 async def test_every_valid_id_round_trips(store: Store, sid: str) -> None:
     await create_session(store, sid, agent_name="agent")
@@ -1278,7 +1290,9 @@ async def test_every_valid_id_round_trips(store: Store, sid: str) -> None:
     assert [r.payload["content"] for r in await store.read_log(sid)] == ["hi"]
 
 
-@pytest.mark.parametrize("key", ["", "k\x00", "k\n", "k" * 257], ids=["empty", "nul", "newline", "too-long"])
+@pytest.mark.parametrize(
+    "key", ["", "k\x00", "k\n", "k" * 257], ids=["empty", "nul", "newline", "too-long"]
+)
 async def test_an_invalid_request_key_is_refused_and_nothing_is_written(
     store: Store, key: str
 ) -> None:
@@ -1346,7 +1360,9 @@ async def test_the_queue_cap_refuses_a_call_that_would_pass_it_whole(capped: Sto
     await session(capped)
     assert await capped.enqueue_context(SID, items(7), source="app", origin=APP) == 7
     before = await snapshot(capped, SID)
-    with pytest.raises(ContextValidationError, match=r"already has 7 .* 4 more .* limit of 10") as raised:
+    with pytest.raises(
+        ContextValidationError, match=r"already has 7 .* 4 more .* limit of 10"
+    ) as raised:
         await capped.enqueue_context(SID, items(4), source="app", origin=APP, key="k")
     assert (raised.value.code, raised.value.http_status) == ("validation_error", 400)
     assert await snapshot(capped, SID) == before
@@ -1371,7 +1387,9 @@ async def test_a_retried_key_is_judged_before_the_cap(capped: Store) -> None:
     await capped.enqueue_context(SID, items(QUEUE_CAP), source="app", origin=APP, key="k")
     # The queue is full, yet a retry of the recorded request still answers 0, and other
     # items under that key still conflict: the cap refuses only what would be queued.
-    assert await capped.enqueue_context(SID, items(QUEUE_CAP), source="app", origin=APP, key="k") == 0
+    assert (
+        await capped.enqueue_context(SID, items(QUEUE_CAP), source="app", origin=APP, key="k") == 0
+    )
     with pytest.raises(ContextKeyConflictError):
         await capped.enqueue_context(SID, items(1, "x"), source="app", origin=APP, key="k")
 
@@ -1454,13 +1472,13 @@ async def test_sqlite_reopened_from_its_file_has_everything(tmp_path: Path) -> N
     await create_session(first, SID, agent_name="agent", parent_id="p", meta={"m": 1})
     await create_session(first, "other", agent_name="agent")
     await first.set_status(SID, "paused")
-    await append_messages(first, 
-        SID, [{"role": "user", "content": "q"}], checkpoint=checkpoint(id="c0")
+    await append_messages(
+        first, SID, [{"role": "user", "content": "q"}], checkpoint=checkpoint(id="c0")
     )
     await first.enqueue_context(SID, [notice("delivered")], source="app", origin=APP, key="k1")
     await commit_context(first, SID, [{"kind": "notice", "content": "m", "source": "memory"}])
-    await append_messages(first, 
-        SID, [{"role": "assistant", "content": "a"}], checkpoint=checkpoint(step_number=1)
+    await append_messages(
+        first, SID, [{"role": "assistant", "content": "a"}], checkpoint=checkpoint(step_number=1)
     )
     await first.enqueue_context(SID, [notice("queued")], source="tool", origin=APP, key="k2")
     before = await snapshot(first, SID, "other")
@@ -1496,8 +1514,8 @@ async def test_sqlite_rewind_branch_and_meta_survive_reopening(tmp_path: Path) -
     app = await first.enqueue_context(SID, [notice("app")], source="app", origin=APP, key="a")
     tool = await enqueue_tool(first, "c1", "tool")
     await commit_context(first, SID)  # rows 4 and 5
-    await append_messages(first, 
-        SID, [{"role": "assistant", "content": "r"}], checkpoint=checkpoint()
+    await append_messages(
+        first, SID, [{"role": "assistant", "content": "r"}], checkpoint=checkpoint()
     )
     await first.branch(SID, NEW, upto_seq=5, agent_name="other")
     result = await first.rewind(SID, 1)
@@ -1595,14 +1613,19 @@ async def test_sqlite_runs_calls_on_the_loop_and_waits_for_a_lock_on_its_thread(
         # Another connection holds the write lock: the call goes to the thread and waits there,
         # while the loop goes on.
         other.execute("BEGIN IMMEDIATE")
-        call = asyncio.ensure_future(append_messages(store, SID, [{"role": "user", "content": "q"}]))
+        call = asyncio.ensure_future(
+            append_messages(store, SID, [{"role": "user", "content": "q"}])
+        )
         started = time.monotonic()
         await asyncio.sleep(0.2)
         assert time.monotonic() - started < 1.0 and not call.done()
         other.execute("COMMIT")
         await asyncio.wait_for(call, 10)
         assert [on_loop for on_loop, sql in statements if sql == "BEGIN IMMEDIATE"] == [True, False]
-        assert [r.payload for r in await store.read_log(SID)][-1] == {"role": "user", "content": "q"}
+        assert [r.payload for r in await store.read_log(SID)][-1] == {
+            "role": "user",
+            "content": "q",
+        }
     finally:
         other.close()
         await store.close()
@@ -1620,9 +1643,11 @@ async def test_sqlite_checkpoints_the_wal_on_its_thread_never_on_the_loop(
     def traced_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
         conn: sqlite3.Connection = real_connect(*args, **kwargs)
         conn.set_trace_callback(
-            lambda sql: checkpoints.append(threading.get_ident() == loop_thread)
-            if "wal_checkpoint" in sql
-            else None
+            lambda sql: (
+                checkpoints.append(threading.get_ident() == loop_thread)
+                if "wal_checkpoint" in sql
+                else None
+            )
         )
         return conn
 
@@ -1642,8 +1667,8 @@ async def test_sqlite_lookups_use_indexes_on_a_long_session(tmp_path: Path) -> N
     store = SQLiteStore(tmp_path / "big.db")
     try:
         await create_session(store, SID, agent_name="agent")
-        await append_messages(store, 
-            SID, [{"role": "user", "content": str(i)} for i in range(10_000)]
+        await append_messages(
+            store, SID, [{"role": "user", "content": str(i)} for i in range(10_000)]
         )
         await store.enqueue_context(SID, [notice("a")], source="app", origin=APP)
         assert [r.seq for r in await store.read_log(SID, after_seq=9_998)] == [9_999, 10_000]

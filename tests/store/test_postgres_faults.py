@@ -68,8 +68,14 @@ def _calls(store: PostgresStore) -> list[tuple[str, Callable[[], Awaitable[Any]]
     return [
         ("get_session", lambda: store.get_session(SID)),
         ("set_status", lambda: store.set_status(SID, "running", expect=["idle"])),
-        ("append_messages", lambda: append_messages(store, SID, [{"role": "user", "content": "Hi"}])),
-        ("enqueue_context", lambda: store.enqueue_context(SID, [notice("n")], source="app", origin=APP)),
+        (
+            "append_messages",
+            lambda: append_messages(store, SID, [{"role": "user", "content": "Hi"}]),
+        ),
+        (
+            "enqueue_context",
+            lambda: store.enqueue_context(SID, [notice("n")], source="app", origin=APP),
+        ),
         ("commit_context", lambda: commit_context(store, SID)),
         ("read_log", lambda: store.read_log(SID)),
         ("update_session_meta", lambda: store.update_session_meta(SID, {"turns": 1})),
@@ -144,10 +150,13 @@ def _proxied(proxy: PgProxy, **kwargs: Any) -> PostgresStore:
 
 WRITES: dict[str, Callable[[PostgresStore], Awaitable[Any]]] = {
     "enqueue_context": lambda s: s.enqueue_context(SID, [notice("once")], source="app", origin=APP),
-    "append_messages": lambda s: append_messages(s, 
+    "append_messages": lambda s: append_messages(
+        s,
         SID,
         [{"role": "assistant", "content": "once"}],
-        checkpoint=Checkpoint(id="", session_id=SID, step_number=0, log_seq=0, state={}, created_at=0),
+        checkpoint=Checkpoint(
+            id="", session_id=SID, step_number=0, log_seq=0, state={}, created_at=0
+        ),
     ),
 }
 

@@ -106,7 +106,11 @@ async def test_over_http_the_chat_after_a_severed_turn_works(store: PostgresStor
         assert ended and [c for c in chunks if isinstance(c, dict) and c["type"] == "error"] == []
         second = await client.post("/api/chat", json=_chat("Hello again", "u2"))
         assert second.status_code == 200, second.text
-        texts = [c["delta"] for c in _sse(second.content) if isinstance(c, dict) and c["type"] == "text-delta"]
+        texts = [
+            c["delta"]
+            for c in _sse(second.content)
+            if isinstance(c, dict) and c["type"] == "text-delta"
+        ]
         assert "".join(texts).startswith("You said: Hello again")
         # Every committed row is there once, and the "/" id reads back on the GET routes.
         messages = await client.get(f"/api/chat/{SID}/messages")

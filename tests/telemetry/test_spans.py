@@ -679,7 +679,9 @@ async def run_with_rows(loopback: LoopbackServer, settings: Any, **agent_options
     await executor.add_context("rows", [hs.instruction("SECRET-ROW-TEXT")])
     options: dict[str, Any] = {
         "step_context": lambda req: (
-            {"items": [hs.notice("SECRET-NOTICE-TEXT")], "cursor": 1} if req.cursor is None else None
+            {"items": [hs.notice("SECRET-NOTICE-TEXT")], "cursor": 1}
+            if req.cursor is None
+            else None
         ),
         "memory": lambda sid, text: [{"id": "m1", "content": "SECRET-MEMORY-TEXT"}],
         **agent_options,
@@ -709,7 +711,9 @@ async def test_context_rows_appear_as_kinds_sources_and_counts(
     texts = ("SECRET-ROW-TEXT", "SECRET-NOTICE-TEXT", "SECRET-MEMORY-TEXT")
     if record_inputs:
         contents = json.loads(step["helix.context.contents"])
-        assert [{k: v for k, v in c.items() if k not in ("origin", "cursor")} for c in contents] == [
+        assert [
+            {k: v for k, v in c.items() if k not in ("origin", "cursor")} for c in contents
+        ] == [
             {"kind": "instruction", "source": "app", "content": "SECRET-ROW-TEXT"},
             {"kind": "notice", "source": "hook", "content": "SECRET-NOTICE-TEXT"},
             {
