@@ -11,7 +11,10 @@ $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	@# setuptools prints one notice for any editable install; it is information, not a fault.
-	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --quiet -e '.[dev,postgres,mcp,docs]'
+	@# editable_mode=compat: a plain path entry in a .pth file, which mypy follows (the default
+	@# mode's import hook hides the package from mypy run outside the checkout).
+	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --quiet \
+		--config-settings editable_mode=compat -e '.[dev,postgres,mcp,docs]'
 	touch $@ $(VENV)/.demo-installed
 
 # What the demo runs and no more: the package and its own dependencies, none of the test, lint
@@ -27,8 +30,9 @@ $(VENV)/.demo-installed: pyproject.toml
 		python3 -m venv $(VENV); pip="$(PY) -m pip"; \
 	fi; \
 	$$pip install --quiet --no-compile uv; \
-	$(VENV)/bin/uv pip install --quiet --python $(PY) -e . \
-		|| PYTHONWARNINGS="ignore:Editable installation" $$pip install --quiet --no-compile -e .
+	$(VENV)/bin/uv pip install --quiet --python $(PY) -C editable_mode=compat -e . \
+		|| PYTHONWARNINGS="ignore:Editable installation" $$pip install --quiet --no-compile \
+			--config-settings editable_mode=compat -e .
 	touch $@
 
 setup: $(VENV)/.installed

@@ -33,7 +33,7 @@ def test_the_strict_and_sync_example_runs(capsys: pytest.CaptureFixture[str]) ->
     example = run_block(SECTIONS[0])
     printed = capsys.readouterr().out
     assert "did you mean `tools_context`?" in printed
-    assert example.result.text and len(example.result.steps) == 1
+    assert example.chunks.text and len(example.chunks.steps) == 1
 
 
 def test_the_server_options_example_builds_the_app() -> None:

@@ -13,9 +13,18 @@ ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT / "tests" / "typing_cases"
 
 
-def _mypy(*files: Path) -> subprocess.CompletedProcess[str]:
+def run_mypy(*files: Path, options: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    """One ``mypy --strict`` process over ``files``, with the package's own configuration."""
     return subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--warn-unused-ignores", *map(str, files)],
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--warn-unused-ignores",
+            *options,
+            *map(str, files),
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -31,14 +40,14 @@ def test_the_users_types_flow_through_and_mistakes_are_refused(tmp_path: Path) -
     for number, heading in enumerate(SECTIONS):
         blocks.append(tmp_path / f"readme_{number}.py")
         blocks[-1].write_text(readme_block(heading))
-    done = _mypy(CASES / "typed.py", CASES / "refused.py", *blocks)
+    done = run_mypy(CASES / "typed.py", CASES / "refused.py", *blocks)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_every_example_type_checks_strictly() -> None:
     examples = sorted((ROOT / "examples").rglob("*.py"))
     assert len(examples) >= 5, examples  # the folder is there and read
-    done = _mypy(*examples)
+    done = run_mypy(*examples)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -49,5 +58,5 @@ def test_a_refused_line_that_type_checks_fails_the_check(tmp_path: Path) -> None
         "import helix_stream as hs\n"
         'hs.stream_text(model="helix/demo", tools_context={})  # type: ignore[call-arg]\n'
     )
-    done = _mypy(probe)
+    done = run_mypy(probe)
     assert done.returncode == 1 and 'Unused "type: ignore" comment' in done.stdout
