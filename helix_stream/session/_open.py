@@ -131,9 +131,9 @@ async def _prepare(request: TurnRequest) -> Opened:
     snapshot = await request.store.read_snapshot(request.session_id)
     request, offers = await server_tools(request, snapshot)  # the agent's MCP servers' tools
     session_id, agent, setup = request.session_id, request.agent, request.setup
-    assert isinstance(setup, RunSetup)  # server_tools made the run's one setup
     view = SessionView(snapshot, agent, request.answers)
-    _refuse(request, snapshot, view)
+    _refuse(request, snapshot, view)  # a turn refused anyway never waited for a server
+    assert isinstance(setup, RunSetup)  # server_tools made the run's one setup
     context_pass = ContextPass(
         session_id,
         snapshot.log,

@@ -15,6 +15,7 @@ import pytest
 
 import helix_stream as hs
 from helix_stream.sandbox import SkillSet, _bubblewrap, _confine, _local
+from tests._readme import doc_section
 from tests.sandbox._util import session
 
 NO_BWRAP = "bubblewrap cannot run here (apt-get install bubblewrap; .ci/run installs it)"
@@ -128,9 +129,10 @@ async def test_bubblewrap_sandbox_without_bubblewrap_is_refused_with_what_to_ins
     assert not any(tmp_path.iterdir())  # nothing made
 
 
-def test_the_readme_bubblewrap_example_makes_an_agent_with_that_sandbox() -> None:
-    readme = Path(__file__).resolve().parents[2] / "README.md"
-    section = readme.read_text().split("### `hs.BubblewrapSandbox`", 1)[1]
+def test_the_guides_bubblewrap_example_makes_an_agent_with_that_sandbox() -> None:
+    section = doc_section(
+        "## `hs.BubblewrapSandbox`: a command sees its workspace and nothing else"
+    )
     match = re.search(r"```python\n(.*?)```", section, re.S)
     assert match is not None
 
@@ -140,6 +142,6 @@ def test_the_readme_bubblewrap_example_makes_an_agent_with_that_sandbox() -> Non
         return path
 
     scope: dict[str, object] = {"hs": hs, "run_tests": run_tests}
-    exec(compile(match[1], "README.md (BubblewrapSandbox)", "exec"), scope)
+    exec(compile(match[1], "docs (BubblewrapSandbox)", "exec"), scope)
     agent = scope["agent"]
     assert isinstance(agent, hs.Agent) and isinstance(agent.sandbox, hs.BubblewrapSandbox)
