@@ -60,10 +60,13 @@ export function App({ id, initialMessages }) {
 
   // stop() alone only closes this page's request, and the server's turn would run on (a
   // reload must not end it). The stop route ends the turn on the server: what was streamed
-  // is stored as interrupted and the stream ends with `abort`; stop() then has nothing left.
+  // is stored as interrupted and the stream ends by itself with that mark and `abort`.
+  // Closing the request as well could drop those last chunks before this page reads them,
+  // so stop() is only for a turn the server no longer runs (`stopped: false`).
   async function stopTurn() {
-    await fetch(`${API}/${encodeURIComponent(id)}/stop`, { method: "POST" });
-    await stop();
+    const answer = await fetch(`${API}/${encodeURIComponent(id)}/stop`, { method: "POST" });
+    const { stopped } = await answer.json().catch(() => ({ stopped: false }));
+    if (!stopped) await stop();
   }
 
   function submit(event) {
