@@ -1,0 +1,100 @@
+"""The examples in the public docstrings (the API reference's code) pass ``mypy --strict``.
+
+The reference pages of the site are generated from the docstrings, so their examples are code a
+reader copies like any guide's. Each public name's docstring example — the literal block after a
+line ending in ``::``, or its ``>>>`` lines — is checked as a module of its own, the way
+tests/docs/test_code_blocks_typed.py checks a guide's fragment: the reader's own names it uses
+(``executor``, ``agent``, ``check_caller``...) come typed from tests/docs/_given.py, and ``await``
+is allowed at the top, as in an async REPL.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+import shutil
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.docs._blocks import ROOT, Block
+from tests.docs.test_code_blocks_typed import _OPTIONS, _as_fragment_module
+from tests.docs.test_reference import _documented
+from tests.test_typing import run_mypy
+
+_LITERAL = re.compile(r"::\s*$")
+_PROMPT = re.compile(r"^\s*(>>>|\.\.\.) ?")
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    """One docstring example: whose it is, and its code."""
+
+    name: str
+    code: str
+
+
+def _literal_blocks(doc: str) -> list[str]:
+    """The indented blocks after a line ending in ``::`` (reST literal blocks)."""
+    lines = doc.splitlines()
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        if not _LITERAL.search(line):
+            continue
+        indent = len(line) - len(line.lstrip())
+        body: list[str] = []
+        for following in lines[i + 1 :]:
+            if following.strip() and len(following) - len(following.lstrip()) <= indent:
+                break
+            body.append(following)
+        code = textwrap.dedent("\n".join(body)).strip("\n")
+        if code:
+            out.append(code + "\n")
+    return out
+
+
+def _doctest_code(doc: str) -> str:
+    """The ``>>>``/``...`` lines of a docstring, without their prompts (outputs left out)."""
+    lines = [_PROMPT.sub("", line, count=1) for line in doc.splitlines() if _PROMPT.match(line)]
+    return textwrap.dedent("\n".join(lines)) + "\n" if lines else ""
+
+
+def examples() -> list[Example]:
+    """Every public name's docstring examples."""
+    found: list[Example] = []
+    for module, names in _documented().items():
+        mod = importlib.import_module(module)
+        for name in names:
+            doc = inspect.getdoc(getattr(mod, name)) or ""
+            codes = [*_literal_blocks(doc), _doctest_code(doc)]
+            found += [Example(f"{module}.{name}", code) for code in codes if code.strip()]
+    return found
+
+
+def test_the_docstring_examples_type_check_strictly(tmp_path: Path) -> None:
+    modules: dict[Path, str] = {}
+    not_python: list[str] = []
+    for number, example in enumerate(examples()):
+        block = Block(ROOT / "README.md", 0, "python", example.code, "fragment", example.name)
+        module = tmp_path / f"example_{number}.py"
+        try:
+            module.write_text(_as_fragment_module(block))
+        except SyntaxError as exc:
+            not_python.append(f"{example.name}: {exc.msg}: {exc.text}")
+            continue
+        modules[module] = example.name
+    assert not_python == []
+    assert len(modules) >= 50, sorted(modules.values())  # the docstrings are there and read
+    shutil.copy(Path(__file__).with_name("_given.py"), tmp_path / "_given.py")
+    done = run_mypy(*modules, options=_OPTIONS)
+    report = done.stdout + done.stderr
+    for module, name in modules.items():
+        report = report.replace(str(module), f"{module.name} ({name})")
+    assert done.returncode == 0, report
+
+
+def test_an_example_is_read_from_a_literal_block_and_from_doctest_lines() -> None:
+    doc = "Summary.\n\nExample::\n\n    x = 1\n    y = x\n\nMore text.\n\n>>> z = 2\n>>> z\n2\n"
+    assert _literal_blocks(doc) == ["x = 1\ny = x\n"]
+    assert _doctest_code(doc) == "z = 2\nz\n"
