@@ -5,7 +5,8 @@ reader copies like any guide's. Each public name's docstring example — the lit
 line ending in ``::``, or its ``>>>`` lines — is checked as a module of its own, the way
 tests/docs/test_code_blocks_typed.py checks a guide's fragment: the reader's own names it uses
 (``executor``, ``agent``, ``check_caller``...) come typed from tests/docs/_given.py, and ``await``
-is allowed at the top, as in an async REPL.
+is allowed at the top, as in an async REPL. A name of the documented module itself (the page the
+example is on) needs no import, as in a doctest of that module.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.docs._blocks import ROOT, Block
-from tests.docs.test_code_blocks_typed import _OPTIONS, _as_fragment_module
+from tests.docs.test_code_blocks_typed import _OPTIONS, _as_async_body, _given_names
 from tests.docs.test_reference import _documented
 from tests.test_typing import run_mypy
 
@@ -31,8 +32,25 @@ _PROMPT = re.compile(r"^\s*(>>>|\.\.\.) ?")
 class Example:
     """One docstring example: whose it is, and its code."""
 
+    module: str
     name: str
     code: str
+
+    def as_module(self) -> str:
+        """The example as a module: its undefined names from its own module, else from
+        ``_given``.
+
+        Raises:
+            SyntaxError: the example is not Python.
+        """
+        body = _as_async_body([Block(ROOT / "README.md", 0, "python", self.code, "fragment", "")])
+        own = importlib.import_module(self.module)
+        needed = _given_names(body)
+        local = [n for n in needed if hasattr(own, n) and not n.startswith("_")]
+        given = [n for n in needed if n not in local]
+        head = f"from {self.module} import {', '.join(local)}\n" if local else ""
+        head += f"from _given import {', '.join(given)}\n" if given else ""
+        return head + "\n" + body
 
 
 def _literal_blocks(doc: str) -> list[str]:
@@ -68,7 +86,7 @@ def examples() -> list[Example]:
         for name in names:
             doc = inspect.getdoc(getattr(mod, name)) or ""
             codes = [*_literal_blocks(doc), _doctest_code(doc)]
-            found += [Example(f"{module}.{name}", code) for code in codes if code.strip()]
+            found += [Example(module, name, code) for code in codes if code.strip()]
     return found
 
 
@@ -76,14 +94,13 @@ def test_the_docstring_examples_type_check_strictly(tmp_path: Path) -> None:
     modules: dict[Path, str] = {}
     not_python: list[str] = []
     for number, example in enumerate(examples()):
-        block = Block(ROOT / "README.md", 0, "python", example.code, "fragment", example.name)
         module = tmp_path / f"example_{number}.py"
         try:
-            module.write_text(_as_fragment_module(block))
+            module.write_text(example.as_module())
         except SyntaxError as exc:
-            not_python.append(f"{example.name}: {exc.msg}: {exc.text}")
+            not_python.append(f"{example.module}.{example.name}: {exc.msg}: {exc.text}")
             continue
-        modules[module] = example.name
+        modules[module] = f"{example.module}.{example.name}"
     assert not_python == []
     assert len(modules) >= 50, sorted(modules.values())  # the docstrings are there and read
     shutil.copy(Path(__file__).with_name("_given.py"), tmp_path / "_given.py")
