@@ -125,6 +125,17 @@ class HelixError(Exception):
         http_status: The HTTP status a server should answer with.
         retryable: Whether the same call may succeed if simply tried again.
         message: What was wrong and what to do about it.
+
+    Example::
+
+        from helix_stream.errors import HelixError
+
+        try:
+            await executor.add_context("session-1", [hs.instruction("Answer in French.")])
+        except HelixError as exc:                 # every error of the package
+            body, status = exc.to_dict(), exc.http_status
+            if exc.retryable:
+                ...                               # the same call may succeed later
     """
 
     code: ClassVar[str] = "internal_error"
@@ -141,35 +152,88 @@ class HelixError(Exception):
 
 
 class ContextValidationError(HelixError):
-    """A context item is invalid (unknown kind, ``__finish__`` switched off, over 32 KiB, ...)."""
+    """A context item is invalid (unknown kind, ``__finish__`` switched off, over 32 KiB, ...).
+
+    Example::
+
+        from helix_stream.errors import ContextValidationError
+
+        try:
+            await executor.add_context("session-1", [hs.disable_tools(["__finish__"])])
+        except ContextValidationError as exc:     # __finish__ cannot be switched off; nothing queued
+            print(exc.code, exc.message)          # validation_error ...
+    """
 
     code = "validation_error"
     http_status = 400
 
 
 class ToolContextError(HelixError):
-    """A tool's entry in ``tools_context`` is missing or does not match its ``context_schema``."""
+    """A tool's entry in ``tools_context`` is missing or does not match its ``context_schema``.
+
+    Example::
+
+        from helix_stream.errors import ToolContextError
+
+        try:
+            await hs.generate_text(model="helix/demo", prompt="Weather in Paris?", tools=[get_weather],
+                                   tools_context={"get_weather": {"wrong_field": 1}})
+        except ToolContextError as exc:           # refused before any request is sent
+            print(exc.message)                    # names the tool and the field, never a value
+    """
 
     code = "validation_error"
     http_status = 400
 
 
 class InvalidRequestError(HelixError):
-    """A request body or argument has the wrong shape."""
+    """A request body or argument has the wrong shape.
+
+    Example::
+
+        from helix_stream.errors import InvalidRequestError
+
+        try:
+            hs.MCPServer.http("ftp://example.com/mcp", name="files")
+        except InvalidRequestError as exc:
+            print(exc.code, exc.http_status)      # invalid_request 400
+    """
 
     code = "invalid_request"
     http_status = 400
 
 
 class PayloadTooLargeError(InvalidRequestError):
-    """A request body is larger than the server accepts."""
+    """A request body is larger than the server accepts.
+
+    Example::
+
+        from helix_stream.errors import PayloadTooLargeError
+        from helix_stream.server import ServerOptions
+
+        # routes()/create_app() answer 413 with this error's body past max_body_bytes:
+        options = ServerOptions(max_body_bytes=1_000_000)
+        assert PayloadTooLargeError.http_status == 413
+    """
 
     code = "payload_too_large"
     http_status = 413
 
 
 class AuthenticationError(HelixError):
-    """The caller did not authenticate (raise it from ``authenticate``)."""
+    """The caller did not authenticate (raise it from ``authenticate``).
+
+    Example::
+
+        from helix_stream.errors import AuthenticationError
+        from starlette.requests import Request
+
+        def authenticate(request: Request) -> str:            # routes(..., authenticate)
+            token = request.headers.get("authorization", "").removeprefix("Bearer ")
+            if token != "let-me-in":
+                raise AuthenticationError("send Authorization: Bearer <token>")   # a 401 body
+            return "user-1"
+    """
 
     code = "unauthenticated"
     http_status = 401
@@ -177,7 +241,17 @@ class AuthenticationError(HelixError):
 
 class AuthorizationStateError(InvalidRequestError):
     """A sign-in callback's ``state`` is forged, expired, malformed or already used; nothing
-    was written (README, "Tools that act for the user: authorization")."""
+    was written (README, "Tools that act for the user: authorization").
+
+    Example::
+
+        from helix_stream.errors import AuthorizationStateError
+
+        try:
+            await executor.complete_authorization("forged-state", "code")
+        except AuthorizationStateError as exc:     # nothing was written
+            print(exc.code)                        # authorization_state_invalid
+    """
 
     code = "authorization_state_invalid"
     http_status = 400
@@ -190,6 +264,20 @@ class AuthorizationRequiredError(HelixError):
     Attributes:
         strategy: The name of the tool's auth strategy.
         tool_name: The tool that asked.
+
+    Example::
+
+        from helix_stream.errors import AuthorizationRequiredError
+
+        @hs.tool(auth=hs.oauth_auth(name="calendar", authorize_url="https://idp.example/authorize",
+                                    token_url="https://idp.example/token", client_id="app",
+                                    redirect_uri="https://chat.example/api/auth/callback"))
+        async def list_events(day: str, ctx: hs.ToolContext) -> str:
+            try:
+                token = await ctx.get_token()      # in a session, the turn waits for the sign-in
+            except AuthorizationRequiredError as exc:
+                return f"sign in to {exc.strategy} first"   # outside one: no token yet
+            return f"events on {day} for {token.token[:4]}..."
     """
 
     code = "authorization_required"
@@ -204,7 +292,18 @@ class AuthorizationRequiredError(HelixError):
 class TokenRejectedError(HelixError):
     """The service a tool called refused the tool's token (raise it, or call
     ``ctx.reject_token()``): the token is evicted from the per-step cache and the token
-    store, so that the next ``ctx.get_token()`` does not hand it out again."""
+    store, so that the next ``ctx.get_token()`` does not hand it out again.
+
+    Example::
+
+        @hs.tool(auth=hs.token_auth(lambda request: hs.Token(token="crm-key")))
+        async def lookup(email: str, ctx: hs.ToolContext) -> str:
+            token = await ctx.get_token()
+            response = await http.get(CRM_URL, headers={"x-api-key": token.token})
+            if response.status_code == 401:
+                ctx.reject_token()                 # raises TokenRejectedError; the token is evicted
+            return response.text
+    """
 
     code = "token_rejected"
     http_status = 401
@@ -220,6 +319,15 @@ class AuthorizationFailedError(HelixError):
     Attributes:
         error: The OAuth error code the endpoint gave (``invalid_grant``, ...), or a short
             description of what was wrong with its answer.
+
+    Example::
+
+        from helix_stream.errors import AuthorizationFailedError
+
+        try:
+            await executor.complete_authorization(state, code)
+        except AuthorizationFailedError as exc:    # the token endpoint refused the code
+            print(exc.error)                       # "invalid_grant", ...
     """
 
     code = "authorization_failed"
@@ -231,28 +339,68 @@ class AuthorizationFailedError(HelixError):
 
 
 class PermissionDeniedError(HelixError):
-    """The caller is known but may not do this (raise it from ``authenticate``)."""
+    """The caller is known but may not do this (raise it from ``authenticate``).
+
+    Example::
+
+        from helix_stream.errors import PermissionDeniedError
+
+        def authorize(user_id: str, session_id: str) -> None:   # routes(..., authorize=authorize)
+            if not session_id.startswith(f"{user_id}-"):
+                raise PermissionDeniedError("not your conversation")   # a 403 body; nothing written
+    """
 
     code = "forbidden"
     http_status = 403
 
 
 class SessionNotFoundError(HelixError):
-    """No session has this id."""
+    """No session has this id.
+
+    Example::
+
+        from helix_stream.errors import SessionNotFoundError
+
+        try:
+            await executor.add_context("no-such-session", [hs.instruction("Be brief.")])
+        except SessionNotFoundError as exc:
+            print(exc.code, exc.http_status)       # state_session_not_found 404
+    """
 
     code = "state_session_not_found"
     http_status = 404
 
 
 class ContextKeyConflictError(HelixError):
-    """The same ``key`` was used before with other items; nothing was written."""
+    """The same ``key`` was used before with other items; nothing was written.
+
+    Example::
+
+        from helix_stream.errors import ContextKeyConflictError
+
+        await executor.add_context("session-1", [hs.instruction("Be brief.")], key="req-1")
+        try:
+            await executor.add_context("session-1", [hs.instruction("Be long.")], key="req-1")
+        except ContextKeyConflictError:            # same key, other items: nothing written
+            ...
+    """
 
     code = "state_context_key_conflict"
     http_status = 409
 
 
 class SessionBusyError(HelixError):
-    """The session is already being run by someone else."""
+    """The session is already being run by someone else.
+
+    Example::
+
+        from helix_stream.errors import SessionBusyError
+
+        try:
+            await executor.run(agent, "session-1", "Hello").text()
+        except SessionBusyError as exc:            # another turn runs the session now
+            assert exc.retryable                   # try again when it ends (or steer it)
+    """
 
     code = "state_session_busy"
     http_status = 409
@@ -260,7 +408,17 @@ class SessionBusyError(HelixError):
 
 
 class StateError(HelixError):
-    """The session is not in a state that allows this operation (e.g. nothing to resume)."""
+    """The session is not in a state that allows this operation (e.g. nothing to resume).
+
+    Example::
+
+        from helix_stream.errors import StateError
+
+        try:
+            await executor.resume("session-1")
+        except StateError as exc:                  # nothing to resume: the session is idle
+            print(exc.code)                        # state_invalid
+    """
 
     code = "state_invalid"
     http_status = 409
@@ -268,13 +426,31 @@ class StateError(HelixError):
 
 class SessionLeaseLostError(StateError):
     """A turn's write was refused: its session's lease was taken over by another turn (the
-    lease had expired: README, "Reliability notes"). Nothing was written."""
+    lease had expired: README, "Reliability notes"). Nothing was written.
+
+    Example::
+
+        from helix_stream.errors import SessionLeaseLostError, StateError
+
+        assert issubclass(SessionLeaseLostError, StateError)   # an except StateError catches it
+        assert SessionLeaseLostError.code == "state_lease_lost"
+    """
 
     code = "state_lease_lost"
 
 
 class NoActiveContextError(HelixError):
-    """A session-scoped API (``define_state``, ``current_session``) was used outside a run."""
+    """A session-scoped API (``define_state``, ``current_session``) was used outside a run.
+
+    Example::
+
+        from helix_stream.errors import NoActiveContextError
+
+        try:
+            hs.current_session()                   # outside a run
+        except NoActiveContextError as exc:
+            print(exc.code)                        # no_active_context
+    """
 
     code = "no_active_context"
     http_status = 500
@@ -286,6 +462,19 @@ class ToolFailedError(HelixError):
     The loop does not raise it — the model sees the error text and carries on. The UI
     transformer hands it to ``on_error`` so that the text a chat UI shows is chosen there
     (masked by default, like every error).
+
+    Example::
+
+        from helix_stream.errors import HelixError, ToolFailedError
+        from helix_stream.transformers import to_ui_message_stream
+
+        def on_error(error: BaseException) -> str:          # what the chat UI shows
+            if isinstance(error, ToolFailedError):
+                return "A tool failed; the assistant carries on without it."
+            return error.message if isinstance(error, HelixError) else "An error occurred."
+
+        result = hs.stream_text(model="helix/demo", prompt="Hi")
+        ui = to_ui_message_stream(result, on_error=on_error)
     """
 
     code = "tool_failed"
@@ -308,6 +497,16 @@ class ToolProviderError(HelixError):
 
     Attributes:
         server: The server's name.
+
+    Example::
+
+        from helix_stream.errors import ToolProviderError
+
+        server = hs.MCPServer.http("http://127.0.0.1:9/mcp", name="weather")
+        try:
+            tools = await server.tools()
+        except ToolProviderError as exc:           # not reachable: names the server, what to check
+            print(exc.server, exc.retryable)       # weather True
     """
 
     code = "tool_provider_unavailable"
@@ -327,6 +526,17 @@ class ToolProviderAuthError(ToolProviderError):
         status: The HTTP status it answered.
         challenge: Its ``WWW-Authenticate`` header (an OAuth challenge names where to sign
             in), or ``None``.
+
+    Example::
+
+        from helix_stream.errors import ToolProviderAuthError
+
+        server = hs.MCPServer.http("https://mcp.example.com/mcp", name="github",
+                                   request_headers={"Authorization"})
+        try:
+            tools = await server.tools(context={"headers": {"Authorization": "Bearer expired"}})
+        except ToolProviderAuthError as exc:       # 401/403: the same credentials will not help
+            print(exc.status, exc.challenge)
     """
 
     code = "tool_provider_unauthorized"
@@ -342,7 +552,17 @@ class ToolProviderAuthError(ToolProviderError):
 
 
 class HookError(HelixError):
-    """A ``define_hook`` handler raised; ``error`` is what it raised, ``event`` what it handled."""
+    """A ``define_hook`` handler raised; ``error`` is what it raised, ``event`` what it handled.
+
+    Example::
+
+        from helix_stream.errors import HookError
+
+        try:
+            await executor.run(agent, "session-1", "Hi").text()
+        except HookError as exc:                   # a define_hook handler raised
+            print(exc.event, repr(exc.error))
+    """
 
     code = "hook_failed"
     http_status = 500
@@ -354,14 +574,39 @@ class HookError(HelixError):
 
 
 class FrameworkNotSupportedError(HelixError):
-    """The store or runtime in use cannot honour this feature; nothing was written."""
+    """The store or runtime in use cannot honour this feature; nothing was written.
+
+    Example::
+
+        from helix_stream.errors import FrameworkNotSupportedError
+        from helix_stream.server import SharedStreamRegistry
+
+        try:
+            streams = SharedStreamRegistry(hs.SQLiteStore("helix.db"))   # no shared stream log
+        except FrameworkNotSupportedError as exc:  # refused at entry; nothing written
+            print(exc.message)                     # says to use StreamRegistry
+    """
 
     code = "framework_not_supported"
     http_status = 501
 
 
 class SandboxError(HelixError):
-    """A sandbox refused or failed an operation (the subclasses say which)."""
+    """A sandbox refused or failed an operation (the subclasses say which).
+
+    Example::
+
+        from helix_stream.errors import SandboxError
+
+        @hs.tool
+        async def run_tests(path: str, ctx: hs.ToolContext) -> str:
+            sandbox = await ctx.get_sandbox()
+            try:
+                result = await sandbox.run(f"python3 -m pytest -q {path}", timeout=60)
+            except SandboxError as exc:            # any of the subclasses: a path, a timeout, ...
+                return f"could not run the tests: {exc.message}"
+            return result.stdout
+    """
 
     code = "sandbox_error"
     http_status = 500
@@ -369,21 +614,52 @@ class SandboxError(HelixError):
 
 class SandboxPathError(SandboxError):
     """A path leaves ``/workspace`` (``..``, an absolute path elsewhere, a symbolic link out),
-    or names the wrong kind of file (a directory where a file is needed)."""
+    or names the wrong kind of file (a directory where a file is needed).
+
+    Example::
+
+        from helix_stream.errors import SandboxPathError
+
+        try:
+            await sandbox.read_file("/workspace/../etc/passwd")
+        except SandboxPathError as exc:            # leaves /workspace: refused
+            print(exc.code)                        # sandbox_path_refused
+    """
 
     code = "sandbox_path_refused"
     http_status = 400
 
 
 class SandboxNotFoundError(SandboxError):
-    """No sandbox has this id (never created, closed, or another session's)."""
+    """No sandbox has this id (never created, closed, or another session's).
+
+    Example::
+
+        from helix_stream.errors import SandboxNotFoundError
+
+        provider = hs.LocalSandbox("/var/tmp/helix-sandboxes")
+        try:
+            sandbox = await provider.attach(session, "closed-sandbox-id")
+        except SandboxNotFoundError:               # closed, never made, or another session's
+            sandbox = await provider.create(session, "coder")
+    """
 
     code = "sandbox_not_found"
     http_status = 404
 
 
 class SandboxFileNotFoundError(SandboxError):
-    """A ``/workspace`` path names no file (or, as a working directory, no directory)."""
+    """A ``/workspace`` path names no file (or, as a working directory, no directory).
+
+    Example::
+
+        from helix_stream.errors import SandboxFileNotFoundError
+
+        try:
+            data = await sandbox.read_file("/workspace/missing.txt")
+        except SandboxFileNotFoundError:
+            data = b""
+    """
 
     code = "sandbox_file_not_found"
     http_status = 404
@@ -396,6 +672,15 @@ class SandboxTimeoutError(SandboxError):
         timeout: The timeout in seconds.
         stdout: What the command wrote to stdout before it was killed (capped like a result).
         stderr: The same for stderr.
+
+    Example::
+
+        from helix_stream.errors import SandboxTimeoutError
+
+        try:
+            await sandbox.run("sleep 600", timeout=5)
+        except SandboxTimeoutError as exc:         # killed with every process it started
+            print(exc.timeout, exc.stdout[-200:])
     """
 
     code = "sandbox_timeout"
@@ -412,21 +697,53 @@ class SandboxTimeoutError(SandboxError):
 
 
 class SkillError(HelixError):
-    """A skill could not be read or used (the subclasses say why)."""
+    """A skill could not be read or used (the subclasses say why).
+
+    Example::
+
+        from helix_stream.errors import SkillError
+
+        try:
+            skills = hs.skills_from_dir("skills/")
+        except SkillError as exc:                  # SkillFormatError or SkillNotFoundError
+            print(exc.code, exc.message)
+    """
 
     code = "skill_error"
     http_status = 500
 
 
 class SkillFormatError(SkillError):
-    """A skill is malformed (its ``SKILL.md``, its name, a file of it); the message names it."""
+    """A skill is malformed (its ``SKILL.md``, its name, a file of it); the message names it.
+
+    Example::
+
+        from helix_stream.errors import SkillFormatError
+
+        try:
+            hs.Skill("Not A Valid Name!", "What it does.", "How to do it.")
+        except SkillFormatError as exc:            # names what is malformed
+            print(exc.message)
+    """
 
     code = "skill_invalid"
     http_status = 400
 
 
 class SkillNotFoundError(SkillError):
-    """No skill has this name, or the skill has no file at this path."""
+    """No skill has this name, or the skill has no file at this path.
+
+    Example::
+
+        from helix_stream.errors import SkillNotFoundError
+
+        @hs.tool
+        async def checklist(ctx: hs.ToolContext) -> str:
+            try:
+                return await ctx.get_skill("code-review").file("references/checklist.md").text()
+            except SkillNotFoundError:
+                return "no checklist"
+    """
 
     code = "skill_not_found"
     http_status = 404
@@ -438,6 +755,15 @@ class StoreUnavailableError(HelixError):
     A store call that loses its connection is tried once more on a fresh one (README,
     "Reliability notes"); this is what a call raises when that failed too, or when no pooled
     connection came free in time. Trying again later may succeed.
+
+    Example::
+
+        from helix_stream.errors import StoreUnavailableError
+
+        try:
+            await executor.add_context("session-1", [hs.instruction("Be brief.")])
+        except StoreUnavailableError as exc:       # the database could not be reached; nothing written
+            assert exc.retryable
     """
 
     code = "store_unavailable"
@@ -447,35 +773,89 @@ class StoreUnavailableError(HelixError):
 
 class StoreCommitUnknownError(StoreUnavailableError):
     """The connection was lost while a write's COMMIT was in flight, and its outcome could not
-    be found out: the write may or may not have been applied. Read before writing again."""
+    be found out: the write may or may not have been applied. Read before writing again.
+
+    Example::
+
+        from helix_stream.errors import StoreCommitUnknownError
+
+        try:
+            await executor.add_context("session-1", [hs.instruction("Be brief.")], key="req-7")
+        except StoreCommitUnknownError:
+            # The write may have happened: with the same key, sending it again records it at most once.
+            await executor.add_context("session-1", [hs.instruction("Be brief.")], key="req-7")
+    """
 
     code = "store_commit_unknown"
     retryable = False
 
 
 class ModelError(HelixError):
-    """The model provider failed (translated from litellm)."""
+    """The model provider failed (translated from litellm).
+
+    Example::
+
+        from helix_stream.errors import ModelError
+        from litellm.exceptions import RateLimitError
+
+        try:
+            text = await hs.stream_text(model="openai/gpt-4o-mini", prompt="Hi").text()
+        except ModelError as exc:                  # also the litellm exception class it came from
+            print(exc.code, exc.http_status, exc.retryable)
+        except RateLimitError:                     # never reached: the ModelError clause caught it
+            ...
+    """
 
     code = "model_error"
     http_status = 502
 
 
 class ModelAuthError(ModelError):
-    """The provider refused the credentials."""
+    """The provider refused the credentials.
+
+    Example::
+
+        from helix_stream.errors import ModelAuthError
+
+        try:
+            await hs.generate_text(model="openai/gpt-4o-mini", prompt="Hi", api_key="sk-wrong")
+        except ModelAuthError as exc:              # also a litellm.AuthenticationError
+            print(exc.code)                        # model_auth_error
+    """
 
     code = "model_auth_error"
     http_status = 401
 
 
 class ModelBadRequestError(ModelError):
-    """The provider refused the request as malformed (bad params, context too long, ...)."""
+    """The provider refused the request as malformed (bad params, context too long, ...).
+
+    Example::
+
+        from helix_stream.errors import ModelBadRequestError
+
+        try:
+            await hs.generate_text(model="openai/gpt-4o-mini", prompt="x" * 10_000_000)
+        except ModelBadRequestError as exc:        # context too long, bad parameters, ...
+            print(exc.http_status)                 # 400
+    """
 
     code = "model_bad_request"
     http_status = 400
 
 
 class ModelRateLimitError(ModelError):
-    """The provider rate-limited the call."""
+    """The provider rate-limited the call.
+
+    Example::
+
+        from helix_stream.errors import ModelRateLimitError
+
+        try:
+            await hs.generate_text(model="openai/gpt-4o-mini", prompt="Hi", max_retries=0)
+        except ModelRateLimitError as exc:         # also a litellm.RateLimitError
+            assert exc.retryable and exc.http_status == 429
+    """
 
     code = "model_rate_limited"
     http_status = 429
@@ -490,6 +870,16 @@ class ModelTimeoutError(ModelError):
         limit: Which limit fired: ``"total"``, ``"step"``, ``"first_chunk"`` or ``"chunk"``
             (a ``timeout=`` limit, README "Timeouts"), ``None`` for the HTTP client's own.
         after: Seconds the limit allowed (``None`` when not known).
+
+    Example::
+
+        from helix_stream.errors import ModelTimeoutError
+
+        try:
+            await hs.generate_text(model="openai/gpt-4o-mini", prompt="Hi",
+                                   timeout=hs.Timeout(first_chunk=10))
+        except ModelTimeoutError as exc:           # also a litellm.Timeout
+            print(exc.limit, exc.after)            # first_chunk 10.0
     """
 
     code = "model_timeout"
@@ -505,7 +895,17 @@ class ModelTimeoutError(ModelError):
 
 
 class ModelUnavailableError(ModelError):
-    """The provider is down or overloaded."""
+    """The provider is down or overloaded.
+
+    Example::
+
+        from helix_stream.errors import ModelUnavailableError
+
+        try:
+            await hs.generate_text(model="openai/gpt-4o-mini", prompt="Hi")
+        except ModelUnavailableError as exc:       # down or overloaded (after the retries)
+            assert exc.retryable
+    """
 
     code = "model_unavailable"
     http_status = 503
@@ -519,6 +919,20 @@ class OutputValidationError(ModelError):
         text: The raw text the model produced (or the finish tool's arguments), unchanged.
         schema_name: The name of the pydantic model it was validated against.
         errors: What was wrong, field by field.
+
+    Example::
+
+        from helix_stream.errors import OutputValidationError
+        from pydantic import BaseModel
+
+        class City(BaseModel):
+            name: str
+            population: int
+
+        try:
+            city = (await hs.generate_text(model="helix/demo", prompt="Paris?", output=City)).output
+        except OutputValidationError as exc:
+            print(exc.schema_name, exc.errors, exc.text)   # the raw text is kept
     """
 
     code = "output_invalid"

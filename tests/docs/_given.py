@@ -49,6 +49,7 @@ __all__ = [
     "lookup_order",
     "os",
     "run_tests",
+    "sandbox",
     "session",
     "session_id",
     "sessions",
@@ -87,6 +88,7 @@ state = "state-from-the-redirect"
 code = "code-from-the-redirect"
 cp: Checkpoint
 session: hs.SessionInfo
+sandbox: hs.Sandbox  # a tool's ``await ctx.get_sandbox()``
 
 
 def check_caller(request: Request) -> str:
