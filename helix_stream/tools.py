@@ -330,14 +330,26 @@ def tool(
 
     Examples::
 
-        @hs.tool(context_schema=WeatherContext)
-        async def weather(input: WeatherInput, ctx: hs.ToolContext) -> dict:
-            '''Get the weather in a city.'''
-            ...
+        from pydantic import BaseModel
 
-        lookup = hs.tool(name="lookup", input_schema=LookupInput, execute=do_lookup)
-        ask_user = hs.tool(name="ask_user", input_schema=Question)   # no execute: client tool
-        search = hs.tool(name="search", input_schema={"type": "object", ...}, execute=fn)
+        class WeatherContext(BaseModel):
+            api_key: str
+
+        class WeatherInput(BaseModel):
+            city: str
+
+        @hs.tool(context_schema=WeatherContext)
+        async def weather(input: WeatherInput, ctx: hs.ToolContext[WeatherContext]) -> str:
+            '''Get the weather in a city.'''
+            return f"sunny in {input.city}"            # ctx.context.api_key: this tool's own
+
+        async def do_lookup(input: WeatherInput, ctx: hs.ToolContext) -> str:
+            return input.city
+
+        lookup = hs.tool(name="lookup", input_schema=WeatherInput, execute=do_lookup)
+        ask_user = hs.tool(name="ask_user", input_schema=WeatherInput)   # no execute: client tool
+        search = hs.tool(name="search", execute=do_lookup,
+                         input_schema={"type": "object", "properties": {"q": {"type": "string"}}})
 
     Args:
         name: Defaults to the function's name.

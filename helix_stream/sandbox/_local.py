@@ -84,7 +84,8 @@ class LocalSandbox:
 
     Example::
 
-        agent = hs.Agent(name="coder", ..., sandbox=hs.LocalSandbox("/var/tmp/helix-sandboxes"))
+        agent = hs.Agent(name="coder", model="helix/demo", tools=[run_tests],
+                         sandbox=hs.LocalSandbox("/var/tmp/helix-sandboxes"))
 
     Args:
         root_dir: Where the sandboxes' directories go (made if missing).

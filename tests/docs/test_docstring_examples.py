@@ -46,7 +46,7 @@ class Example:
         body = _as_async_body([Block(ROOT / "README.md", 0, "python", self.code, "fragment", "")])
         own = importlib.import_module(self.module)
         needed = _given_names(body)
-        local = [n for n in needed if hasattr(own, n) and not n.startswith("_")]
+        local = [n for n in needed if n in getattr(own, "__all__", ())]
         given = [n for n in needed if n not in local]
         head = f"from {self.module} import {', '.join(local)}\n" if local else ""
         head += f"from _given import {', '.join(given)}\n" if given else ""
@@ -67,14 +67,21 @@ def _literal_blocks(doc: str) -> list[str]:
                 break
             body.append(following)
         code = textwrap.dedent("\n".join(body)).strip("\n")
-        if code:
+        if code and not code.startswith(">>>"):  # a doctest: read by _doctest_code
             out.append(code + "\n")
     return out
 
 
 def _doctest_code(doc: str) -> str:
-    """The ``>>>``/``...`` lines of a docstring, without their prompts (outputs left out)."""
-    lines = [_PROMPT.sub("", line, count=1) for line in doc.splitlines() if _PROMPT.match(line)]
+    """The ``>>>`` lines of a docstring and the ``...`` lines that continue them, without their
+    prompts (outputs left out)."""
+    lines: list[str] = []
+    continuing = False
+    for line in doc.splitlines():
+        starts = line.lstrip().startswith(">>>")
+        continuing = starts or (continuing and line.lstrip().startswith("..."))
+        if continuing:
+            lines.append(_PROMPT.sub("", line, count=1))
     return textwrap.dedent("\n".join(lines)) + "\n" if lines else ""
 
 
@@ -112,6 +119,6 @@ def test_the_docstring_examples_type_check_strictly(tmp_path: Path) -> None:
 
 
 def test_an_example_is_read_from_a_literal_block_and_from_doctest_lines() -> None:
-    doc = "Summary.\n\nExample::\n\n    x = 1\n    y = x\n\nMore text.\n\n>>> z = 2\n>>> z\n2\n"
-    assert _literal_blocks(doc) == ["x = 1\ny = x\n"]
+    doc = "Summary.\n\nExample::\n\n    x = 1\n    ...\n\nMore text.\n\n>>> z = 2\n>>> z\n2\n"
+    assert _literal_blocks(doc) == ["x = 1\n...\n"]
     assert _doctest_code(doc) == "z = 2\nz\n"
