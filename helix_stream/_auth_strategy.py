@@ -91,9 +91,12 @@ def token_auth(get_token: GetToken, *, name: str | None = None) -> TokenAuth:
             return hs.Token(token=os.environ["CRM_API_KEY"])
 
         @hs.tool(auth=hs.token_auth(crm_key))
-        async def lookup(customer: str, ctx: hs.ToolContext) -> dict:
+        async def lookup(customer: str, ctx: hs.ToolContext) -> dict[str, object]:
             token = await ctx.get_token()
-            ...
+            response = await http.get(CRM_URL, params={"q": customer},
+                                      headers={"x-api-key": token.token})
+            found: dict[str, object] = response.json()
+            return found
 
     Args:
         get_token: ``get_token(request: hs.TokenRequest) -> hs.Token``, sync or async. It is

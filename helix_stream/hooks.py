@@ -91,6 +91,8 @@ class LifecycleEvent:
 
     Example::
 
+        from helix_stream.hooks import ActionResultEvent
+
         def on_event(event: hs.LifecycleEvent, ctx: hs.HookContext) -> None:
             if isinstance(event, ActionResultEvent):
                 print(event.data["tool_name"], event.data["status"])
@@ -415,7 +417,7 @@ def define_hook(events: HookHandlers) -> Hook:
 
         audit = hs.define_hook(events={
             "session.started": lambda event, ctx: print("started", ctx.session.id),
-            "*": record_everything,
+            "*": lambda event, ctx: print(event.type),
         })
 
     Raises:

@@ -36,8 +36,12 @@ class ModelMiddleware:
 
     Example::
 
+        from typing import Any
+
         class LogParams(hs.ModelMiddleware):
-            async def transform_params(self, params, *, stream):
+            async def transform_params(
+                self, params: dict[str, Any], *, stream: bool
+            ) -> dict[str, Any]:
                 print(params["model"])
                 return params
     """

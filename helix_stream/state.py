@@ -214,7 +214,7 @@ def define_state(name: str, initial: Callable[[], T]) -> StateHandle[T]:
             if budget.get()["count"] >= 25:
                 raise RuntimeError("Query budget exhausted.")
             budget.update(lambda b: {**b, "count": b["count"] + 1})
-            ...
+            return f"ran {sql}"
 
     Args:
         name: A stable identifier, namespaced to your app; ``helix.`` is reserved.

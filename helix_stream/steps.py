@@ -163,7 +163,8 @@ def step_count_is(count: int) -> StopCondition:
 
     Example::
 
-        hs.stream_text(model="helix/demo", prompt="Hi", tools=[...], stop_when=hs.step_count_is(5))
+        result = hs.stream_text(model="helix/demo", prompt="Hi", tools=[get_weather],
+                                stop_when=hs.step_count_is(5))
     """
 
     def condition(steps: Sequence[StepResult]) -> bool:
@@ -178,7 +179,8 @@ def has_tool_call(name: str) -> StopCondition:
 
     Example::
 
-        hs.stream_text(..., stop_when=[hs.has_tool_call("submit"), hs.step_count_is(10)])
+        result = hs.stream_text(model="helix/demo", prompt="Fill in the form", tools=[submit],
+                                stop_when=[hs.has_tool_call("submit"), hs.step_count_is(10)])
     """
 
     def condition(steps: Sequence[StepResult]) -> bool:
@@ -194,9 +196,11 @@ def tool_result_from(result: ToolResult, tool: Tool | ToolServer) -> Any | None:
 
     What a hook uses to pick one tool's results out of all of them::
 
-        weather = hs.tool_result_from(result, get_weather)
-        if weather is not None:
-            print(weather["temperature"])
+        for step in await result.steps():
+            for tool_result in step.tool_results:
+                weather = hs.tool_result_from(tool_result, get_weather)
+                if weather is not None:
+                    print(weather["temperature"])
 
     The output is the value the tool returned, as the result carries it: a tool that returns
     a pydantic model has its JSON form here (``Weather.model_validate(weather)`` gives the

@@ -93,7 +93,8 @@ class EncryptedTokenStore:
 
         sessions = hs.SQLiteStore("helix.db")
         tokens = hs.EncryptedTokenStore(sessions, key=os.environ["HELIX_TOKEN_KEY"])
-        executor = hs.Executor(sessions, token_store=tokens, auth_secret=...)
+        executor = hs.Executor(sessions, token_store=tokens,
+                               auth_secret=os.environ["HELIX_AUTH_SECRET"])
 
     Args:
         table: Where the ciphertext rows go: a :class:`KeyValueStore`, or a session store,

@@ -202,9 +202,12 @@ def oauth_auth(
         )
 
         @hs.tool(auth=github)
-        async def list_issues(repo: str, ctx: hs.ToolContext) -> list[dict]:
+        async def list_issues(repo: str, ctx: hs.ToolContext) -> list[dict[str, object]]:
             token = await ctx.get_token()
-            ...
+            response = await http.get(f"https://api.github.com/repos/{repo}/issues",
+                                      headers={"Authorization": f"Bearer {token.token}"})
+            issues: list[dict[str, object]] = response.json()
+            return issues
 
     Args:
         name: Identifies the strategy; tools sharing it share one sign-in.

@@ -124,8 +124,11 @@ def to_ui_message_stream(
 
         from helix_stream.transformers import UIMessageStreamResponse, to_ui_message_stream
 
-        stream = await litellm.acompletion(model=..., messages=..., stream=True)
-        return UIMessageStreamResponse(to_ui_message_stream(stream))   # in a route, for useChat
+        import litellm
+
+        stream = await litellm.acompletion(model="openai/gpt-4o-mini", stream=True,
+                                           messages=[{"role": "user", "content": "Hi"}])
+        response = UIMessageStreamResponse(to_ui_message_stream(stream))   # a route's, for useChat
     """
     if client_version not in (5, 6, 7):
         raise ValueError(

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import httpx
+import litellm
 from pydantic import BaseModel
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -32,22 +33,30 @@ __all__ = [
     "BaseModel",
     "Mapping",
     "Protocol",
+    "Starlette",
     "agent",
     "app",
     "approval_id",
+    "authenticate",
+    "authorize",
     "check_caller",
     "code",
     "cp",
     "create_app",
     "creds",
+    "customer_lookup",
     "executor",
     "fetch_weather",
     "get_weather",
     "hs",
     "http",
+    "key",
+    "litellm",
     "lookup_customer",
     "lookup_order",
+    "msgs",
     "os",
+    "result",
     "run_tests",
     "sandbox",
     "session",
@@ -59,11 +68,14 @@ __all__ = [
     "start_litellm_stream",
     "state",
     "store",
+    "submit",
     "ticket_updates",
+    "token",
     "tool_call_id",
     "url_or_path",
     "user_id",
     "users",
+    "weather",
 ]
 
 
@@ -77,6 +89,10 @@ EVENTS_URL = "https://calendar.example.com/events"
 CRM_URL = "https://crm.example.com/customers"
 url_or_path = "helix.db"
 creds: dict[str, Any] = {"headers": {"Authorization": "Bearer ..."}}
+token = "Bearer a-users-token"
+key = "the-tools-api-key"
+msgs: list[dict[str, Any]] = [{"role": "user", "content": "Hi"}]
+result = hs.stream_text(model="helix/demo", prompt="Hi")  # a run the reader started
 
 # Ids the reader's app holds.
 session_id = "session-1"
@@ -103,6 +119,15 @@ async def _chunks() -> AsyncIterator[object]:
 async def start_litellm_stream(request: Request) -> AsyncIterator[object]:
     """The reader's ``litellm.acompletion(..., stream=True)`` call for this request."""
     return _chunks()
+
+
+def authenticate(request: Request) -> str:
+    """The reader's ``authenticate``: who is calling."""
+    return request.headers.get("authorization", "")
+
+
+def authorize(auth: str, session_id: str) -> None:
+    """The reader's ``authorize``: may this caller use this session (raise if not)."""
 
 
 def show_sign_in_link(url: str) -> None:
@@ -164,3 +189,18 @@ def lookup_order(order_id: str) -> dict[str, object]:
 def run_tests(path: str) -> dict[str, object]:
     """Run the tests under a path."""
     return {"path": path}
+
+
+weather = get_weather
+
+
+@hs.tool
+def customer_lookup(customer_id: str) -> dict[str, object]:
+    """A customer's account."""
+    return {"id": customer_id}
+
+
+@hs.tool
+def submit(answer: str) -> str:
+    """Submit the final answer."""
+    return answer
