@@ -71,7 +71,7 @@ class TokenRejectedError(HelixError):
 
     Example::
 
-        @hs.tool(auth=hs.token_auth(lambda request: hs.Token(token="crm-key")))
+        @hs.tool(auth=hs.token_auth(lambda request: hs.Token(token="crm-key"), name="crm"))
         async def lookup(email: str, ctx: hs.ToolContext) -> str:
             token = await ctx.get_token()
             response = await http.get(CRM_URL, headers={"x-api-key": token.token})

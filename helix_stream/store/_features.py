@@ -164,10 +164,12 @@ class StreamLog(Protocol):
 
     Example::
 
+        from helix_stream.transformers import encode_sse
+
         log = store.stream_log
         if log is not None:
             await log.open("session-1", "stream-1", keep_for=600)
-            await log.append("stream-1", 1, 'data: {"type":"start"}\n\n')
+            await log.append("stream-1", 1, encode_sse({"type": "start"}))
             await log.append("stream-1", 2, "", finished=True)
     """
 
