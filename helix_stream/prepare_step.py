@@ -54,6 +54,16 @@ class StepInput:
         tools_context: The per-tool contexts, keyed by tool name.
         session_id: The executor session, or ``None`` for a plain ``stream_text`` call.
         forced_completion: This is the last call, which must call the finish tool.
+
+    Example::
+
+        def cheaper_later(step: hs.StepInput) -> dict[str, object] | None:
+            if step.step_number >= 2:                    # after two model calls, a smaller model
+                return {"model": "openai/gpt-4o-mini", "temperature": 0}
+            return None
+
+        result = hs.stream_text(model="openai/gpt-4o", prompt="Plan a trip",
+                                prepare_step=cheaper_later)
     """
 
     step_number: int

@@ -91,6 +91,14 @@ class SkillHandle:
 
     Attributes:
         name: The skill's name.
+
+    Example::
+
+        @hs.tool(description="Review a diff with the team's checklist.")
+        async def review(diff: str, ctx: hs.ToolContext) -> str:
+            skill: hs.SkillHandle = ctx.get_skill("code-review")
+            checklist = await skill.file("references/checklist.md").text()
+            return checklist + diff
     """
 
     name: str
