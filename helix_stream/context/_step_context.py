@@ -37,11 +37,11 @@ class StepContextLimits:
 
     Example::
 
-        agent = hs.Agent(name="support", model="helix/demo", step_context=ticket_feed,
-                         step_context_limits=hs.StepContextLimits(max_bytes=16_384, timeout=2.0))
-
         async def ticket_feed(req: hs.StepContextRequest) -> dict[str, object] | None:
             return None
+
+        agent = hs.Agent(name="support", model="helix/demo", step_context=ticket_feed,
+                         step_context_limits=hs.StepContextLimits(max_bytes=16_384, timeout=2.0))
     """
 
     max_bytes: int = 32_768

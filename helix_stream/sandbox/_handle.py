@@ -96,7 +96,7 @@ class SkillHandle:
 
         @hs.tool(description="Review a diff with the team's checklist.")
         async def review(diff: str, ctx: hs.ToolContext) -> str:
-            skill: hs.SkillHandle = ctx.get_skill("code-review")
+            skill = ctx.get_skill("code-review")       # a SkillHandle, in a session run
             checklist = await skill.file("references/checklist.md").text()
             return checklist + diff
     """
