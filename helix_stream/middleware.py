@@ -110,7 +110,17 @@ async def call_with_middleware(
     middleware: Sequence[ModelMiddleware],
     params: Params,
 ) -> Any:
-    """Call ``acompletion(**params)`` through the middleware; streaming iff ``params["stream"]``."""
+    """Call ``acompletion(**params)`` through the middleware; streaming iff ``params["stream"]``.
+
+    Example::
+
+        import litellm
+
+        response = await call_with_middleware(
+            litellm.acompletion, [hs.default_settings(temperature=0)],
+            {"model": "openai/gpt-4o-mini", "messages": [{"role": "user", "content": "Hi"}]},
+        )
+    """
     stream = bool(params.get("stream"))
     for m in middleware:
         params = await m.transform_params(dict(params), stream=stream)

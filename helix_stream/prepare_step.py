@@ -77,7 +77,16 @@ class StepInput:
 
 
 class PrepareStep(Protocol):
-    """``prepare_step(step)``, sync or async: ``None`` or a dict of overrides."""
+    """``prepare_step(step)``, sync or async: ``None`` or a dict of overrides.
+
+    Example::
+
+        def no_tools_after_three(step: StepInput) -> dict[str, object] | None:
+            return {"active_tools": []} if step.step_number >= 3 else None
+
+        chain: list[PrepareStep] = [no_tools_after_three]
+        result = hs.stream_text(model="helix/demo", prompt="Hi", prepare_step=chain)
+    """
 
     def __call__(
         self, step: StepInput, /
@@ -91,6 +100,16 @@ async def run_step_chain(
 
     Raises:
         TypeError: a link returned something that is neither ``None`` nor a dict.
+
+    Example::
+
+        def colder(step: StepInput) -> dict[str, object] | None:
+            return {"temperature": 0}
+
+        step = StepInput(step_number=0, steps=[], messages=[], model="helix/demo",
+                         runtime_context={}, tools_context={})
+        seen, overrides = await run_step_chain([colder], step)
+        assert overrides == {"temperature": 0}
     """
     merged: dict[str, Any] = {}
     for link in chain:

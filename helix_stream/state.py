@@ -194,7 +194,14 @@ _SCOPE: ContextVar[SessionScope | None] = ContextVar("helix_stream_session", def
 
 @contextmanager
 def bind_scope(scope: SessionScope | None) -> Iterator[None]:
-    """Bind ``scope`` for the code run inside (and the tasks it creates)."""
+    """Bind ``scope`` for the code run inside (and the tasks it creates).
+
+    Example::
+
+        scope = SessionScope(info=session, run_child=run_child)
+        with bind_scope(scope):
+            assert hs.current_session() is session        # code in here runs "in" the session
+    """
     token = _SCOPE.set(scope)
     try:
         yield

@@ -20,6 +20,18 @@ def describe_validation(exc: Any, *, root: str = "(root)", skip: int = 0, limit:
         root: What to call a problem with the whole value.
         skip: Leading location parts to leave out (e.g. a union's tag).
         limit: Problems listed; the rest are counted.
+
+    Example::
+
+        from pydantic import BaseModel, ValidationError
+
+        class City(BaseModel):
+            name: str
+
+        try:
+            City.model_validate({})
+        except ValidationError as exc:
+            assert describe_validation(exc) == "name: Field required"
     """
     errors = exc.errors()
     parts = [

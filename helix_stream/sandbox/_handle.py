@@ -31,6 +31,15 @@ class SkillFile:
     Attributes:
         skill: The skill's name.
         path: The file's path in the skill's folder (``SKILL.md`` is the skill itself).
+
+    Example::
+
+        review = hs.Skill("code-review", "How to review.", "Read the diff twice.",
+                          files={"references/checklist.md": "- tests\n"})
+
+        @hs.tool(description="The review checklist.")
+        async def checklist(ctx: hs.ToolContext) -> str:
+            return await ctx.get_skill("code-review").file("references/checklist.md").text()
     """
 
     skill: str

@@ -193,6 +193,13 @@ class LocalSandboxSession:
         id: What the session stores (``LocalSandbox.attach`` finds it again).
         description: What the model may be told about it.
         workspace: The real path of its ``/workspace``.
+
+    Example::
+
+        provider = hs.LocalSandbox("/var/tmp/helix-sandboxes")
+        sandbox = await provider.create(session, "coder")
+        if isinstance(sandbox, LocalSandboxSession):
+            print(sandbox.workspace)                      # the real directory behind /workspace
     """
 
     id: str

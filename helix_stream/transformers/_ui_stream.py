@@ -62,6 +62,15 @@ class UIStreamFinish:
         is_aborted: The consumer stopped (disconnect, cancellation) before ``finish`` was sent,
             or the run was stopped (an ``Abort`` chunk: ``abort`` was sent).
         finish_reason: The ``finishReason`` sent in ``finish`` (``None`` when aborted before it).
+
+    Example::
+
+        def saved(finish: UIStreamFinish) -> None:
+            if not finish.is_aborted:
+                print(finish.finish_reason, finish.message["id"], len(finish.messages))
+
+        result = hs.stream_text(model="helix/demo", prompt="Hi")
+        ui = to_ui_message_stream(result, on_finish=saved)
     """
 
     message: UIMessage

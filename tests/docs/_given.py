@@ -25,6 +25,7 @@ from starlette.requests import Request
 
 import helix_stream as hs
 from helix_stream.server import create_app
+from helix_stream.state import RunChild
 from helix_stream.store import Checkpoint
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "msgs",
     "os",
     "result",
+    "run_child",
     "run_tests",
     "sandbox",
     "session",
@@ -104,6 +106,7 @@ state = "state-from-the-redirect"
 code = "code-from-the-redirect"
 cp: Checkpoint
 session: hs.SessionInfo
+run_child: RunChild  # how the executor runs a sub-agent's turn (SessionScope.run_child)
 sandbox: hs.Sandbox  # a tool's ``await ctx.get_sandbox()``
 
 
