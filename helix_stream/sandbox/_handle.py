@@ -35,7 +35,7 @@ class SkillFile:
     Example::
 
         review = hs.Skill("code-review", "How to review.", "Read the diff twice.",
-                          files={"references/checklist.md": "- tests\n"})
+                          files={"references/checklist.md": "- tests"})
 
         @hs.tool(description="The review checklist.")
         async def checklist(ctx: hs.ToolContext) -> str:
