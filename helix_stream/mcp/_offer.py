@@ -57,6 +57,13 @@ class MCPToolSpec:
             bytes the model is offered).
         annotations_json: The server's hints (``readOnlyHint``, ``destructiveHint``...) as
             JSON text; ``"{}"`` when it gave none.
+
+    Example::
+
+        weather = hs.MCPServer.stdio("python", ["weather_server.py"], name="weather")
+        offer = await weather.offer()
+        for spec in offer.tools:            # offered name, then its name on the server
+            print(spec.name, spec.remote_name, spec.description)
     """
 
     name: str
@@ -102,6 +109,13 @@ class MCPOffer:
     Attributes:
         server: The server's name.
         tools: The offered tools, sorted by ``name``.
+
+    Example::
+
+        weather = hs.MCPServer.stdio("python", ["weather_server.py"], name="weather")
+        offer = await weather.offer()                    # a snapshot: store it with the session
+        stored = offer.encode()
+        tools = await weather.tools(MCPOffer.decode(stored))   # exactly those tools, in that order
     """
 
     server: str

@@ -61,7 +61,7 @@ class MCPServer:
         server = hs.MCPServer.stdio("python", ["weather_server.py"], name="weather")
         async with server:
             tools = await server.tools()          # weather__forecast, ...
-            result = hs.stream_text(model=..., prompt="...", tools=tools)
+            result = hs.stream_text(model="helix/demo", prompt="Forecast?", tools=tools)
 
     Attributes:
         name: Keys the server's ``tools_context`` entry and its stored offer, and is the

@@ -18,12 +18,14 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import httpx
+import litellm
 from pydantic import BaseModel
 from starlette.applications import Starlette
 from starlette.requests import Request
 
 import helix_stream as hs
 from helix_stream.server import create_app
+from helix_stream.state import RunChild
 from helix_stream.store import Checkpoint
 
 __all__ = [
@@ -32,23 +34,33 @@ __all__ = [
     "BaseModel",
     "Mapping",
     "Protocol",
+    "Starlette",
     "agent",
     "app",
     "approval_id",
+    "authenticate",
+    "authorize",
     "check_caller",
     "code",
     "cp",
     "create_app",
     "creds",
+    "customer_lookup",
     "executor",
     "fetch_weather",
     "get_weather",
     "hs",
     "http",
+    "key",
+    "litellm",
     "lookup_customer",
     "lookup_order",
+    "msgs",
     "os",
+    "result",
+    "run_child",
     "run_tests",
+    "sandbox",
     "session",
     "session_id",
     "sessions",
@@ -58,11 +70,14 @@ __all__ = [
     "start_litellm_stream",
     "state",
     "store",
+    "submit",
     "ticket_updates",
+    "token",
     "tool_call_id",
     "url_or_path",
     "user_id",
     "users",
+    "weather",
 ]
 
 
@@ -76,6 +91,10 @@ EVENTS_URL = "https://calendar.example.com/events"
 CRM_URL = "https://crm.example.com/customers"
 url_or_path = "helix.db"
 creds: dict[str, Any] = {"headers": {"Authorization": "Bearer ..."}}
+token = "Bearer a-users-token"
+key = "the-tools-api-key"
+msgs: list[dict[str, Any]] = [{"role": "user", "content": "Hi"}]
+result = hs.stream_text(model="helix/demo", prompt="Hi")  # a run the reader started
 
 # Ids the reader's app holds.
 session_id = "session-1"
@@ -87,6 +106,8 @@ state = "state-from-the-redirect"
 code = "code-from-the-redirect"
 cp: Checkpoint
 session: hs.SessionInfo
+run_child: RunChild  # how the executor runs a sub-agent's turn (SessionScope.run_child)
+sandbox: hs.Sandbox  # a tool's ``await ctx.get_sandbox()``
 
 
 def check_caller(request: Request) -> str:
@@ -101,6 +122,15 @@ async def _chunks() -> AsyncIterator[object]:
 async def start_litellm_stream(request: Request) -> AsyncIterator[object]:
     """The reader's ``litellm.acompletion(..., stream=True)`` call for this request."""
     return _chunks()
+
+
+def authenticate(request: Request) -> str:
+    """The reader's ``authenticate``: who is calling."""
+    return request.headers.get("authorization", "")
+
+
+def authorize(auth: str, session_id: str) -> None:
+    """The reader's ``authorize``: may this caller use this session (raise if not)."""
 
 
 def show_sign_in_link(url: str) -> None:
@@ -162,3 +192,18 @@ def lookup_order(order_id: str) -> dict[str, object]:
 def run_tests(path: str) -> dict[str, object]:
     """Run the tests under a path."""
     return {"path": path}
+
+
+weather = get_weather
+
+
+@hs.tool
+def customer_lookup(customer_id: str) -> dict[str, object]:
+    """A customer's account."""
+    return {"id": customer_id}
+
+
+@hs.tool
+def submit(answer: str) -> str:
+    """Submit the final answer."""
+    return answer
