@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Generic
 from pydantic import BaseModel
 from typing_extensions import TypeVar
 
+from ._result_size import check_result_limit
 from ._tool_source import FunctionTools, ToolSource
 from .context import StepContextLimits
 from .errors import InvalidRequestError
@@ -123,6 +124,7 @@ class Agent(LoopOptions, Generic[OutputT]):
         check_params(self.settings, where="Agent(settings=...)")
         check_known(self.settings, where="Agent(settings=...)", model=self.model)
         check_prompt_cache(self.prompt_cache)
+        check_result_limit(self.max_tool_result_bytes, argument="Agent(max_tool_result_bytes=...)")
         self._check_sandbox_and_skills()
 
     def _check_sandbox_and_skills(self) -> None:

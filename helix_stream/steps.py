@@ -53,6 +53,9 @@ class ToolResult:
     The result of an MCP server's tool also says where the tool lives: ``server`` is the
     server's name and ``server_tool`` the tool's own name on it (``tool_name`` is the name
     the model was offered, ``{prefix}__{tool}``); both are ``None`` for any other tool.
+
+    ``output`` is the tool's whole output; ``cut_bytes`` says how many bytes of it the model's
+    copy lacks (a result over ``max_tool_result_bytes``: the model read its start and a notice).
     """
 
     tool_call_id: str
@@ -63,6 +66,7 @@ class ToolResult:
     reason: str | None = None
     server: str | None = None
     server_tool: str | None = None
+    cut_bytes: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -10,6 +10,10 @@ A call whose tool needs the user to sign in first, in a session that can wait fo
 no tool message, like a call waiting for its approval, so the turn pauses after the step;
 the session keeps the sign-in and its ``tool-authorization-request`` chunk shows the URL. The
 step's other calls finish as usual and keep their results.
+
+A result over its size limit is cut before it becomes the tool message (``_result_size.py``):
+the model, the stored log and the UI get the cut text with its notice; ``ToolResult.output``
+keeps the whole output for the app.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from .._result_size import DEFAULT_MAX_TOOL_RESULT_BYTES, cut_content
 from .._timeout import NO_CLOCK, RunClock, describe_seconds
 from .._tool_context import ToolContext
 from ..auth._cache import DEFAULT_AUTH, AuthSettings, CallAuth, StepTokens
@@ -56,10 +61,12 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolRun:
-    """How a run's tool calls run: its limits (``timeout=``) and its tool callbacks."""
+    """How a run's tool calls run: its limits (``timeout=``, ``max_tool_result_bytes``) and
+    its tool callbacks."""
 
     clock: RunClock = NO_CLOCK
     watch: ToolWatch | None = None
+    max_result_bytes: int | None = DEFAULT_MAX_TOOL_RESULT_BYTES
 
 
 NO_TOOL_RUN = ToolRun()
@@ -133,6 +140,7 @@ class ToolCalls:
         self._watch = run.watch  # lifecycle callbacks (on_tool_call_start/_end)
         self.executed: set[str] = set()  # the calls that ran (their events are sent live)
         self._clock = run.clock  # the run's tool limits (timeout=)
+        self._max_bytes = run.max_result_bytes
         self._tools = tools
         self._contexts = contexts
         self._recorder = recorder
@@ -268,6 +276,7 @@ class ToolCalls:
                     self._recorder,
                     self._secrets,
                     self._clock.for_tool(call.name),
+                    tool.max_result_bytes or self._max_bytes,
                 )
                 if self._watch is not None:
                     job = _watched(job, self._watch, call, approved=call.id in self._approved)
@@ -300,7 +309,7 @@ class ToolCalls:
                     result, content = task.result()
                     self._settle(result, content)
                     if result.status != "pending":  # a parked call: its sign-in link came
-                        yield _output_chunk(result)
+                        yield _output_chunk(result, content)
         finally:
             written.cancel()
 
@@ -312,9 +321,11 @@ class ToolCalls:
         return chunks
 
 
-def _output_chunk(result: ToolResult) -> Chunk:
+def _output_chunk(result: ToolResult, content: ToolContent | None = None) -> Chunk:
     if result.status == "output":
-        return ToolOutputAvailable(tool_call_id=result.tool_call_id, output=result.output)
+        # A cut result shows what the model read (what a reload of the chat shows too).
+        shown = content if result.cut_bytes and content is not None else result.output
+        return ToolOutputAvailable(tool_call_id=result.tool_call_id, output=shown)
     if result.status == "not_executed":  # its tool is no longer there (ToolUnavailable)
         return ToolNotExecuted(
             tool_call_id=result.tool_call_id, tool_name=result.tool_name, reason="tool_unavailable"
@@ -340,6 +351,7 @@ async def _execute(
     recorder: Recorder,
     secrets: frozenset[str],
     limit: tuple[float | None, float | None] = (None, None),
+    max_bytes: int | None = None,
 ) -> tuple[ToolResult, ToolContent | None]:
     ctx = running.ctx
     with recorder.tool_call(call=call, tool_context=ctx.context) as handle:
@@ -371,14 +383,18 @@ async def _execute(
             return result, text
         except Exception as exc:
             return await _failed(exc, running, call, recorder, secrets, handle)
-        content = tool_content(output)
+        cut = cut_content(tool_content(output), max_bytes)
         if isinstance(output, BaseModel):
             output = output.model_dump(mode="json")
         result = ToolResult(
-            tool_call_id=call.id, tool_name=call.name, status="output", output=output
+            tool_call_id=call.id,
+            tool_name=call.name,
+            status="output",
+            output=output,
+            cut_bytes=cut.cut_bytes,
         )
         recorder.tool_finished(handle, result=result)
-        return result, content
+        return result, cut.content
 
 
 async def _park(
