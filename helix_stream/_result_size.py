@@ -52,8 +52,7 @@ def check_result_limit(value: object, *, argument: str) -> None:
         return
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidRequestError(
-            f"{argument} must be a positive number of bytes (or None for no limit), not "
-            f"{value!r}"
+            f"{argument} must be a positive number of bytes (or None for no limit), not {value!r}"
         )
 
 

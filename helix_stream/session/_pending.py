@@ -255,7 +255,7 @@ def plan_resume(
 
 def _result_of(call: ToolCall, chunk: Chunk) -> ToolResult | None:
     """The result a settled call's chunk says it ended with (``None``: cancelled)."""
-    base = {"tool_call_id": call.id, "tool_name": call.name}
+    base: dict[str, Any] = {"tool_call_id": call.id, "tool_name": call.name}
     if isinstance(chunk, ToolOutputAvailable):
         return ToolResult(**base, status="output", output=chunk.output)
     if isinstance(chunk, ToolOutputError):
