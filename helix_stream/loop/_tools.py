@@ -271,12 +271,13 @@ class ToolCalls:
                 job = _execute(
                     tool,
                     parsed,
-                    _Call(ctx, tokens, self._factory.park),
+                    _Call(
+                        ctx, tokens, self._factory.park, tool.max_result_bytes or self._max_bytes
+                    ),
                     call,
                     self._recorder,
                     self._secrets,
                     self._clock.for_tool(call.name),
-                    tool.max_result_bytes or self._max_bytes,
                 )
                 if self._watch is not None:
                     job = _watched(job, self._watch, call, approved=call.id in self._approved)
@@ -330,17 +331,21 @@ def _output_chunk(result: ToolResult, content: ToolContent | None = None) -> Chu
         return ToolNotExecuted(
             tool_call_id=result.tool_call_id, tool_name=result.tool_name, reason="tool_unavailable"
         )
+    if result.cut_bytes and isinstance(content, str):
+        return ToolOutputError(tool_call_id=result.tool_call_id, error_text=content)
     return ToolOutputError(tool_call_id=result.tool_call_id, error_text=result.error or "")
 
 
 @dataclass(frozen=True, slots=True)
 class _Call:
     """One running call: its ``ctx``, its share of the step's token cache (``None``: its tool
-    has no ``auth=``) and where it parks on a sign-in (``None``: nothing can wait)."""
+    has no ``auth=``), where it parks on a sign-in (``None``: nothing can wait) and the most
+    bytes of its result or error the model reads (``None``: no limit)."""
 
     ctx: ToolContext[Any]
     tokens: CallAuth | None
     park: Parker | None
+    max_bytes: int | None = None
 
 
 async def _execute(
@@ -351,7 +356,6 @@ async def _execute(
     recorder: Recorder,
     secrets: frozenset[str],
     limit: tuple[float | None, float | None] = (None, None),
-    max_bytes: int | None = None,
 ) -> tuple[ToolResult, ToolContent | None]:
     ctx = running.ctx
     with recorder.tool_call(call=call, tool_context=ctx.context) as handle:
@@ -383,7 +387,7 @@ async def _execute(
             return result, text
         except Exception as exc:
             return await _failed(exc, running, call, recorder, secrets, handle)
-        cut = cut_content(tool_content(output), max_bytes)
+        cut = cut_content(tool_content(output), running.max_bytes)
         if isinstance(output, BaseModel):
             output = output.model_dump(mode="json")
         result = ToolResult(
@@ -466,6 +470,13 @@ async def _failed(
         error = decided if decided is not None else exc
         hidden |= tokens.secrets
     text = redact(f"Tool {call.name!r} failed: {type(error).__name__}: {error}", hidden)
-    result = ToolResult(tool_call_id=call.id, tool_name=call.name, status="error", error=text)
+    cut = cut_content(text, running.max_bytes)  # an MCP isError of 10 MB is an error too
+    result = ToolResult(
+        tool_call_id=call.id,
+        tool_name=call.name,
+        status="error",
+        error=text,
+        cut_bytes=cut.cut_bytes,
+    )
     recorder.tool_finished(handle, result=result, error=error)
-    return result, text
+    return result, cut.content

@@ -13,6 +13,7 @@ import pytest
 
 import helix_stream as hs
 from helix_stream._result_size import cut_content, notice
+from helix_stream.chunks import ToolOutputError
 from tests.loopback import LoopbackServer, text, tool_calls
 
 BIG = {"rows": [{"id": i, "name": "ü" * 40} for i in range(3000)]}  # about 290 KB as JSON
@@ -92,14 +93,18 @@ async def test_a_tools_own_limit_wins_and_none_means_no_limit(loopback: Loopback
     assert len(tool_message(loopback).partition("\n\n[")[0].encode()) <= 100_000
     loopback.reset()
     loopback.script(tool_calls(("report", {"query": "x"})), text("done"))
-    await hs.generate_text(**loopback.llm(), prompt="go", tools=[report], max_tool_result_bytes=None)
+    await hs.generate_text(
+        **loopback.llm(), prompt="go", tools=[report], max_tool_result_bytes=None
+    )
     assert json.loads(tool_message(loopback)) == BIG
 
 
 async def test_an_agents_limit_holds_for_its_turns_and_the_cut_is_stable(
     loopback: LoopbackServer, tmp_path: Path
 ) -> None:
-    agent = hs.Agent(name="a", tools=[report], max_tool_result_bytes=5_000, **loopback_agent(loopback))
+    agent = hs.Agent(
+        name="a", tools=[report], max_tool_result_bytes=5_000, **loopback_agent(loopback)
+    )
     executor = hs.Executor(store=hs.SQLiteStore(str(tmp_path / "s.db")))
     loopback.script(tool_calls(("report", {"query": "x"})), text("one"), text("two"))
     assert await executor.run(agent, "s", "first").text() == "one"
@@ -133,3 +138,24 @@ async def test_a_wrong_limit_is_refused_before_anything_is_sent_or_written(
         await executor.run(agent, "s", "hi", max_tool_result_bytes=wrong).text()
     assert await store.get_session("s") is None and loopback.requests == []
     await store.close()
+
+
+@hs.tool
+def explode(query: str) -> str:
+    """Fails with a huge message."""
+    raise RuntimeError("e" * 50_000)
+
+
+async def test_a_huge_error_is_cut_too(loopback: LoopbackServer) -> None:
+    loopback.script(tool_calls(("explode", {"query": "x"})), text("sorry"))
+    result = hs.stream_text(
+        **loopback.llm(), prompt="go", tools=[explode], max_tool_result_bytes=2_000
+    )
+    chunks = [chunk async for chunk in result]
+    sent = tool_message(loopback)
+    assert len(sent.partition("\n\n[")[0].encode()) == 2_000 and "were cut here" in sent
+    # The chunk (what a page shows with errors unmasked) carries the model's text.
+    (error,) = [c.error_text for c in chunks if isinstance(c, ToolOutputError)]
+    assert error == sent
+    (step, _) = await result.steps()
+    assert step.tool_results[0].error is not None and len(step.tool_results[0].error) > 50_000
