@@ -159,3 +159,13 @@ async def test_a_huge_error_is_cut_too(loopback: LoopbackServer) -> None:
     assert error == sent
     (step, _) = await result.steps()
     assert step.tool_results[0].error is not None and len(step.tool_results[0].error) > 50_000
+
+
+async def test_a_runs_limit_goes_over_the_agents(loopback: LoopbackServer) -> None:
+    agent = hs.Agent(
+        name="a", tools=[report], max_tool_result_bytes=5_000, **loopback_agent(loopback)
+    )
+    executor = hs.Executor(store=hs.MemoryStore())
+    loopback.script(tool_calls(("report", {"query": "x"})), text("one"))
+    await executor.run(agent, "s", "first", max_tool_result_bytes=700).text()
+    assert len(tool_message(loopback).partition("\n\n[")[0].encode()) <= 700
