@@ -14,7 +14,10 @@ prompt cache keeps its prefix). The full result stays with the app: ``ToolResult
 ``action.result`` hook, ``on_tool_call_end``, ``step.tool_results``) is the tool's whole output,
 and ``ToolResult.cut_bytes`` says how much the model's copy lacks.
 
-This module owns the rule (:func:`cut_content`) and the check of a limit
+A client tool's answer (``executor.submit_tool_result``, a ``useChat`` tool output) is cut the
+same way when the paused turn resumes; the app has it whole already.
+
+This module owns the rule (:func:`cut_content`, :func:`cut_text`) and the check of a limit
 (:func:`check_result_limit`).
 """
 
@@ -25,7 +28,14 @@ from typing import Any
 
 from .errors import InvalidRequestError
 
-__all__ = ["DEFAULT_MAX_TOOL_RESULT_BYTES", "Cut", "check_result_limit", "cut_content", "notice"]
+__all__ = [
+    "DEFAULT_MAX_TOOL_RESULT_BYTES",
+    "Cut",
+    "check_result_limit",
+    "cut_content",
+    "cut_text",
+    "notice",
+]
 
 DEFAULT_MAX_TOOL_RESULT_BYTES = 100_000
 """The default limit: about 25,000 tokens, well under every provider's request limit."""
@@ -101,6 +111,18 @@ def _cut_parts(parts: list[dict[str, Any]], limit: int, total: int) -> Cut:
     return Cut(content=kept, cut_bytes=cut)
 
 
+def cut_text(text: str, limit: int | None) -> tuple[str, int]:
+    """``text`` within ``limit`` bytes, with the notice when it was cut; the bytes cut."""
+    if limit is None:
+        return text, 0
+    total = len(text.encode())
+    if total <= limit:
+        return text, 0
+    kept = _prefix(text, limit)
+    cut = total - len(kept.encode())
+    return kept + notice(total, cut, limit), cut
+
+
 def cut_content(content: Content, limit: int | None) -> Cut:
     """``content`` (a tool message's) within ``limit`` bytes, with the notice when it was cut.
 
@@ -108,15 +130,11 @@ def cut_content(content: Content, limit: int | None) -> Cut:
 
         cut_content("x" * 10, 4).content  # "xxxx\\n\\n[The tool's result was 10 bytes, ..."
     """
+    if isinstance(content, str):
+        text, cut = cut_text(content, limit)
+        return Cut(content=text, cut_bytes=cut)
     if limit is None:
         return Cut(content=content)
-    if isinstance(content, str):
-        total = len(content.encode())
-        if total <= limit:
-            return Cut(content=content)
-        kept = _prefix(content, limit)
-        cut = total - len(kept.encode())
-        return Cut(content=kept + notice(total, cut, limit), cut_bytes=cut)
     total = sum(_size(part) for part in content)
     if total <= limit:
         return Cut(content=content)

@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from .._result_size import DEFAULT_MAX_TOOL_RESULT_BYTES, cut_content
+from .._result_size import DEFAULT_MAX_TOOL_RESULT_BYTES, cut_content, cut_text
 from .._timeout import NO_CLOCK, RunClock, describe_seconds
 from .._tool_context import ToolContext
 from ..auth._cache import DEFAULT_AUTH, AuthSettings, CallAuth, StepTokens
@@ -470,13 +470,9 @@ async def _failed(
         error = decided if decided is not None else exc
         hidden |= tokens.secrets
     text = redact(f"Tool {call.name!r} failed: {type(error).__name__}: {error}", hidden)
-    cut = cut_content(text, running.max_bytes)  # an MCP isError of 10 MB is an error too
+    shown, cut = cut_text(text, running.max_bytes)  # an MCP isError of 10 MB is an error too
     result = ToolResult(
-        tool_call_id=call.id,
-        tool_name=call.name,
-        status="error",
-        error=text,
-        cut_bytes=cut.cut_bytes,
+        tool_call_id=call.id, tool_name=call.name, status="error", error=text, cut_bytes=cut
     )
     recorder.tool_finished(handle, result=result, error=error)
-    return result, cut.content
+    return result, shown

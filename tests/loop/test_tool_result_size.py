@@ -13,7 +13,7 @@ import pytest
 
 import helix_stream as hs
 from helix_stream._result_size import cut_content, notice
-from helix_stream.chunks import ToolOutputError
+from helix_stream.chunks import ToolOutputAvailable, ToolOutputError
 from tests.loopback import LoopbackServer, text, tool_calls
 
 BIG = {"rows": [{"id": i, "name": "ü" * 40} for i in range(3000)]}  # about 290 KB as JSON
@@ -169,3 +169,22 @@ async def test_a_runs_limit_goes_over_the_agents(loopback: LoopbackServer) -> No
     loopback.script(tool_calls(("report", {"query": "x"})), text("one"))
     await executor.run(agent, "s", "first", max_tool_result_bytes=700).text()
     assert len(tool_message(loopback).partition("\n\n[")[0].encode()) <= 700
+
+
+async def test_a_client_tools_answer_over_the_limit_is_cut_when_the_turn_resumes(
+    loopback: LoopbackServer,
+) -> None:
+    ask = hs.tool(name="ask_user", input_schema=hs.ContextItem)  # no execute: a client tool
+    agent = hs.Agent(name="a", tools=[ask], max_tool_result_bytes=1_000, **loopback_agent(loopback))
+    executor = hs.Executor(store=hs.MemoryStore())
+    loopback.script(tool_calls(("ask_user", {"kind": "notice", "content": "?"})))
+    await executor.run(agent, "s", "go").text()
+    await executor.submit_tool_result("s", "call_0_ask_user", {"answer": "y" * 20_000})
+    loopback.script(text("thanks"))
+    chunks = [chunk async for chunk in executor.run(agent, "s", None)]
+    sent = tool_message(loopback)
+    assert len(sent.partition("\n\n[")[0].encode()) == 1_000 and "were cut here" in sent
+    (shown,) = [c.output for c in chunks if isinstance(c, ToolOutputAvailable)]
+    assert shown == sent
+    (stored,) = [m for m in await executor.ui_messages("s") if m["role"] == "assistant"]
+    assert [p.get("output") for p in stored["parts"] if "output" in p] == [sent]
