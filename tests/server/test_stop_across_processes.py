@@ -36,10 +36,12 @@ async def test_a_stop_sent_to_replica_b_stops_the_turn_running_on_replica_a(
         stop = httpx.post(f"{b.url}/api/chat/stopped/stop", timeout=30)
         assert (stop.status_code, stop.json()) == (200, {"stopped": True})
         # A's stream ends by itself (nobody closes it): the rest of its lines, then the end.
-        rest = [json.loads(line[6:]) for line in lines if line.startswith("data: {")]
+        data = [line[6:] for line in lines if line.startswith("data: ")]
         took = time.monotonic() - started
         response.close()
         client.close()
+        assert data[-1] == "[DONE]" and data.count("[DONE]") == 1, data
+        rest = [json.loads(item) for item in data[:-1]]
         assert rest[-1] == {"type": "abort", "reason": "stopped"}, rest
         assert "finish" not in [event["type"] for event in rest]
         assert took < 10, f"the stop took {took:.1f} s"
