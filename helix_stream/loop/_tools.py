@@ -22,12 +22,12 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncGenerator, Coroutine, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from .._result_size import DEFAULT_MAX_TOOL_RESULT_BYTES, cut_content, cut_text
+from .._result_size import cut_content, cut_text
 from .._timeout import NO_CLOCK, RunClock, describe_seconds
 from .._tool_context import ToolContext
 from ..auth._cache import DEFAULT_AUTH, AuthSettings, CallAuth, StepTokens
@@ -47,6 +47,7 @@ from ..telemetry._filters import redact, secret_strings
 from ..tools import FINISH_TOOL_NAME, Tool, ToolUnavailable, approval_id
 from ._env import PLAIN, CallContexts, Parker
 from ._lifecycle import ToolWatch, outcome_of
+from ._options import LoopOptions
 from ._tool_media import ToolContent, tool_content
 
 __all__ = [
@@ -66,7 +67,7 @@ class ToolRun:
 
     clock: RunClock = NO_CLOCK
     watch: ToolWatch | None = None
-    max_result_bytes: int | None = DEFAULT_MAX_TOOL_RESULT_BYTES
+    options: LoopOptions = field(default_factory=LoopOptions)  # its max_tool_result_bytes
 
 
 NO_TOOL_RUN = ToolRun()
@@ -140,7 +141,7 @@ class ToolCalls:
         self._watch = run.watch  # lifecycle callbacks (on_tool_call_start/_end)
         self.executed: set[str] = set()  # the calls that ran (their events are sent live)
         self._clock = run.clock  # the run's tool limits (timeout=)
-        self._max_bytes = run.max_result_bytes
+        self._max_bytes = run.options.max_tool_result_bytes
         self._tools = tools
         self._contexts = contexts
         self._recorder = recorder
