@@ -62,6 +62,9 @@ class ToolResult:
     server's name and ``server_tool`` the tool's own name on it (``tool_name`` is the name
     the model was offered, ``{prefix}__{tool}``); both are ``None`` for any other tool.
 
+    ``output`` is the tool's whole output; ``cut_bytes`` says how many bytes of it the model's
+    copy lacks (a result over ``max_tool_result_bytes``: the model read its start and a notice).
+
     Example::
 
         result = hs.stream_text(model="helix/demo", prompt="Weather in Paris?", tools=[get_weather])
@@ -79,6 +82,7 @@ class ToolResult:
     reason: str | None = None
     server: str | None = None
     server_tool: str | None = None
+    cut_bytes: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

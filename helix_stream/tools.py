@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from typing_extensions import TypeVar
 
 from ._json_schema import JsonSchemaInput, json_schema_model
+from ._result_size import check_result_limit
 from ._tool_context import ContextT, ToolContext
 from .errors import ToolContextError, describe_validation
 
@@ -107,6 +108,8 @@ class Tool(Generic[InputT, ContextT, OutputT]):
             ``tool_unavailable`` result and runs nothing: an MCP server no longer lists it.
         origin: ``(server, name)`` for an MCP server's tool: the server's name and the
             tool's own name on it (its results carry both); ``None`` for any other tool.
+        max_result_bytes: The most bytes of a result the model reads (the rest is cut, with
+            a notice); ``None``: the run's ``max_tool_result_bytes``.
 
     Example::
 
@@ -133,9 +136,11 @@ class Tool(Generic[InputT, ContextT, OutputT]):
     context_key: str | None = None
     available: bool = True
     origin: tuple[str, str] | None = None
+    max_result_bytes: int | None = None
     _frozen_context: type[BaseModel] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        check_result_limit(self.max_result_bytes, argument=f"tool {self.name!r}: max_result_bytes")
         if self.auth is not None:
             from ._auth_strategy import check_strategy
 
@@ -325,6 +330,7 @@ def tool(
     execute: AsyncExecute[InputT, ContextT, OutputT],
     needs_approval: bool = False,
     auth: AuthStrategy | None = None,
+    max_result_bytes: int | None = None,
 ) -> Tool[InputT, ContextT, OutputT]: ...
 @overload
 def tool(
@@ -336,6 +342,7 @@ def tool(
     execute: SyncExecute[InputT, ContextT, OutputT],
     needs_approval: bool = False,
     auth: AuthStrategy | None = None,
+    max_result_bytes: int | None = None,
 ) -> Tool[InputT, ContextT, OutputT]: ...
 @overload
 def tool(
@@ -347,6 +354,7 @@ def tool(
     execute: None = None,
     needs_approval: bool = False,
     auth: AuthStrategy | None = None,
+    max_result_bytes: int | None = None,
 ) -> Tool[InputT, ContextT, Any]: ...
 @overload
 def tool(
@@ -358,6 +366,7 @@ def tool(
     execute: ExecuteFn | None = None,
     needs_approval: bool = False,
     auth: AuthStrategy | None = None,
+    max_result_bytes: int | None = None,
 ) -> ToolDecorator: ...
 def tool(
     fn: ExecuteFn | None = None,
@@ -370,6 +379,7 @@ def tool(
     execute: ExecuteFn | None = None,
     needs_approval: bool = False,
     auth: AuthStrategy | None = None,
+    max_result_bytes: int | None = None,
 ) -> Any:
     """Define a tool, directly or as a decorator.
 
@@ -408,6 +418,9 @@ def tool(
         needs_approval: Pause each call until the app approves or denies it.
         auth: The tool's auth strategy: ``hs.token_auth(get_token)`` or
             ``hs.oauth_auth(...)``; the tool reads its token with ``await ctx.get_token()``.
+        max_result_bytes: The most bytes of a result the model reads; a larger one is cut
+            with a notice (the app still gets all of it). Default: the run's
+            ``max_tool_result_bytes``.
     """
 
     def build(f: ExecuteFn | None) -> Tool:
@@ -435,6 +448,7 @@ def tool(
             execute=run,
             needs_approval=needs_approval,
             auth=auth,
+            max_result_bytes=max_result_bytes,
         )
 
     if fn is not None:
