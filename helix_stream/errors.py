@@ -17,7 +17,10 @@ The tree::
     ├── ContextKeyConflictError       state_context_key_conflict  409
     ├── SessionBusyError              state_session_busy          409
     ├── StateError                    state_invalid               409
-    │   └── SessionLeaseLostError     state_lease_lost            409
+    │   ├── SessionLeaseLostError     state_lease_lost            409
+    │   └── CallNotInFlightError      call_not_in_flight          409
+    │       └── CallAlreadySettledError call_already_settled      409
+    ├── CallNotFoundError             call_not_found              404
     ├── NoActiveContextError          no_active_context           500
     ├── ToolFailedError               tool_failed                 500 (on the UI stream only)
     ├── ToolProviderError             tool_provider_unavailable   503 retryable
@@ -56,6 +59,9 @@ __all__ = [
     "AuthorizationFailedError",
     "AuthorizationRequiredError",
     "AuthorizationStateError",
+    "CallAlreadySettledError",
+    "CallNotFoundError",
+    "CallNotInFlightError",
     "ContextKeyConflictError",
     "ContextValidationError",
     "FrameworkNotSupportedError",
@@ -271,6 +277,54 @@ class SessionLeaseLostError(StateError):
     lease had expired: README, "Reliability notes"). Nothing was written."""
 
     code = "state_lease_lost"
+
+
+class CallNotFoundError(HelixError):
+    """``Executor.resolve_call`` named a call the session's ledger does not hold: no
+    ``side_effects=True`` tool call with that id ran in the session. Nothing was written.
+
+    Example::
+
+        try:
+            await executor.resolve_call("s1", "call_nope", output="sent")
+        except hs.CallNotFoundError as exc:
+            print(exc.code)  # call_not_found
+    """
+
+    code = "call_not_found"
+    http_status = 404
+
+
+class CallNotInFlightError(StateError):
+    """``Executor.resolve_call`` named a side-effect call whose outcome is not unknown: it
+    ended with its result (or still runs in a live turn), so there is nothing to settle.
+    Nothing was written.
+
+    Example::
+
+        try:
+            await executor.resolve_call("s1", "call_1", output="sent")
+        except hs.CallNotInFlightError:
+            pass  # the call has its result: the model saw it already
+    """
+
+    code = "call_not_in_flight"
+
+
+class CallAlreadySettledError(CallNotInFlightError):
+    """``Executor.resolve_call`` named a call that was settled already (a call is settled
+    once: with an output, an error or a re-run). Nothing was written.
+
+    Example::
+
+        await executor.resolve_call("s1", "call_1", output={"charged": True})
+        try:
+            await executor.resolve_call("s1", "call_1", rerun=True, agent=agent)
+        except hs.CallAlreadySettledError as exc:
+            print(exc.http_status)  # 409
+    """
+
+    code = "call_already_settled"
 
 
 class NoActiveContextError(HelixError):

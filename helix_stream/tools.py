@@ -90,6 +90,11 @@ class Tool(Generic[InputT, ContextT, OutputT]):
             ``tool_unavailable`` result and runs nothing: an MCP server no longer lists it.
         origin: ``(server, name)`` for an MCP server's tool: the server's name and the
             tool's own name on it (its results carry both); ``None`` for any other tool.
+        side_effects: The tool acts on the world (sends, charges, files): in a session each
+            call is written to the session's ledger before it runs and its result after, and
+            a call found in flight after a crash is never run again by itself (the model gets
+            ``outcome_unknown``; ``Executor.resolve_call`` settles it). Pass
+            ``ctx.idempotency_key`` to the API the tool calls.
     """
 
     name: str
@@ -102,6 +107,7 @@ class Tool(Generic[InputT, ContextT, OutputT]):
     context_key: str | None = None
     available: bool = True
     origin: tuple[str, str] | None = None
+    side_effects: bool = False
     _frozen_context: type[BaseModel] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -280,6 +286,7 @@ def tool(
     execute: AsyncExecute[InputT, ContextT, OutputT],
     needs_approval: bool = False,
     auth: AuthStrategy | None = None,
+    side_effects: bool = False,
 ) -> Tool[InputT, ContextT, OutputT]: ...
 @overload
 def tool(
@@ -291,6 +298,7 @@ def tool(
     execute: SyncExecute[InputT, ContextT, OutputT],
     needs_approval: bool = False,
     auth: AuthStrategy | None = None,
+    side_effects: bool = False,
 ) -> Tool[InputT, ContextT, OutputT]: ...
 @overload
 def tool(
@@ -302,6 +310,7 @@ def tool(
     execute: None = None,
     needs_approval: bool = False,
     auth: AuthStrategy | None = None,
+    side_effects: bool = False,
 ) -> Tool[InputT, ContextT, Any]: ...
 @overload
 def tool(
@@ -313,6 +322,7 @@ def tool(
     execute: ExecuteFn | None = None,
     needs_approval: bool = False,
     auth: AuthStrategy | None = None,
+    side_effects: bool = False,
 ) -> ToolDecorator: ...
 def tool(
     fn: ExecuteFn | None = None,
@@ -325,6 +335,7 @@ def tool(
     execute: ExecuteFn | None = None,
     needs_approval: bool = False,
     auth: AuthStrategy | None = None,
+    side_effects: bool = False,
 ) -> Any:
     """Define a tool, directly or as a decorator.
 
@@ -351,6 +362,10 @@ def tool(
         needs_approval: Pause each call until the app approves or denies it.
         auth: The tool's auth strategy: ``hs.token_auth(get_token)`` or
             ``hs.oauth_auth(...)``; the tool reads its token with ``await ctx.get_token()``.
+        side_effects: The tool acts on the world (an email, a payment, a ticket): each call
+            is recorded in the session's ledger before it runs and its result after; a call
+            a crash left in flight is not run again (docs/guides/sessions.md, "Tools with
+            side effects"). Give ``ctx.idempotency_key`` to the API it calls.
     """
 
     def build(f: ExecuteFn | None) -> Tool:
@@ -378,6 +393,7 @@ def tool(
             execute=run,
             needs_approval=needs_approval,
             auth=auth,
+            side_effects=side_effects,
         )
 
     if fn is not None:

@@ -32,7 +32,7 @@ from ..loop._setup import RunSetup
 from ..loop._step import model_name
 from ..models._family import params_family
 from ..state import AuthInfo, SessionInfo, SessionScope, TurnInfo, bind_scope
-from ..store import NewSession, Snapshot, TurnWrite
+from ..store import CallRow, NewSession, Snapshot, TurnWrite
 from ._commits import RUNNABLE, Commits, Written, busy, last_seq, opened_meta, opening
 from ._events import HookSubscriber, TurnEvents
 from ._finish import finish_turn, log_failure
@@ -44,6 +44,7 @@ from ._records import interrupted_record, new_message_id
 from ._request import TurnRequest
 from ._said import streamed_text
 from ._sandbox import TurnSandbox
+from ._side_effects import mark_unknown, outcome_unknown_records, unsettled_calls
 from ._view import SessionView
 
 if TYPE_CHECKING:
@@ -74,6 +75,8 @@ class Opened:
         first: The first model call's commit, made with the claim; ``None`` when the turn
             settles waiting calls first (it commits after settling them).
         offers: The MCP offers the turn took (a meta patch the claim writes).
+        unsettled: The side-effect calls a dead run left in flight (``_side_effects``): the
+            claim stores them with ``outcome_unknown``; they are never run again by this turn.
     """
 
     request: TurnRequest
@@ -90,6 +93,7 @@ class Opened:
     messages: list[dict[str, Any]]
     first: StepCommit | None = None
     offers: dict[str, Any] = field(default_factory=dict)
+    unsettled: tuple[CallRow, ...] = ()
 
 
 async def open_turn(request: TurnRequest) -> Opened:
@@ -112,7 +116,12 @@ async def open_turn(request: TurnRequest) -> Opened:
         return opened
     try:
         committed, meta = written
-        return replace(opened, first=opened.commits.taken(committed), meta=meta)
+        first = opened.commits.taken(committed)
+        if opened.unsettled:  # the model has their outcome_unknown: the ledger keeps them open
+            await mark_unknown(request.store, request.session_id, opened.unsettled)
+            _, parts = outcome_unknown_records(opened.unsettled, opened.message_id)
+            first = replace(first, chunks=[*parts, *first.chunks])
+        return replace(opened, first=first, meta=meta)
     except Exception as exc:  # the session is ours: end the turn before giving up
         await finish_turn(
             request.writer,
@@ -133,6 +142,12 @@ async def _prepare(request: TurnRequest) -> Opened:
     session_id, agent, setup = request.session_id, request.agent, request.setup
     view = SessionView(snapshot, agent, request.answers)
     _refuse(request, snapshot, view)  # a turn refused anyway never waited for a server
+    # A turn that settles a paused one's calls first stores no recovered calls (_claim).
+    unsettled = (
+        []
+        if view.waiting
+        else await unsettled_calls(request.store, session_id, snapshot.log, setup.tools)
+    )
     assert isinstance(setup, RunSetup)  # server_tools made the run's one setup
     context_pass = ContextPass(
         session_id,
@@ -200,6 +215,7 @@ async def _prepare(request: TurnRequest) -> Opened:
         commits=Commits(request.writer, session_id, context_pass, scope),
         messages=list(context_pass.messages),
         offers=offers,
+        unsettled=tuple(unsettled),
     )
 
 
@@ -270,6 +286,15 @@ def _taken_over(snapshot: Snapshot) -> bool:
 
 
 async def _recovered(opened: Opened) -> list[dict[str, Any]]:
+    """What a turn adds before its new message: the side-effect calls a dead run left in
+    flight, each with its ``outcome_unknown`` result (``_side_effects``), and what a takeover
+    adds (:func:`_interrupted`)."""
+    message_id = opened.view.meta.turn_id or opened.message_id
+    calls, _ = outcome_unknown_records(opened.unsettled, message_id)
+    return [*calls, *await _interrupted(opened)]
+
+
+async def _interrupted(opened: Opened) -> list[dict[str, Any]]:
     """What a takeover adds before the new message: an interrupted answer to the user message
     the dead turn left unanswered (a continue answers it instead), with what the dead turn had
     streamed where the store keeps its stream (``_said``), else empty."""
