@@ -141,7 +141,11 @@ class CallLedger(Protocol):
         ...
 
     async def calls(self, session_id: str) -> list[CallRow]:
-        """The session's calls, oldest first (none: an empty list)."""
+        """The session's calls, oldest first (none: an empty list).
+
+        Raises:
+            InvalidRequestError: the session id breaks the id rules.
+        """
         ...
 
     async def move(
@@ -157,6 +161,7 @@ class CallLedger(Protocol):
         ``False``, and nothing written, when the call is not in ``expect`` (or not there).
 
         Raises:
+            InvalidRequestError: the session id breaks the id rules (nothing written).
             TypeError | ValueError: ``result`` is not strict JSON (nothing written).
         """
         ...
@@ -187,7 +192,8 @@ def move_values(
     state: CallState,
     result: JSON | None,
 ) -> tuple[Any, ...]:
-    """The parameters of :data:`SQL_MOVE` (the result checked as strict JSON first)."""
+    """The parameters of :data:`SQL_MOVE` (the session id and the result checked first)."""
+    check_session_id(session_id)
     text = None if result is None else json.dumps(result, allow_nan=False)
     return (state, text, time.time(), session_id, tool_call_id, expect)
 
@@ -219,6 +225,7 @@ class MemoryCallLedger:
         self._store.write_transactions += 1
 
     async def calls(self, session_id: str) -> list[CallRow]:
+        check_session_id(session_id)
         rows = [row for (sid, _), row in self._rows.items() if sid == session_id]
         return sorted(rows, key=lambda row: (row.created_at, row.tool_call_id))
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from helix_stream._limits import check_session_id
 from helix_stream.store._auth import postgres_sql
 from helix_stream.store._ledger import (
     SQL_BEGIN,
@@ -35,6 +36,8 @@ class PostgresCallLedger:
         await self._db._write(tx, "begin_tool_call")
 
     async def calls(self, session_id: str) -> list[CallRow]:
+        check_session_id(session_id)
+
         async def read(tx: Tx) -> list[CallRow]:
             rows = await tx.all(postgres_sql(SQL_CALLS), (session_id,))
             return [CallRow.of(tuple(row)) for row in rows]

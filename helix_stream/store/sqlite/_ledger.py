@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 
+from helix_stream._limits import check_session_id
 from helix_stream.store._auth import sqlite_sql
 from helix_stream.store._ledger import (
     SQL_BEGIN,
@@ -37,6 +38,7 @@ class SQLiteCallLedger:
         await self._db._write(tx)
 
     async def calls(self, session_id: str) -> list[CallRow]:
+        check_session_id(session_id)
         sql = sqlite_sql(SQL_CALLS)
         rows = await self._db._run(lambda conn: conn.execute(sql, (session_id,)).fetchall())
         return [CallRow.of(tuple(row)) for row in rows]
