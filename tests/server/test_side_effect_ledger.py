@@ -78,7 +78,7 @@ uvicorn.run(create_app(hs.Executor(store=store), agent), host="127.0.0.1", port=
 class Shop:
     """One server process of the shop app (its own port), killed at the end."""
 
-    def __init__(self, place: Place, loopback: LoopbackServer, tmp_path: Path) -> None:
+    def __init__(self, where: Place, loopback: LoopbackServer, tmp_path: Path) -> None:
         (tmp_path / "charges.py").write_text(TOOL)
         (tmp_path / "shop.py").write_text(APP)
         self.url = f"http://127.0.0.1:{(port := _free_port())}"
@@ -89,7 +89,7 @@ class Shop:
             "HELIX_TEST_RECORD": str(tmp_path / "record.txt"),
         }
         self.process = subprocess.Popen(
-            [sys.executable, str(tmp_path / "shop.py"), place.kind, place.where, place.schema,
+            [sys.executable, str(tmp_path / "shop.py"), where.kind, where.where, where.schema,
              loopback.api_base, str(port), str(LEASE)],
             env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
