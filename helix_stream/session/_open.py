@@ -142,12 +142,7 @@ async def _prepare(request: TurnRequest) -> Opened:
     session_id, agent, setup = request.session_id, request.agent, request.setup
     view = SessionView(snapshot, agent, request.answers)
     _refuse(request, snapshot, view)  # a turn refused anyway never waited for a server
-    # A turn that settles a paused one's calls first stores no recovered calls (_claim).
-    unsettled = (
-        []
-        if view.waiting
-        else await unsettled_calls(request.store, session_id, snapshot.log, setup.tools)
-    )
+    unsettled = await _in_flight(request, view)
     assert isinstance(setup, RunSetup)  # server_tools made the run's one setup
     context_pass = ContextPass(
         session_id,
@@ -217,6 +212,15 @@ async def _prepare(request: TurnRequest) -> Opened:
         offers=offers,
         unsettled=tuple(unsettled),
     )
+
+
+async def _in_flight(request: TurnRequest, view: SessionView) -> list[CallRow]:
+    """The side-effect calls a dead run left in flight (``_side_effects``); none when the turn
+    settles a paused one's calls first (its claim stores nothing recovered: ``_claim``)."""
+    if view.waiting:
+        return []
+    log, tools = view.snapshot.log, request.setup.tools
+    return await unsettled_calls(request.store, request.session_id, log, tools)
 
 
 def _scope(
