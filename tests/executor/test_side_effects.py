@@ -21,6 +21,7 @@ import helix_stream as hs
 from helix_stream._tool_context import idempotency_key
 from tests.executor._util import snapshot
 from tests.loopback import LoopbackServer, text, tool_calls
+from tests.store._wrapper import NoFeatures
 
 
 class Charges:
@@ -283,3 +284,15 @@ async def test_a_call_with_its_result_is_not_in_flight(
         await executor.resolve_call("fine", "call_done", output="x")
     assert caught.value.code == "call_not_in_flight"
     assert (await snapshot(store, "fine"), store.write_transactions) == before
+
+
+async def test_a_store_without_a_ledger_is_refused_for_side_effect_tools_writing_nothing(
+    loopback: LoopbackServer,
+) -> None:
+    inner = hs.MemoryStore()
+    executor, charges = hs.Executor(store=NoFeatures(inner)), Charges()
+    agent = _agent(loopback, charges.tool())
+    with pytest.raises(hs.FrameworkNotSupportedError, match="call_ledger"):
+        await executor.run(agent, "none", "pay").text()
+    assert await inner.get_session("none") is None and inner.write_transactions == 0
+    assert charges.runs == [] and loopback.requests == []
