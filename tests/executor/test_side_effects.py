@@ -46,7 +46,7 @@ class Charges:
                 await asyncio.sleep(3600)
             return f"charged {cents}"
 
-        return hs.tool(charge, side_effects=True)
+        return hs.tool(side_effects=True)(charge)
 
 
 def _agent(loopback: LoopbackServer, tool: hs.Tool, **kw: Any) -> hs.Agent:
