@@ -113,6 +113,8 @@ async def open_turn(request: TurnRequest) -> Opened:
             log_failure(request.session_id, turn, exc)  # a refusal is the caller's business
         raise
     if written is None:
+        if opened.unsettled:  # waiting calls the resume step settles outcome_unknown
+            await mark_unknown(request.store, request.session_id, opened.unsettled)
         return opened
     try:
         committed, meta = written
@@ -215,12 +217,16 @@ async def _prepare(request: TurnRequest) -> Opened:
 
 
 async def _in_flight(request: TurnRequest, view: SessionView) -> list[CallRow]:
-    """The side-effect calls a dead run left in flight (``_side_effects``); none when the turn
-    settles a paused one's calls first (its claim stores nothing recovered: ``_claim``)."""
-    if view.waiting:
-        return []
+    """The side-effect calls a dead run left in flight (``_side_effects``). A turn that settles
+    a paused one's calls first takes only those among them (an approved call that was running:
+    ``turn_env`` settles it ``outcome_unknown`` instead of running it again); its claim stores
+    nothing recovered (``_claim``), so the others wait for a later turn."""
     log, tools = view.snapshot.log, request.setup.tools
-    return await unsettled_calls(request.store, request.session_id, log, tools)
+    rows = await unsettled_calls(request.store, request.session_id, log, tools)
+    if view.waiting:
+        waiting = {w.call.id for w in view.waiting}
+        return [row for row in rows if row.tool_call_id in waiting]
+    return rows
 
 
 def _scope(

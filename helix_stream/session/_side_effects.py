@@ -18,15 +18,17 @@ the rows).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
+from dataclasses import replace
 from typing import Any
 
-from ..chunks import DataChunk
+from ..chunks import Chunk, DataChunk, ToolOutputError
 from ..errors import FrameworkNotSupportedError
 from ..loop._tools import tool_message
 from ..steps import ToolCall, ToolResult
 from ..store import CallLedger, CallRow, LogRecord, Store
 from ..tools import Tool, dump_output
+from ._pending import ResumePlan
 from ._records import AssistantRecord, ToolRecord
 
 __all__ = [
@@ -35,8 +37,10 @@ __all__ = [
     "capped",
     "mark_unknown",
     "outcome_unknown_records",
+    "outcome_unknown_result",
     "result_json",
     "session_calls",
+    "settle_unknown",
     "unsettled_calls",
     "waiting_data",
 ]
@@ -109,8 +113,9 @@ def session_calls(store: Store, session_id: str, tools: Mapping[str, Tool]) -> S
 async def unsettled_calls(
     store: Store, session_id: str, log: Sequence[LogRecord], tools: Mapping[str, Tool]
 ) -> list[CallRow]:
-    """The calls a dead (or cut short) run left in flight: recorded ``running``, absent from
-    the log. Read only for an agent with side-effect tools (a plain turn's store calls stay
+    """The calls a dead (or cut short) run left in flight: recorded ``running`` (or marked
+    ``unknown`` by a turn that died before storing their result), with no result in the log.
+    Read only for an agent with side-effect tools (a plain turn's store calls stay
     what they were).
 
     Raises:
@@ -126,14 +131,14 @@ async def unsettled_calls(
             "tool with side_effects=True needs one; use MemoryStore, SQLiteStore or "
             "PostgresStore, or delegate call_ledger in a wrapping store"
         )
-    logged = {
-        call["id"]
-        for record in log
-        if record.role == "assistant"
-        for call in record.payload.get("tool_calls") or ()
-    }
+    answered = {record.payload.get("tool_call_id") for record in log if record.role == "tool"}
     rows = await ledger.calls(session_id)
-    return [row for row in rows if row.state == "running" and row.tool_call_id not in logged]
+    # "unknown" without its result in the log: a turn that marked it died before storing it.
+    return [
+        row
+        for row in rows
+        if row.state in ("running", "unknown") and row.tool_call_id not in answered
+    ]
 
 
 def _part(row: CallRow) -> DataChunk:
@@ -144,6 +149,13 @@ def _part(row: CallRow) -> DataChunk:
         "state": "unknown",
     }
     return DataChunk(name=OUTCOME_PART, data=data, id=f"outcome-{row.tool_call_id}")
+
+
+def outcome_unknown_result(call_id: str) -> tuple[dict[str, Any], Chunk]:
+    """The stored tool message and the chunk of a waiting call (an approved one, say) whose
+    run a dead turn left in flight: settled ``outcome_unknown`` instead of run again."""
+    record = ToolRecord(message=tool_message(call_id, OUTCOME_UNKNOWN), status="error")
+    return record.encode(), ToolOutputError(tool_call_id=call_id, error_text=OUTCOME_UNKNOWN)
 
 
 def outcome_unknown_records(
@@ -165,9 +177,7 @@ def outcome_unknown_records(
     message = {"role": "assistant", "content": None, "tool_calls": calls}
     assistant = AssistantRecord(message=message, message_id=message_id, data=parts)
     records = [assistant.encode()]
-    for row in rows:
-        tool = ToolRecord(message=tool_message(row.tool_call_id, OUTCOME_UNKNOWN), status="error")
-        records.append(tool.encode())
+    records += [outcome_unknown_result(row.tool_call_id)[0] for row in rows]
     return records, parts
 
 
@@ -194,3 +204,17 @@ def waiting_data(rows: Sequence[CallRow]) -> dict[str, Any]:
             for row in rows
         ],
     }
+
+
+def settle_unknown(plan: ResumePlan, unknown: Set[str]) -> ResumePlan:
+    """``plan`` with each waiting call in ``unknown`` settled ``outcome_unknown``: a call a
+    dead turn was running (approved, or signed in) is not run again by the resume step."""
+    if not unknown:
+        return plan
+    calls = tuple(
+        replace(call, settled=outcome_unknown_result(call.call.id), signed_in=False)
+        if call.call.id in unknown
+        else call
+        for call in plan.resume.calls
+    )
+    return replace(plan, resume=replace(plan.resume, calls=calls))

@@ -22,7 +22,7 @@ from ..store import Store
 from ..tools import Tool
 from ._open import Opened
 from ._pending import plan_resume
-from ._side_effects import session_calls, waiting_data
+from ._side_effects import session_calls, settle_unknown, waiting_data
 from ._turn_log import TurnLog
 
 __all__ = ["ToolQueue", "turn_env"]
@@ -44,6 +44,7 @@ def turn_env(opened: Opened) -> TurnEnv:
             deadline=view.deadline,
             moved_on=request.message is not None,
         )
+        plan = settle_unknown(plan, {row.tool_call_id for row in opened.unsettled})
     store, session_id = request.store, request.session_id
     calls = CallContexts(
         session=scope.info,

@@ -34,7 +34,7 @@ class Charges:
         self.inside = asyncio.Event()
         self.states: list[str] = []
 
-    def tool(self, store: hs.Store | None = None) -> hs.Tool:
+    def tool(self, store: hs.Store | None = None, *, needs_approval: bool = False) -> hs.Tool:
         async def charge(cents: int, ctx: hs.ToolContext) -> str:
             """Charge the card."""
             self.runs.append((ctx.tool_call_id, ctx.idempotency_key))
@@ -46,7 +46,7 @@ class Charges:
                 await asyncio.sleep(3600)
             return f"charged {cents}"
 
-        return hs.tool(side_effects=True)(charge)
+        return hs.tool(side_effects=True, needs_approval=needs_approval)(charge)
 
 
 def _agent(loopback: LoopbackServer, tool: hs.Tool, **kw: Any) -> hs.Agent:
@@ -296,3 +296,32 @@ async def test_a_store_without_a_ledger_is_refused_for_side_effect_tools_writing
         await executor.run(agent, "none", "pay").text()
     assert await inner.get_session("none") is None and inner.write_transactions == 0
     assert charges.runs == [] and loopback.requests == []
+
+
+async def test_an_approved_call_left_in_flight_is_not_run_again_by_its_approval(
+    store: hs.Store, loopback: LoopbackServer
+) -> None:
+    executor, charges = hs.Executor(store=store), Charges()
+    agent = _agent(loopback, charges.tool(needs_approval=True))
+    loopback.script(tool_calls(("charge", {"cents": 9}), call_ids=["call_ok"]))
+    await _chunks(executor.run(agent, "ok", "pay"))  # pauses for the approval
+    await executor.respond_to_approval("ok", "approval-call_ok", True)
+    charges.hold = True
+    run = executor.run(agent, "ok")  # the approved call runs, and is cut mid-way
+    consumer = asyncio.ensure_future(_drain(run.__aiter__()))
+    await asyncio.wait_for(charges.inside.wait(), 30)
+    consumer.cancel()
+    await asyncio.gather(consumer, return_exceptions=True)
+    await run.aclose()
+    charges.hold = False
+    assert len(charges.runs) == 1
+
+    loopback.reset()
+    loopback.script(text("I could not confirm it."))
+    await _chunks(executor.run(agent, "ok"))  # the approval still stands: not run again
+    assert len(charges.runs) == 1
+    (body,) = loopback.bodies()
+    assert json.loads(_tool_messages(body)["call_ok"])["status"] == "outcome_unknown"
+    assert store.call_ledger is not None
+    assert [r.state for r in await store.call_ledger.calls("ok")] == ["unknown"]
+    await executor.resolve_call("ok", "call_ok", output="charged 9")
