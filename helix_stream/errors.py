@@ -280,49 +280,23 @@ class SessionLeaseLostError(StateError):
 
 
 class CallNotFoundError(HelixError):
-    """``Executor.resolve_call`` named a call the session's ledger does not hold: no
-    ``side_effects=True`` tool call with that id ran in the session. Nothing was written.
-
-    Example::
-
-        try:
-            await executor.resolve_call("s1", "call_nope", output="sent")
-        except hs.CallNotFoundError as exc:
-            print(exc.code)  # call_not_found
-    """
+    """``Executor.resolve_call``: the session's ledger has no such side-effect call; nothing
+    was written. Example: ``except hs.CallNotFoundError: ...`` (``call_not_found``)."""
 
     code = "call_not_found"
     http_status = 404
 
 
 class CallNotInFlightError(StateError):
-    """``Executor.resolve_call`` named a side-effect call whose outcome is not unknown: it
-    ended with its result (or still runs in a live turn), so there is nothing to settle.
-    Nothing was written.
-
-    Example::
-
-        try:
-            await executor.resolve_call("s1", "call_1", output="sent")
-        except hs.CallNotInFlightError:
-            pass  # the call has its result: the model saw it already
-    """
+    """``Executor.resolve_call``: the call's outcome is not unknown (it has its result, or its
+    turn still runs); nothing was written. Example: ``except hs.CallNotInFlightError: ...``."""
 
     code = "call_not_in_flight"
 
 
 class CallAlreadySettledError(CallNotInFlightError):
-    """``Executor.resolve_call`` named a call that was settled already (a call is settled
-    once: with an output, an error or a re-run). Nothing was written.
-
-    Example::
-
-        await executor.resolve_call("s1", "call_1", output={"charged": True})
-        try:
-            await executor.resolve_call("s1", "call_1", rerun=True, agent=agent)
-        except hs.CallAlreadySettledError as exc:
-            print(exc.http_status)  # 409
-    """
+    """``Executor.resolve_call``: the call was settled already (once: an output, an error or a
+    re-run); nothing was written. Example: ``except hs.CallAlreadySettledError: ...``."""
 
     code = "call_already_settled"
 
