@@ -226,7 +226,11 @@ async def _in_flight(request: TurnRequest, view: SessionView) -> list[CallRow]:
     if view.waiting:
         waiting = {w.call.id for w in view.waiting}
         return [row for row in rows if row.tool_call_id in waiting]
-    return rows
+    # The claim stores the calls themselves: never one the log has already (no id twice).
+    logged = {
+        c["id"] for r in log if r.role == "assistant" for c in r.payload.get("tool_calls") or ()
+    }
+    return [row for row in rows if row.tool_call_id not in logged]
 
 
 def _scope(
