@@ -16,6 +16,7 @@ same layer (:class:`~helix_stream.auth.Token` in ``_token.py``,
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ __all__ = [
     "SkillReader",
     "TokenAccess",
     "ToolContext",
+    "idempotency_key",
 ]
 
 # A context item as a tool passes it: a dict, or a pydantic model of one.
@@ -114,6 +116,25 @@ class SandboxAccess(Protocol):
         ...
 
 
+def idempotency_key(session_id: str | None, tool_call_id: str) -> str:
+    """The idempotency key of call ``tool_call_id`` (``ctx.idempotency_key``).
+
+    Derived from the session id and the call id only (nothing secret, nothing random), so
+    every run of the call gets the same key: its re-run after a crash, a takeover by another
+    process, a retry, ``Executor.resolve_call(..., rerun=True)``. Two calls get two keys (a
+    call id is unique in its session). Outside a session (``session_id`` ``None``) it depends
+    on the call id alone: stable for that call within the run.
+
+    Example::
+
+        assert idempotency_key("s1", "call_1") == idempotency_key("s1", "call_1")
+        assert idempotency_key("s1", "call_1") != idempotency_key("s1", "call_2")
+    """
+    scope = "plain" if session_id is None else f"session:{session_id}"
+    digest = hashlib.sha256(f"helix.idempotency\0{scope}\0{tool_call_id}".encode()).hexdigest()
+    return f"hx-{digest[:40]}"
+
+
 # Puts a chunk (a data part a tool writes) into the run's stream.
 ChunkWriter = Callable[[Any], None]
 
@@ -141,6 +162,11 @@ class ToolContext(Generic[ContextT]):
         tokens: The call's token access (``None`` when the tool declares no ``auth=``).
         sandbox: The agent's sandbox and skills (``None`` outside a session).
         writer: Puts a chunk into the run's stream (``None`` outside the loop).
+        idempotency_key: A key for this call, the same on every run of it (a re-run after a
+            crash, a takeover, a retry, a ``resolve_call(..., rerun=True)``) and different
+            for every other call: give it to the API the tool calls (an ``Idempotency-Key``
+            header, say), so that the API does the work once. Derived from the session id
+            and the call id (:func:`idempotency_key`); never secret.
     """
 
     context: ContextT
@@ -151,6 +177,15 @@ class ToolContext(Generic[ContextT]):
     tokens: TokenAccess | None = None
     sandbox: SandboxAccess | None = None
     writer: ChunkWriter | None = None
+    idempotency_key: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.idempotency_key:
+            # A context made by hand (a test, a tool called directly) still has its key.
+            session_id = self.session.id if self.session is not None else None
+            object.__setattr__(
+                self, "idempotency_key", idempotency_key(session_id, self.tool_call_id)
+            )
 
     def _tokens(self, what: str) -> TokenAccess:
         if self.tokens is None:

@@ -157,10 +157,11 @@ class _WaitingRequired(TypedDict):
 
 
 class SessionWaitingData(_WaitingRequired, total=False):
-    wait: Literal["authorization"]
+    wait: Literal["authorization", "outcome"]
     strategy: str
     url: str | None
     authorizations: list[dict[str, Any]]
+    calls: list[dict[str, Any]]
 
 
 class SessionCompletedData(TypedDict):

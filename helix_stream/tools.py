@@ -110,6 +110,11 @@ class Tool(Generic[InputT, ContextT, OutputT]):
             tool's own name on it (its results carry both); ``None`` for any other tool.
         max_result_bytes: The most bytes of a result the model reads (the rest is cut, with
             a notice); ``None``: the run's ``max_tool_result_bytes``.
+        side_effects: The tool acts on the world (sends, charges, files): in a session each
+            call is written to the session's ledger before it runs and its result after, and
+            a call found in flight after a crash is never run again by itself (the model gets
+            ``outcome_unknown``; ``Executor.resolve_call`` settles it). Pass
+            ``ctx.idempotency_key`` to the API the tool calls.
 
     Example::
 
@@ -137,6 +142,7 @@ class Tool(Generic[InputT, ContextT, OutputT]):
     available: bool = True
     origin: tuple[str, str] | None = None
     max_result_bytes: int | None = None
+    side_effects: bool = False
     _frozen_context: type[BaseModel] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -331,6 +337,7 @@ def tool(
     needs_approval: bool = False,
     auth: AuthStrategy | None = None,
     max_result_bytes: int | None = None,
+    side_effects: bool = False,
 ) -> Tool[InputT, ContextT, OutputT]: ...
 @overload
 def tool(
@@ -343,6 +350,7 @@ def tool(
     needs_approval: bool = False,
     auth: AuthStrategy | None = None,
     max_result_bytes: int | None = None,
+    side_effects: bool = False,
 ) -> Tool[InputT, ContextT, OutputT]: ...
 @overload
 def tool(
@@ -355,6 +363,7 @@ def tool(
     needs_approval: bool = False,
     auth: AuthStrategy | None = None,
     max_result_bytes: int | None = None,
+    side_effects: bool = False,
 ) -> Tool[InputT, ContextT, Any]: ...
 @overload
 def tool(
@@ -367,6 +376,7 @@ def tool(
     needs_approval: bool = False,
     auth: AuthStrategy | None = None,
     max_result_bytes: int | None = None,
+    side_effects: bool = False,
 ) -> ToolDecorator: ...
 def tool(
     fn: ExecuteFn | None = None,
@@ -380,6 +390,7 @@ def tool(
     needs_approval: bool = False,
     auth: AuthStrategy | None = None,
     max_result_bytes: int | None = None,
+    side_effects: bool = False,
 ) -> Any:
     """Define a tool, directly or as a decorator.
 
@@ -421,6 +432,10 @@ def tool(
         max_result_bytes: The most bytes of a result the model reads; a larger one is cut
             with a notice (the app still gets all of it). Default: the run's
             ``max_tool_result_bytes``.
+        side_effects: The tool acts on the world (an email, a payment, a ticket): each call
+            is recorded in the session's ledger before it runs and its result after; a call
+            a crash left in flight is not run again (docs/guides/sessions.md, "Tools with
+            side effects"). Give ``ctx.idempotency_key`` to the API it calls.
     """
 
     def build(f: ExecuteFn | None) -> Tool:
@@ -449,6 +464,7 @@ def tool(
             needs_approval=needs_approval,
             auth=auth,
             max_result_bytes=max_result_bytes,
+            side_effects=side_effects,
         )
 
     if fn is not None:

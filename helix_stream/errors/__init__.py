@@ -17,7 +17,10 @@ The tree::
     ├── ContextKeyConflictError       state_context_key_conflict  409
     ├── SessionBusyError              state_session_busy          409
     ├── StateError                    state_invalid               409
-    │   └── SessionLeaseLostError     state_lease_lost            409
+    │   ├── SessionLeaseLostError     state_lease_lost            409
+    │   └── CallNotInFlightError      call_not_in_flight          409
+    │       └── CallAlreadySettledError call_already_settled      409
+    ├── CallNotFoundError             call_not_found              404
     ├── NoActiveContextError          no_active_context           500
     ├── ToolFailedError               tool_failed                 500 (on the UI stream only)
     ├── ToolProviderError             tool_provider_unavailable   503 retryable
@@ -78,6 +81,9 @@ from ._requests import (
     ToolContextError as ToolContextError,
 )
 from ._sessions import (
+    CallAlreadySettledError as CallAlreadySettledError,
+    CallNotFoundError as CallNotFoundError,
+    CallNotInFlightError as CallNotInFlightError,
     ContextKeyConflictError as ContextKeyConflictError,
     HookError as HookError,
     NoActiveContextError as NoActiveContextError,
@@ -108,6 +114,9 @@ __all__ = [
     "AuthorizationFailedError",
     "AuthorizationRequiredError",
     "AuthorizationStateError",
+    "CallAlreadySettledError",
+    "CallNotFoundError",
+    "CallNotInFlightError",
     "ContextKeyConflictError",
     "ContextValidationError",
     "FrameworkNotSupportedError",

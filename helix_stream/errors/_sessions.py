@@ -6,6 +6,9 @@ from __future__ import annotations
 from ._base import HelixError
 
 __all__ = [
+    "CallAlreadySettledError",
+    "CallNotFoundError",
+    "CallNotInFlightError",
     "ContextKeyConflictError",
     "HookError",
     "NoActiveContextError",
@@ -101,6 +104,59 @@ class SessionLeaseLostError(StateError):
     """
 
     code = "state_lease_lost"
+
+
+class CallNotFoundError(HelixError):
+    """``Executor.resolve_call``: the session's ledger has no such side-effect call; nothing
+    was written.
+
+    Example::
+
+        from helix_stream.errors import CallNotFoundError
+
+        try:
+            await executor.resolve_call("session-1", "no-such-call", output="sent")
+        except CallNotFoundError as exc:
+            print(exc.code)                        # call_not_found
+    """
+
+    code = "call_not_found"
+    http_status = 404
+
+
+class CallNotInFlightError(StateError):
+    """``Executor.resolve_call``: the call's outcome is not unknown (it has its result, or its
+    turn still runs); nothing was written.
+
+    Example::
+
+        from helix_stream.errors import CallNotInFlightError
+
+        try:
+            await executor.resolve_call("session-1", "call-1", output="sent")
+        except CallNotInFlightError:               # it has its result: nothing to settle
+            ...
+    """
+
+    code = "call_not_in_flight"
+
+
+class CallAlreadySettledError(CallNotInFlightError):
+    """``Executor.resolve_call``: the call was settled already (once: an output, an error or a
+    re-run); nothing was written.
+
+    Example::
+
+        from helix_stream.errors import CallAlreadySettledError
+
+        await executor.resolve_call("session-1", "call-1", output="the refund was sent")
+        try:
+            await executor.resolve_call("session-1", "call-1", rerun=True, agent=agent)
+        except CallAlreadySettledError as exc:     # once only
+            print(exc.code)                        # call_already_settled
+    """
+
+    code = "call_already_settled"
 
 
 class NoActiveContextError(HelixError):

@@ -30,6 +30,7 @@ from ..auth._flow import ParkForSignIn
 from ..chunks import Chunk, ToolAuthorizationRequest
 from ..steps import StepResult, ToolCall, ToolResult
 from ..tools import Tool
+from ._side_effects import CallRecorder
 
 if TYPE_CHECKING:
     from ..state import SessionInfo
@@ -181,6 +182,8 @@ class CallContexts:
         park: Where a call that waits for a sign-in is parked; ``None``: nothing can wait.
         scope: Binds the session scope around user code (the tools' tasks are made in it,
             and the loop runs prepare_step, stop conditions and callbacks in it).
+        ledger: Where a ``side_effects=True`` tool's calls are recorded, before they run
+            and after (``loop/_side_effects.py``); ``None``: nowhere (no session).
     """
 
     session: SessionInfo | None = None
@@ -189,6 +192,7 @@ class CallContexts:
     auth: AuthSettings | None = None
     park: Parker | None = None
     scope: Callable[[], AbstractContextManager[None]] = nullcontext
+    ledger: CallRecorder | None = None
 
     def make(
         self,

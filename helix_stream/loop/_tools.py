@@ -48,6 +48,7 @@ from ..tools import FINISH_TOOL_NAME, Tool, ToolUnavailable, approval_id
 from ._env import PLAIN, CallContexts, Parker
 from ._lifecycle import ToolWatch, outcome_of
 from ._options import LoopOptions
+from ._side_effects import recorded
 from ._tool_media import ToolContent, tool_content
 
 __all__ = [
@@ -280,6 +281,8 @@ class ToolCalls:
                     self._secrets,
                     self._clock.for_tool(call.name),
                 )
+                if tool.side_effects and self._factory.ledger is not None:
+                    job = recorded(job, self._factory.ledger, call, tool, ctx.idempotency_key)
                 if self._watch is not None:
                     job = _watched(job, self._watch, call, approved=call.id in self._approved)
                 self.executed.add(call.id)

@@ -42,6 +42,7 @@ from ._mcp import SessionServers
 from ._meta import TurnMeta
 from ._pending import late_answer_row, waiting_calls
 from ._request import TurnRequest
+from ._resolve import CallResolution
 from ._run_sync import SyncTurns
 from ._sandbox import close_sandboxes
 from ._turn import run_turn
@@ -81,7 +82,7 @@ def _input_message(value: Input) -> dict[str, Any] | None:
     )
 
 
-class Executor(SessionHistory, SessionAuthorization, SessionServers, SyncTurns):
+class Executor(SessionHistory, SessionAuthorization, SessionServers, SyncTurns, CallResolution):
     """Runs agents in sessions stored in ``store``.
 
     Example::

@@ -32,7 +32,7 @@ from ..loop._setup import RunSetup
 from ..loop._step import model_name
 from ..models._family import params_family
 from ..state import AuthInfo, SessionInfo, SessionScope, TurnInfo, bind_scope
-from ..store import NewSession, Snapshot, TurnWrite
+from ..store import CallRow, NewSession, Snapshot, TurnWrite
 from ._commits import RUNNABLE, Commits, Written, busy, last_seq, opened_meta, opening
 from ._events import HookSubscriber, TurnEvents
 from ._finish import finish_turn, log_failure
@@ -44,6 +44,7 @@ from ._records import interrupted_record, new_message_id
 from ._request import TurnRequest
 from ._said import streamed_text
 from ._sandbox import TurnSandbox
+from ._side_effects import mark_unknown, outcome_unknown_records, unsettled_calls
 from ._view import SessionView
 
 if TYPE_CHECKING:
@@ -74,6 +75,8 @@ class Opened:
         first: The first model call's commit, made with the claim; ``None`` when the turn
             settles waiting calls first (it commits after settling them).
         offers: The MCP offers the turn took (a meta patch the claim writes).
+        unsettled: The side-effect calls a dead run left in flight (``_side_effects``): the
+            claim stores them with ``outcome_unknown``; they are never run again by this turn.
     """
 
     request: TurnRequest
@@ -90,6 +93,7 @@ class Opened:
     messages: list[dict[str, Any]]
     first: StepCommit | None = None
     offers: dict[str, Any] = field(default_factory=dict)
+    unsettled: tuple[CallRow, ...] = ()
 
 
 async def open_turn(request: TurnRequest) -> Opened:
@@ -109,10 +113,17 @@ async def open_turn(request: TurnRequest) -> Opened:
             log_failure(request.session_id, turn, exc)  # a refusal is the caller's business
         raise
     if written is None:
+        if opened.unsettled:  # waiting calls the resume step settles outcome_unknown
+            await mark_unknown(request.store, request.session_id, opened.unsettled)
         return opened
     try:
         committed, meta = written
-        return replace(opened, first=opened.commits.taken(committed), meta=meta)
+        first = opened.commits.taken(committed)
+        if opened.unsettled:  # the model has their outcome_unknown: the ledger keeps them open
+            await mark_unknown(request.store, request.session_id, opened.unsettled)
+            _, parts = outcome_unknown_records(opened.unsettled, opened.message_id)
+            first = replace(first, chunks=[*parts, *first.chunks])
+        return replace(opened, first=first, meta=meta)
     except Exception as exc:  # the session is ours: end the turn before giving up
         await finish_turn(
             request.writer,
@@ -133,6 +144,7 @@ async def _prepare(request: TurnRequest) -> Opened:
     session_id, agent, setup = request.session_id, request.agent, request.setup
     view = SessionView(snapshot, agent, request.answers)
     _refuse(request, snapshot, view)  # a turn refused anyway never waited for a server
+    unsettled = await _in_flight(request, view)
     assert isinstance(setup, RunSetup)  # server_tools made the run's one setup
     context_pass = ContextPass(
         session_id,
@@ -200,7 +212,25 @@ async def _prepare(request: TurnRequest) -> Opened:
         commits=Commits(request.writer, session_id, context_pass, scope),
         messages=list(context_pass.messages),
         offers=offers,
+        unsettled=tuple(unsettled),
     )
+
+
+async def _in_flight(request: TurnRequest, view: SessionView) -> list[CallRow]:
+    """The side-effect calls a dead run left in flight (``_side_effects``). A turn that settles
+    a paused one's calls first takes only those among them (an approved call that was running:
+    ``turn_env`` settles it ``outcome_unknown`` instead of running it again); its claim stores
+    nothing recovered (``_claim``), so the others wait for a later turn."""
+    log, tools = view.snapshot.log, request.setup.tools
+    rows = await unsettled_calls(request.store, request.session_id, log, tools)
+    if view.waiting:
+        waiting = {w.call.id for w in view.waiting}
+        return [row for row in rows if row.tool_call_id in waiting]
+    # The claim stores the calls themselves: never one the log has already (no id twice).
+    logged = {
+        c["id"] for r in log if r.role == "assistant" for c in r.payload.get("tool_calls") or ()
+    }
+    return [row for row in rows if row.tool_call_id not in logged]
 
 
 def _scope(
@@ -270,6 +300,15 @@ def _taken_over(snapshot: Snapshot) -> bool:
 
 
 async def _recovered(opened: Opened) -> list[dict[str, Any]]:
+    """What a turn adds before its new message: the side-effect calls a dead run left in
+    flight, each with its ``outcome_unknown`` result (``_side_effects``), and what a takeover
+    adds (:func:`_interrupted`)."""
+    message_id = opened.view.meta.turn_id or opened.message_id
+    calls, _ = outcome_unknown_records(opened.unsettled, message_id)
+    return [*calls, *await _interrupted(opened)]
+
+
+async def _interrupted(opened: Opened) -> list[dict[str, Any]]:
     """What a takeover adds before the new message: an interrupted answer to the user message
     the dead turn left unanswered (a continue answers it instead), with what the dead turn had
     streamed where the store keeps its stream (``_said``), else empty."""

@@ -22,6 +22,7 @@ from ..store import Store
 from ..tools import Tool
 from ._open import Opened
 from ._pending import plan_resume
+from ._side_effects import session_calls, settle_unknown, waiting_data
 from ._turn_log import TurnLog
 
 __all__ = ["ToolQueue", "turn_env"]
@@ -44,6 +45,7 @@ def turn_env(opened: Opened) -> TurnEnv:
             moved_on=request.message is not None,
             max_bytes=request.setup.options.max_tool_result_bytes,
         )
+        plan = settle_unknown(plan, {row.tool_call_id for row in opened.unsettled})
     store, session_id = request.store, request.session_id
     calls = CallContexts(
         session=scope.info,
@@ -52,6 +54,7 @@ def turn_env(opened: Opened) -> TurnEnv:
         auth=authorization.settings if authorization is not None else None,
         park=parking.park if authorization is not None else None,
         scope=lambda: bind_scope(scope),
+        ledger=session_calls(store, session_id, request.setup.tools),
     )
 
     async def begin() -> None:
@@ -60,6 +63,8 @@ def turn_env(opened: Opened) -> TurnEnv:
         # A run that resumes a paused turn carries the same turn on: it started already.
         if not (view.waiting and opened.meta.turns == view.meta.turns):
             await opened.events.emit("turn.started", {"turn": scope.info.turn.sequence})
+        if opened.unsettled:  # calls whose outcome is unknown: the app may settle them
+            await opened.events.emit("session.waiting", waiting_data(opened.unsettled))
 
     return TurnEnv(
         log=TurnLog(opened, plan),

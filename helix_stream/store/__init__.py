@@ -11,7 +11,8 @@ the queue entries whose rows it removed) and copy a prefix of one into a new ses
 (``Store.branch``), as the README's "Durable sessions" describes.
 
 A store also hands out what features keep beside the sessions (``_features``: pending
-sign-ins, token rows, the shared UI stream log), through the protocol, so that a store that
+sign-ins, token rows, the shared UI stream log; ``_ledger``: the side-effect calls), through
+the protocol, so that a store that
 wraps another keeps them.
 
 Layout: ``_protocol`` (the protocol and its records), ``_features`` (the features' tables,
@@ -34,6 +35,7 @@ from helix_stream.store._features import (
     StreamLog,
     TokenTable,
 )
+from helix_stream.store._ledger import CallLedger, CallRow, CallState
 from helix_stream.store._memory import MemoryStore
 from helix_stream.store._protocol import Store
 from helix_stream.store._records import (
@@ -49,6 +51,9 @@ from helix_stream.store.postgres import PostgresStore
 from helix_stream.store.sqlite import SQLiteStore
 
 __all__ = [
+    "CallLedger",
+    "CallRow",
+    "CallState",
     "Checkpoint",
     "Lease",
     "LogRecord",

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 
 from helix_stream._limits import MAX_QUEUED_ITEMS, check_session_id
 from helix_stream.store._features import PendingRow
+from helix_stream.store._ledger import MemoryCallLedger
 from helix_stream.store._plan import (
     CheckedWrite,
     ContextRequest,
@@ -127,6 +128,7 @@ class MemoryStore(StoreWrites):
         sign_in_table: The pending sign-ins, in memory.
         token_table: ``EncryptedTokenStore``'s rows, in memory.
         stream_log: ``None``: one process, which follows its turns' streams itself.
+        call_ledger: The ledger of side-effect calls, in memory.
         write_transactions: Count of write calls that committed a change. Calls that changed
             nothing (an existing session, a failed compare-and-set, a key dedupe, an empty
             commit, a rewind to the last seq) and calls that raised are not counted.
@@ -156,6 +158,7 @@ class MemoryStore(StoreWrites):
         # Sign-ins and tokens live as long as this object; no other process resumes a stream.
         self.sign_in_table, self.token_table = tables, tables
         self.stream_log: None = None
+        self.call_ledger = MemoryCallLedger(self)
 
     def _check_open(self) -> None:
         if self._closed:

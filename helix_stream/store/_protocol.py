@@ -13,8 +13,8 @@ The protocol is what the session engine uses, twelve methods: a turn reads a
 context, reads the log and checkpoints, sets the status or meta, rewinds and branches. Beside
 them, a store says how long a turn's lease lasts (``lease_seconds``, ``lease_renew_seconds``)
 and hands out what features keep with the sessions (``sign_in_table``, ``token_table``,
-``stream_log``; ``_features.py``): a store that wraps another delegates these like the
-methods, and so keeps every feature.
+``stream_log``; ``_features.py``; ``call_ledger``, ``_ledger.py``): a store that wraps
+another delegates these like the methods, and so keeps every feature.
 
 Payloads are plain JSON-safe dicts. A message payload is the OpenAI-format message exactly as
 it is sent to the model (so rendering the log again gives the same bytes). A context row
@@ -38,6 +38,7 @@ from helix_stream.store._turns import Snapshot, TurnWrite, TurnWriteResult
 
 if TYPE_CHECKING:
     from helix_stream.store._features import SignInTable, StreamLog, TokenTable
+    from helix_stream.store._ledger import CallLedger
 
 __all__ = ["Store"]
 
@@ -59,7 +60,7 @@ class Store(Protocol):
     every write refuses a payload string with a lone surrogate with ``ValueError``. Stores take
     ``max_queued_items`` (default 1,000): see :meth:`enqueue_context`.
 
-    A store that wraps another (to count calls, say) delegates the five read-only members
+    A store that wraps another (to count calls, say) delegates the six read-only members
     below as well as the methods: they are how the engine finds a store's lease timing and
     the tables features keep in it, never by the store's class.
 
@@ -115,6 +116,13 @@ class Store(Protocol):
     def stream_log(self) -> StreamLog | None:
         """The running turns' UI streams, shared by every process that opens the store
         (``None``: a turn's stream is followed only in the process that runs it)."""
+        ...
+
+    @property
+    def call_ledger(self) -> CallLedger | None:
+        """The ledger of ``side_effects=True`` tool calls (``store/_ledger.py``): written
+        before such a call runs and after (``None``: the store keeps none, and an agent with
+        such a tool is refused in its sessions, before anything is written)."""
         ...
 
     async def get_session(self, session_id: str) -> SessionRecord | None:

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from helix_stream.store import (
+    CallLedger,
     Checkpoint,
     LogRecord,
     RewindResult,
@@ -58,6 +59,10 @@ class MeteredStore:
     @property
     def stream_log(self) -> StreamLog | None:
         return self.inner.stream_log
+
+    @property
+    def call_ledger(self) -> CallLedger | None:
+        return self.inner.call_ledger
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         self.calls["get_session"] += 1
@@ -141,4 +146,8 @@ class NoFeatures(MeteredStore):
 
     @property
     def stream_log(self) -> StreamLog | None:
+        return None
+
+    @property
+    def call_ledger(self) -> CallLedger | None:
         return None

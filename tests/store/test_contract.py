@@ -1437,6 +1437,9 @@ async def test_close_is_idempotent_and_later_calls_fail(store: Store) -> None:
 def test_the_store_package_exports_exactly_its_public_names() -> None:
     assert sorted(store_pkg.__all__) == sorted(
         [
+            "CallLedger",
+            "CallRow",
+            "CallState",
             "Checkpoint",
             "Lease",
             "LogRecord",

@@ -3,7 +3,8 @@
 Each seed drives one sequence of ``write_turn``s (every part of a ``TurnWrite``, good and bad),
 enqueues (keys replayed and conflicting, the queue cap), rewinds, branches, ``set_status``
 and ``update_session_meta`` calls over a few sessions, some missing, and the features' tables:
-pending sign-ins parked and taken (expired, with a bad id), token rows written, read, deleted. The sequence runs on
+pending sign-ins parked and taken (expired, with a bad id), token rows written, read, deleted, and
+side-effect calls recorded and moved between states (the ledger). The sequence runs on
 MemoryStore and on each SQL store; every answer (a result, or the refusal's type and text) and
 the final state of every session must be the same. Clocks and fresh checkpoint ids are left out
 of the comparison; queue ids are not (each store numbers entries 1, 2, 3, ...).
@@ -19,6 +20,9 @@ from typing import Any, get_args
 import pytest
 
 from helix_stream.store import (
+    CallLedger,
+    CallRow,
+    CallState,
     Checkpoint,
     NewSession,
     PendingRow,
@@ -89,6 +93,9 @@ async def state(store: Store) -> list[Any]:
         log = [(r.seq, r.role, r.payload) for r in snap.log]
         seen.append((_session(snap.session), log, checkpoints, pending, await store.last_seq(sid)))
     seen += [await _tokens(store).get(key) for key in ("t-1", "t-2")]
+    for sid in SESSIONS:  # the ledger, without its clocks
+        rows = await _ledger(store).calls(sid)
+        seen.append([(r.tool_call_id, r.tool_name, r.state, r.result, r.runs) for r in rows])
     return seen + [await _signs(store).take_pending(nonce) for nonce in NONCES]
 
 
@@ -217,6 +224,32 @@ def _token(rng: random.Random, n: int) -> Op:
             return lambda store: _tokens(store).delete(key)
 
 
+CALLS = ["c-1", "c-2"]
+STATES: list[CallState] = ["running", "done", "unknown", "settled"]
+
+
+def _call(rng: random.Random, n: int) -> Op:
+    """Record a side-effect call (or one more run of it; a bad session id) or move one from a
+    state to another (a result that is not strict JSON: refused)."""
+    sid, call_id = rng.choice([*SESSIONS, "bad\x00id"]), rng.choice(CALLS)
+    if rng.random() < 0.4:
+        row = CallRow(
+            session_id=sid, tool_call_id=call_id, tool_name="charge", arguments=f'{{"n": {n}}}',
+            idempotency_key=f"hx-{call_id}",
+        )  # fmt: skip
+        return lambda store: _ledger(store).begin(row)
+    expect, state = rng.choice(STATES), rng.choice(STATES)
+    result = rng.choice([None, {"status": "output", "text": f"r{n}"}, {"x": float("nan")}])
+    return lambda store: _ledger(store).move(
+        sid, call_id, expect=expect, state=state, result=result
+    )
+
+
+def _ledger(store: Store) -> CallLedger:
+    assert store.call_ledger is not None
+    return store.call_ledger
+
+
 def _signs(store: Store) -> SignInTable:
     assert store.sign_in_table is not None
     return store.sign_in_table
@@ -228,7 +261,7 @@ def _tokens(store: Store) -> TokenTable:
 
 
 KINDS = [_turn] * 6 + [_enqueue] * 4 + [_rewind] * 2 + [_branch, _status, _meta]
-KINDS += [_sign_in, _token]
+KINDS += [_sign_in, _token, _call]
 
 
 async def run(store: Store, seed: int) -> list[Any]:

@@ -19,6 +19,7 @@ import pytest
 import helix_stream
 from helix_stream.errors import FrameworkNotSupportedError, InvalidRequestError, StateError
 from helix_stream.store import (
+    CallRow,
     MemoryStore,
     PendingRow,
     PostgresStore,
@@ -57,7 +58,10 @@ def row(nonce: str, *, session_id: str = "s-1", expires_at: float = 4e9) -> Pend
 
 # -- the protocol -----------------------------------------------------------------------------
 
-MEMBERS = {"lease_seconds", "lease_renew_seconds", "sign_in_table", "token_table", "stream_log"}
+MEMBERS = {
+    "lease_seconds", "lease_renew_seconds", "sign_in_table", "token_table", "stream_log",
+    "call_ledger",
+}  # fmt: skip
 
 
 def test_the_protocol_hands_out_lease_timing_and_the_features_tables() -> None:
@@ -72,12 +76,99 @@ async def test_every_store_has_sign_ins_and_tokens_and_only_postgres_a_shared_lo
     store: Store,
 ) -> None:
     assert store.sign_in_table is not None and store.token_table is not None
+    assert store.call_ledger is not None
     assert (store.stream_log is not None) == isinstance(_inner(store), PostgresStore)
     assert store.lease_renew_seconds <= store.lease_seconds / 2
 
 
 def _inner(store: Store) -> Store:
     return store.inner if isinstance(store, MeteredStore) else store
+
+
+# -- the ledger of side-effect calls ----------------------------------------------------------
+
+
+def call(call_id: str, *, session_id: str = "s-1") -> CallRow:
+    return CallRow(
+        session_id=session_id,
+        tool_call_id=call_id,
+        tool_name="charge",
+        arguments='{"cents": 5}',
+        idempotency_key=f"hx-{call_id}",
+    )
+
+
+def _shown(rows: list[CallRow]) -> list[tuple[object, ...]]:
+    return [(r.tool_call_id, r.state, r.result, r.runs, r.idempotency_key) for r in rows]
+
+
+async def test_a_call_is_recorded_before_and_moved_by_compare_and_set(store: Store) -> None:
+    ledger = store.call_ledger
+    assert ledger is not None
+    await ledger.begin(call("c-1"))
+    await ledger.begin(call("c-2"))
+    await ledger.begin(call("c-9", session_id="s-2"))
+    assert store.write_transactions == 3
+    assert _shown(await ledger.calls("s-1")) == [
+        ("c-1", "running", None, 1, "hx-c-1"),
+        ("c-2", "running", None, 1, "hx-c-2"),
+    ]
+    (other,) = await ledger.calls("s-2")
+    assert (other.session_id, other.tool_name, other.arguments) == ("s-2", "charge", '{"cents": 5}')
+    assert other.created_at > 0 and other.updated_at >= other.created_at
+    done = {"status": "output", "text": "charged"}
+    assert await ledger.move("s-1", "c-1", expect="running", state="done", result=done)
+    # Not in the state expected, or not there: nothing written.
+    assert not await ledger.move("s-1", "c-1", expect="running", state="unknown")
+    assert not await ledger.move("s-1", "nope", expect="running", state="unknown")
+    assert not await ledger.move("s-3", "c-1", expect="done", state="unknown")
+    assert store.write_transactions == 4
+    assert await ledger.move("s-1", "c-2", expect="running", state="unknown")
+    assert _shown(await ledger.calls("s-1")) == [
+        ("c-1", "done", done, 1, "hx-c-1"),
+        ("c-2", "unknown", None, 1, "hx-c-2"),
+    ]
+    assert await ledger.calls("s-3") == []
+
+
+async def test_the_same_call_begun_again_counts_one_more_run(store: Store) -> None:
+    ledger = store.call_ledger
+    assert ledger is not None
+    await ledger.begin(call("c-1"))
+    await ledger.move("s-1", "c-1", expect="running", state="done", result={"status": "pending"})
+    await ledger.begin(call("c-1"))
+    assert _shown(await ledger.calls("s-1")) == [("c-1", "running", None, 2, "hx-c-1")]
+
+
+async def test_a_ledger_refusal_writes_nothing(store: Store) -> None:
+    ledger = store.call_ledger
+    assert ledger is not None
+    await ledger.begin(call("c-1"))
+    with pytest.raises(InvalidRequestError):
+        await ledger.begin(call("c-2", session_id="bad\x00id"))
+    with pytest.raises(ValueError):
+        await ledger.move("s-1", "c-1", expect="running", state="done", result={"x": float("nan")})
+    with pytest.raises(InvalidRequestError):
+        await ledger.move("bad\x00id", "c-1", expect="running", state="done")
+    assert store.write_transactions == 1
+    assert _shown(await ledger.calls("s-1")) == [("c-1", "running", None, 1, "hx-c-1")]
+
+
+async def test_the_ledger_survives_a_new_store_object(tmp_path: Path) -> None:
+    first = SQLiteStore(str(tmp_path / "ledger.db"))
+    try:
+        assert first.call_ledger is not None
+        await first.call_ledger.begin(call("c-1"))
+    finally:
+        await first.close()
+    second = SQLiteStore(str(tmp_path / "ledger.db"))
+    try:
+        assert second.call_ledger is not None
+        assert _shown(await second.call_ledger.calls("s-1")) == [
+            ("c-1", "running", None, 1, "hx-c-1")
+        ]
+    finally:
+        await second.close()
 
 
 # -- sign-ins -------------------------------------------------------------------------------

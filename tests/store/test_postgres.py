@@ -36,7 +36,7 @@ SID = "s-1"
 APP: dict[str, Any] = {"type": "app"}
 TABLES = {
     "checkpoints", "context_keys", "context_queue", "log", "schema_migrations", "sessions",
-    "ui_stream_events", "ui_streams", "auth_pending", "auth_tokens",
+    "ui_stream_events", "ui_streams", "auth_pending", "auth_tokens", "tool_calls",
 }  # fmt: skip
 
 
@@ -95,8 +95,9 @@ async def test_the_schema_is_created_on_first_use_with_migration_1_recorded(
         (2, "ui_streams, ui_stream_events"),
         (3, "sessions.lease_token, lease_expires"),
         (4, "auth_pending, auth_tokens"),
+        (5, "tool_calls"),
     ]
-    assert LATEST_VERSION == 4
+    assert LATEST_VERSION == 5
     assert store.write_transactions == 0  # migrating is not one of the caller's writes
     assert await store.migrate() == []
 
@@ -106,7 +107,7 @@ async def test_stores_starting_together_on_a_new_schema_migrate_it_once() -> Non
     stores = [PostgresStore(_pg.DSN, schema=schema) for _ in range(4)]
     try:
         applied = await asyncio.gather(*(s.migrate() for s in stores))
-        assert sorted(applied) == [[], [], [], [1, 2, 3, 4]]
+        assert sorted(applied) == [[], [], [], [1, 2, 3, 4, 5]]
         await asyncio.gather(*(create_session(s, SID, agent_name="a") for s in stores))
         assert sum(s.write_transactions for s in stores) == 1
     finally:

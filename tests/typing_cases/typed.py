@@ -45,6 +45,7 @@ def lookup(input: WeatherInput, ctx: hs.ToolContext[None]) -> str:
 
 
 lookup_tool = hs.tool(name="lookup", input_schema=WeatherInput, execute=lookup)
+charge_tool = hs.tool(name="charge", input_schema=WeatherInput, execute=lookup, side_effects=True)
 ask_user = hs.tool(name="ask_user", input_schema=WeatherInput)  # a client tool
 
 
@@ -52,6 +53,8 @@ async def tools_keep_their_types(ctx: hs.ToolContext[WeatherContext]) -> None:
     assert_type(get_weather, hs.Tool[WeatherInput, WeatherContext, Weather])
     assert_type(add, hs.Tool[Any, Any, int])
     assert_type(lookup_tool, hs.Tool[WeatherInput, None, str])
+    assert_type(charge_tool, hs.Tool[WeatherInput, None, str])
+    assert_type(ctx.idempotency_key, str)
     assert_type(await get_weather.run(WeatherInput(city="Paris"), ctx), Weather)
     if get_weather.execute is not None:
         get_weather.execute(WeatherInput(city="Paris"), ctx)

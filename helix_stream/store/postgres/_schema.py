@@ -132,6 +132,23 @@ _V4 = (
     "CREATE TABLE {s}.auth_tokens (key text PRIMARY KEY, value bytea NOT NULL)",
 )
 
+# Version 5: the ledger of side-effect calls (store/_ledger.py): one row per call of a
+# ``side_effects=True`` tool, written before it runs and with its result after.
+_V5 = (
+    """CREATE TABLE {s}.tool_calls (
+        session_id text NOT NULL,
+        tool_call_id text NOT NULL,
+        tool_name text NOT NULL,
+        arguments text NOT NULL,
+        idempotency_key text NOT NULL,
+        state text NOT NULL,
+        result text,
+        runs integer NOT NULL,
+        created_at double precision NOT NULL,
+        updated_at double precision NOT NULL,
+        PRIMARY KEY (session_id, tool_call_id))""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         version=1,
@@ -141,6 +158,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=2, description="ui_streams, ui_stream_events", statements=_V2),
     Migration(version=3, description="sessions.lease_token, lease_expires", statements=_V3),
     Migration(version=4, description="auth_pending, auth_tokens", statements=_V4),
+    Migration(version=5, description="tool_calls", statements=_V5),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -33,6 +33,7 @@ from helix_stream.store._writes import StoreWrites
 from helix_stream.store.postgres import _apply, _read
 from helix_stream.store.postgres._auth import PostgresAuthTables
 from helix_stream.store.postgres._db import PostgresDatabase, Tx
+from helix_stream.store.postgres._ledger import PostgresCallLedger
 from helix_stream.store.postgres._streams import PostgresStreamLog
 
 __all__ = ["PostgresStore"]
@@ -74,7 +75,8 @@ class PostgresStore(StoreWrites, PostgresDatabase):
 
     The features' tables live in the same schema: ``sign_in_table`` (``auth_pending``),
     ``token_table`` (``auth_tokens``) and ``stream_log`` (``ui_streams``,
-    ``ui_stream_events``: a client reconnecting to any process resumes its turn's stream).
+    ``ui_stream_events``: a client reconnecting to any process resumes its turn's stream) and
+    ``call_ledger`` (``tool_calls``: the side-effect calls).
 
     Raises:
         FrameworkNotSupportedError: psycopg is not installed.
@@ -96,6 +98,10 @@ class PostgresStore(StoreWrites, PostgresDatabase):
     @cached_property
     def stream_log(self) -> PostgresStreamLog:
         return PostgresStreamLog(self)
+
+    @cached_property
+    def call_ledger(self) -> PostgresCallLedger:
+        return PostgresCallLedger(self)
 
     # -- reads -------------------------------------------------------------------------------
 

@@ -53,6 +53,12 @@ _SCHEMA = (
         strategy TEXT NOT NULL, owner TEXT NOT NULL, created_at REAL NOT NULL,
         expires_at REAL NOT NULL) WITHOUT ROWID""",
     "CREATE TABLE IF NOT EXISTS auth_tokens (key TEXT PRIMARY KEY, value BLOB NOT NULL)",
+    # The ledger of side-effect calls (store/_ledger.py), new the same way.
+    """CREATE TABLE IF NOT EXISTS tool_calls (
+        session_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, tool_name TEXT NOT NULL,
+        arguments TEXT NOT NULL, idempotency_key TEXT NOT NULL, state TEXT NOT NULL,
+        result TEXT, runs INTEGER NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL,
+        PRIMARY KEY (session_id, tool_call_id)) WITHOUT ROWID""",
 )
 
 

@@ -29,6 +29,7 @@ from helix_stream.store._writes import StoreWrites
 from helix_stream.store.sqlite import _apply, _read
 from helix_stream.store.sqlite._auth import SQLiteAuthTables
 from helix_stream.store.sqlite._db import SQLiteDatabase
+from helix_stream.store.sqlite._ledger import SQLiteCallLedger
 
 __all__ = ["SQLiteStore"]
 
@@ -59,6 +60,7 @@ class SQLiteStore(StoreWrites, SQLiteDatabase):
         sign_in_table: The pending sign-ins (table ``auth_pending`` of the file).
         token_table: ``EncryptedTokenStore``'s rows (table ``auth_tokens``).
         stream_log: ``None``: a turn's UI stream is followed in the process that runs it.
+        call_ledger: The ledger of side-effect calls (table ``tool_calls``).
 
     Example::
 
@@ -74,6 +76,10 @@ class SQLiteStore(StoreWrites, SQLiteDatabase):
     @property
     def token_table(self) -> SQLiteAuthTables:
         return self.sign_in_table
+
+    @cached_property
+    def call_ledger(self) -> SQLiteCallLedger:
+        return SQLiteCallLedger(self)
 
     # -- reads -------------------------------------------------------------------------------
 
