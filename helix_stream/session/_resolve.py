@@ -174,7 +174,6 @@ async def resolve_call(
     """Settle a call whose outcome is unknown (see ``Executor.resolve_call``)."""
     how = _given(output, error, rerun, agent)
     ledger, row = await _find(store, session_id, tool_call_id)
-    base = {"tool_call_id": row.tool_call_id, "tool_name": row.tool_name}
     expect: CallState = "unknown"
     if how == "rerun":
         assert agent is not None
@@ -188,10 +187,14 @@ async def resolve_call(
         result, expect = await _rerun(tool, parsed, context, row), "rerunning"
         text = f"it was run again (with the same idempotency key): {_outcome(result)}"
     elif how == "output":
-        result = ToolResult(**base, status="output", output=output)
+        result = ToolResult(
+            tool_call_id=row.tool_call_id, tool_name=row.tool_name, status="output", output=output
+        )
         text = _outcome(result)
     else:
-        result = ToolResult(**base, status="error", error=error)
+        result = ToolResult(
+            tool_call_id=row.tool_call_id, tool_name=row.tool_name, status="error", error=error
+        )
         text = _outcome(result)
     try:
         # Keyed by the call: a second settlement with another outcome is refused by the key
@@ -254,14 +257,17 @@ async def _rerun(tool: Tool, parsed: Any, context: Any, row: CallRow) -> ToolRes
         tool_name=tool.name,
         idempotency_key=row.idempotency_key,
     )
-    base = {"tool_call_id": row.tool_call_id, "tool_name": row.tool_name}
     try:
         output = await tool.run(parsed, ctx)
     except Exception as exc:
         text = redact(
             f"Tool {tool.name!r} failed: {type(exc).__name__}: {exc}", secret_strings(context, None)
         )
-        return ToolResult(**base, status="error", error=text)
+        return ToolResult(
+            tool_call_id=row.tool_call_id, tool_name=row.tool_name, status="error", error=text
+        )
     if hasattr(output, "model_dump"):
         output = output.model_dump(mode="json")
-    return ToolResult(**base, status="output", output=output)
+    return ToolResult(
+        tool_call_id=row.tool_call_id, tool_name=row.tool_name, status="output", output=output
+    )
