@@ -54,9 +54,10 @@ class CallRow:
 
     Example::
 
-        ledger = store.call_ledger
-        for row in await ledger.calls("s1"):
-            print(row.tool_call_id, row.state, row.runs)
+        ledger = store.call_ledger                 # None: the store keeps no ledger
+        if ledger is not None:
+            for row in await ledger.calls("s1"):
+                print(row.tool_call_id, row.state, row.runs)
 
     Attributes:
         session_id: The session the call ran in.
@@ -124,11 +125,13 @@ class CallLedger(Protocol):
 
     Example::
 
-        row = CallRow(session_id="s1", tool_call_id="call_1", tool_name="charge",
-                      arguments='{"cents": 500}', idempotency_key="hx-...")
-        await store.call_ledger.begin(row)   # before the tool runs
-        done = {"status": "output", "output": "charged"}
-        await store.call_ledger.move("s1", "call_1", expect="running", state="done", result=done)
+        ledger = store.call_ledger
+        if ledger is not None:
+            row = CallRow(session_id="s1", tool_call_id="call_1", tool_name="charge",
+                          arguments='{"cents": 500}', idempotency_key="hx-...")
+            await ledger.begin(row)                # before the tool runs
+            done = {"status": "output", "output": "charged"}
+            await ledger.move("s1", "call_1", expect="running", state="done", result=done)
     """
 
     async def begin(self, row: CallRow) -> None:
