@@ -47,9 +47,14 @@ from .errors import (
     TokenRejectedError as TokenRejectedError,
     ToolContextError as ToolContextError,
     ToolProviderError as ToolProviderError,
+    UsageLimitExceededError as UsageLimitExceededError,
 )
 
 if TYPE_CHECKING:  # "X as X": explicit re-exports, so type checkers see the lazy names
+    from ._usage_limits import (
+        UsageLimits as UsageLimits,
+        UsageTotals as UsageTotals,
+    )
     from .agent import (
         Agent as Agent,
     )
@@ -266,6 +271,7 @@ _LAZY: dict[str, str] = {
         ["MemoryStore", "PostgresStore", "SQLiteStore", "Store", "open_store"], "store"
     ),
     "TelemetrySettings": "telemetry",
+    **dict.fromkeys(["UsageLimits", "UsageTotals"], "_usage_limits"),
     **dict.fromkeys(["Tool", "ToolContext", "tool"], "tools"),
 }
 
@@ -301,6 +307,7 @@ __all__ = sorted(
         "TokenRejectedError",
         "ToolContextError",
         "ToolProviderError",
+        "UsageLimitExceededError",
         "errors",
     ]
 )

@@ -19,6 +19,7 @@ from .middleware import WrappedModel
 from .models._cache import check_prompt_cache
 from .models._output import check_output_schema
 from .models._retry import RetryPolicy
+from ._usage_limits import UsageLimits, check_limits
 from .sandbox import LOAD_SKILL_TOOL, SandboxProvider, Skill, SkillSet
 from .tools import FINISH_TOOL_NAME, Tool, finish_tool, tools_by_name
 
@@ -86,6 +87,10 @@ class Agent(LoopOptions, Generic[OutputT]):
             laid out in it under ``/workspace/skills/<name>/``.
         sandbox_on_session: ``fn(ctx)``, sync or async: called once when a session's sandbox
             is made, to prepare it (``await ctx.get_sandbox()``), inside the session scope.
+        session_limits: Limits on what each session may use in all (``hs.UsageLimits``),
+            counted from its stored totals (``executor.usage``): a turn whose next model call
+            would cross one stops before it with ``UsageLimitExceededError``, and one that
+            starts with a limit reached is refused before anything is written.
         settings: litellm params for every call (temperature, api_base, ...). A keyword that
             is the agent's own (``output_schema``, ``max_steps``...) or that litellm cannot
             send raises :class:`~helix_stream.errors.InvalidRequestError` here; one litellm
@@ -106,6 +111,7 @@ class Agent(LoopOptions, Generic[OutputT]):
     sandbox: SandboxProvider | None = None
     skills: Sequence[Skill] = ()
     sandbox_on_session: Callable[..., Any] | None = None
+    session_limits: UsageLimits | None = None
     _skill_cache: tuple[tuple[Skill, ...], SkillSet] | None = field(
         default=None, init=False, repr=False, compare=False
     )
@@ -123,6 +129,8 @@ class Agent(LoopOptions, Generic[OutputT]):
         check_params(self.settings, where="Agent(settings=...)")
         check_known(self.settings, where="Agent(settings=...)", model=self.model)
         check_prompt_cache(self.prompt_cache)
+        check_limits(self.usage_limits, where="Agent(usage_limits=...)")
+        check_limits(self.session_limits, where="Agent(session_limits=...)")
         self._check_sandbox_and_skills()
 
     def _check_sandbox_and_skills(self) -> None:

@@ -18,6 +18,7 @@ The tree::
     ├── SessionBusyError              state_session_busy          409
     ├── StateError                    state_invalid               409
     │   └── SessionLeaseLostError     state_lease_lost            409
+    ├── UsageLimitExceededError       usage_limit_exceeded        429
     ├── NoActiveContextError          no_active_context           500
     ├── ToolFailedError               tool_failed                 500 (on the UI stream only)
     ├── ToolProviderError             tool_provider_unavailable   503 retryable
@@ -87,6 +88,7 @@ __all__ = [
     "StoreCommitUnknownError",
     "StoreUnavailableError",
     "TokenRejectedError",
+    "UsageLimitExceededError",
     "ToolContextError",
     "ToolFailedError",
     "ToolProviderAuthError",
@@ -271,6 +273,20 @@ class SessionLeaseLostError(StateError):
     lease had expired: README, "Reliability notes"). Nothing was written."""
 
     code = "state_lease_lost"
+
+
+class UsageLimitExceededError(HelixError):
+    """A usage limit (``usage_limits=``, ``session_limits=``) stopped the run before a model
+    call; nothing was sent for that call. ``limit`` names it (``"cost_usd"``, ...), ``scope``
+    is ``"run"`` or ``"session"``; a raised limit lets the session go on."""
+
+    code = "usage_limit_exceeded"
+    http_status = 429
+
+    def __init__(self, message: str, *, limit: str, scope: str) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.scope = scope
 
 
 class NoActiveContextError(HelixError):

@@ -13,6 +13,7 @@ told last (``TurnLog.end``).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import AbstractContextManager, aclosing
@@ -55,7 +56,9 @@ from ..steps import StepResult, ToolCall, ToolResult, should_stop
 from ..telemetry import Recorder
 from ..telemetry._recorder import recorder_subscriber
 from ..tools import resolve_contexts
+from ..models._request_tokens import request_tokens
 from ._answer import finish_required, run_output_spec, structured_output
+from ._budget import RunBudget
 from ._config import Callbacks, LoopConfig, call_user
 from ._env import Resumed, RunEnd, StepCommit
 from ._lifecycle import AliasSubscriber, LifecycleSubscriber, ToolWatch, outcome_of
@@ -157,6 +160,8 @@ class _Run:
         self.inactive: frozenset[str] = frozenset()  # the tool gate, as the last commit said
         self.resumed: Resumed | None = None  # what settling a paused turn's calls produced
         self.first: StepCommit | None = None  # the first call's commit, when made early
+        # The run's and the session's usage limits, and what the run used (loop/_budget.py).
+        self.budget = RunBudget(run=cfg.options.usage_limits, session=cfg.env.budget)
         events = cfg.events
         if events is None:  # no session made the stream: the run makes its own
             events = run_event_stream(
@@ -184,6 +189,7 @@ class _Run:
                 )
             )
             self.clock = RunClock(cfg.timeout)  # the total runs from here
+            self.budget.check_model(model_name(cfg.model)[0])  # a cost limit needs a price
             self.output_spec = await run_output_spec(cfg)
             yield Start(message_id=cfg.message_id)
             if cfg.env.begin is not None:
@@ -285,10 +291,12 @@ class _Run:
         """One step's chunks; sets :attr:`next`, what the loop does after it."""
         cfg, events = self.cfg, self.events
         self.clock.check()  # the total limit, between steps
+        self.budget.check()  # a call refused anyway commits no context (loop/_budget.py)
         began = time.perf_counter()
         if events.wants("step-started"):
             await events.emit(StepStarted(session_id=cfg.session_id, step_number=step_number))
         prepared = await self._prepare(step_number, forced)
+        await self._check_budget(prepared.params)
         yield StartStep(step_number=step_number)
         for chunk in prepared.context.chunks:
             yield chunk
@@ -336,6 +344,7 @@ class _Run:
         )
         self.steps.append(step)
         self.usage = self.usage + model.usage
+        self.budget = self.budget.after(model.usage)
         self.messages.extend(call.retry_messages)  # rows of a retried attempt, in log order
         # A `messages` override applies to its step only: the conversation goes on from the
         # loop's own messages, in the form a later turn reads them from the log in, so that
@@ -357,6 +366,16 @@ class _Run:
             response_model=step.response_model,
             step=step,
         )
+
+    async def _check_budget(self, params: dict[str, Any]) -> None:
+        """The usage limits, with the built request's input tokens (counted off the event
+        loop, and only when a limit needs them); nothing is sent when one would be crossed."""
+        budget = self.budget
+        if not budget.active:
+            return
+        budget.check_model(params["model"])  # a prepare_step may have chosen another model
+        if budget.counts_input:
+            budget.check(await asyncio.to_thread(request_tokens, params))
 
     def _tool_watch(self, step_number: int) -> ToolWatch | None:
         events = self.events

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from .._usage_limits import check_limits
 from .._auth_strategy import strategies_by_name
 from .._timeout import as_timeout
 from .._transform import as_transforms
@@ -146,6 +147,7 @@ def check_run(call: LoopCall, options: LoopOptions) -> RunCheck:
     check_prompt_cache(options.prompt_cache)
     options = replace(options, timeout=as_timeout(options.timeout))  # InvalidRequestError
     as_transforms(options.transform)  # InvalidRequestError for one that is not a function
+    check_limits(options.usage_limits, where=f"{where} usage_limits=")
     tools = tools_by_name(call.tools)
     strategies_by_name(tools)  # one name, one strategy: tokens are kept by name
     output, finish = call.output, None

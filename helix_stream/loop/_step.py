@@ -20,6 +20,7 @@ from typing import Any, Literal
 from .._timeout import StreamTimer
 from ..chunks import Chunk, DataChunk, FinishReason, SourceUrl, Usage
 from ..middleware import ModelMiddleware, WrappedModel, call_with_middleware
+from ..models._pricing import priced
 from ..models._cache import PromptCache, with_cache_breakpoints
 from ..models._lean_stream import read_path
 from ..models._litellm import acompletion, translate_error
@@ -325,7 +326,8 @@ class ModelCall:
             reasoning="".join(parser.reasoning),
             calls=calls,
             finish_reason=finish_reason,
-            usage=parser.usage,
+            # Priced once, here: the step's usage, the run's and the session's totals add it up.
+            usage=priced(parser.usage, self._params["model"], parser.response_model),
             response_model=parser.response_model,
             assistant=parser.assistant_message(calls),
             response=parser.response,

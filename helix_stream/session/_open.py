@@ -26,6 +26,7 @@ from ..context import ContextPass
 from ..errors import HelixError, InvalidRequestError, SessionNotFoundError
 from ..hooks import AgentInfo, ChannelInfo
 from ..loop._config import Callbacks
+from ..loop._budget import SessionBudget
 from ..loop._env import StepCommit
 from ..loop._run import run_event_stream
 from ..loop._setup import RunSetup
@@ -44,6 +45,7 @@ from ._records import interrupted_record, new_message_id
 from ._request import TurnRequest
 from ._said import streamed_text
 from ._sandbox import TurnSandbox
+from ._usage import check_budget, session_budget
 from ._view import SessionView
 
 if TYPE_CHECKING:
@@ -74,6 +76,7 @@ class Opened:
         first: The first model call's commit, made with the claim; ``None`` when the turn
             settles waiting calls first (it commits after settling them).
         offers: The MCP offers the turn took (a meta patch the claim writes).
+        budget: The session's usage limits and its stored totals (``_usage.py``).
     """
 
     request: TurnRequest
@@ -90,6 +93,7 @@ class Opened:
     messages: list[dict[str, Any]]
     first: StepCommit | None = None
     offers: dict[str, Any] = field(default_factory=dict)
+    budget: SessionBudget | None = None
 
 
 async def open_turn(request: TurnRequest) -> Opened:
@@ -133,6 +137,8 @@ async def _prepare(request: TurnRequest) -> Opened:
     session_id, agent, setup = request.session_id, request.agent, request.setup
     view = SessionView(snapshot, agent, request.answers)
     _refuse(request, snapshot, view)  # a turn refused anyway never waited for a server
+    budget = session_budget(request, snapshot)
+    await check_budget(request, budget)  # a limit reached already: refused, nothing written
     assert isinstance(setup, RunSetup)  # server_tools made the run's one setup
     context_pass = ContextPass(
         session_id,
@@ -200,6 +206,7 @@ async def _prepare(request: TurnRequest) -> Opened:
         commits=Commits(request.writer, session_id, context_pass, scope),
         messages=list(context_pass.messages),
         offers=offers,
+        budget=budget,
     )
 
 
