@@ -48,7 +48,7 @@ def crossed(limits: UsageLimits | None, spent: UsageTotals, next_input: int) -> 
         return None
     for name, limit in limits.given().items():
         if name == "requests" and spent.requests + 1 > limit:
-            return f"requests: {spent.requests} made, the next is one more than {limit}"
+            return f"requests: {spent.requests:,} made, the limit is {int(limit):,}"
         if name in _PROJECTED:
             used = getattr(spent, name)
             if used + next_input > limit:
@@ -59,7 +59,7 @@ def crossed(limits: UsageLimits | None, spent: UsageTotals, next_input: int) -> 
         elif name != "requests":
             used = getattr(spent, name)
             if used is not None and used >= limit:
-                return f"{name}: {_figure(name, used)} used, the limit is {_figure(name, limit)}"
+                return f"{name}: {_figure(name, used)} used, the limit {_figure(name, limit)} is reached"
     return None
 
 
