@@ -278,7 +278,15 @@ class SessionLeaseLostError(StateError):
 class UsageLimitExceededError(HelixError):
     """A usage limit (``usage_limits=``, ``session_limits=``) stopped the run before a model
     call; nothing was sent for that call. ``limit`` names it (``"cost_usd"``, ...), ``scope``
-    is ``"run"`` or ``"session"``; a raised limit lets the session go on."""
+    is ``"run"`` or ``"session"``; a raised limit lets the session go on.
+
+    Example::
+
+        try:
+            await hs.generate_text(model=model, prompt="hi", usage_limits=hs.UsageLimits(requests=1))
+        except hs.UsageLimitExceededError as exc:
+            print(exc.limit, exc.scope)
+    """
 
     code = "usage_limit_exceeded"
     http_status = 429

@@ -92,6 +92,7 @@ ADVICE: dict[str, str] = {
     "SessionBusyError": "A turn is running: wait for it (or stop it), then try again.",
     "StateError": "The session is not in a state for this call (the message says which); resume or retry it.",
     "SessionLeaseLostError": "Another process took the session over; this process's writes are refused. Nothing to do.",
+    "UsageLimitExceededError": "A usage limit stopped the run before a model call: raise the limit (`usage_limits=`, `session_limits=`) to go on.",
     "NoActiveContextError": "Call it inside a tool, hook or step of a running session.",
     "ToolFailedError": "A tool raised; the model saw an error result. Look at the tool's logs.",
     "ToolProviderError": "The tool server (MCP) is unreachable: retry later or check the server.",
