@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from typing_extensions import TypeVar
 
 from ._tool_source import FunctionTools, ToolSource
+from ._usage_limits import UsageLimits, check_limits
 from .context import StepContextLimits
 from .errors import InvalidRequestError
 from .loop._options import LoopOptions, documents_options
@@ -19,7 +20,6 @@ from .middleware import WrappedModel
 from .models._cache import check_prompt_cache
 from .models._output import check_output_schema
 from .models._retry import RetryPolicy
-from ._usage_limits import UsageLimits, check_limits
 from .sandbox import LOAD_SKILL_TOOL, SandboxProvider, Skill, SkillSet
 from .tools import FINISH_TOOL_NAME, Tool, finish_tool, tools_by_name
 

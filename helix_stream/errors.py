@@ -88,11 +88,11 @@ __all__ = [
     "StoreCommitUnknownError",
     "StoreUnavailableError",
     "TokenRejectedError",
-    "UsageLimitExceededError",
     "ToolContextError",
     "ToolFailedError",
     "ToolProviderAuthError",
     "ToolProviderError",
+    "UsageLimitExceededError",
     "describe_validation",
 ]
 
@@ -283,7 +283,8 @@ class UsageLimitExceededError(HelixError):
     Example::
 
         try:
-            await hs.generate_text(model=model, prompt="hi", usage_limits=hs.UsageLimits(requests=1))
+            limits = hs.UsageLimits(requests=1)
+            await hs.generate_text(model=model, prompt="hi", usage_limits=limits)
         except hs.UsageLimitExceededError as exc:
             print(exc.limit, exc.scope)
     """

@@ -23,7 +23,8 @@ price for is refused (``FrameworkNotSupportedError``) rather than covering part 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+
 from .._step_parts import Usage
 from .._usage_limits import UsageLimits, UsageTotals
 from ..errors import FrameworkNotSupportedError, UsageLimitExceededError
@@ -59,7 +60,8 @@ def crossed(limits: UsageLimits | None, spent: UsageTotals, next_input: int) -> 
         elif name != "requests":
             used = getattr(spent, name)
             if used is not None and used >= limit:
-                return f"{name}: {_figure(name, used)} used, the limit {_figure(name, limit)} is reached"
+                figures = f"{_figure(name, used)} used, the limit {_figure(name, limit)}"
+                return f"{name}: {figures} is reached"
     return None
 
 
@@ -92,7 +94,7 @@ class RunBudget:
 
     run: UsageLimits | None = None
     session: SessionBudget | None = None
-    spent: UsageTotals = UsageTotals()
+    spent: UsageTotals = field(default_factory=UsageTotals)
 
     @property
     def active(self) -> bool:
@@ -105,7 +107,9 @@ class RunBudget:
     def counts_input(self) -> bool:
         """A limit needs the next request's token count."""
         every = [self.run, self.session.limits if self.session else None]
-        return any(getattr(limits, name) is not None for limits in every if limits for name in _PROJECTED)
+        return any(
+            getattr(limits, name) is not None for limits in every if limits for name in _PROJECTED
+        )
 
     def after(self, usage: Usage) -> RunBudget:
         """The budget once a call with ``usage`` completed."""
@@ -128,7 +132,9 @@ class RunBudget:
     def check_model(self, model: str) -> None:
         """Refuse a ``cost_usd`` limit for a call to a model that has no price."""
         check_priceable(self.run, model, where="usage_limits")
-        check_priceable(self.session.limits if self.session else None, model, where="session_limits")
+        check_priceable(
+            self.session.limits if self.session else None, model, where="session_limits"
+        )
 
 
 def _exceeded(scope: str, reason: str, option: str) -> UsageLimitExceededError:

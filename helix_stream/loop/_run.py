@@ -51,12 +51,12 @@ from ..middleware import ModelMiddleware
 from ..models._cache import PromptCache, check_prompt_cache
 from ..models._litellm import ensure_litellm, translate_error
 from ..models._output import OutputSpec
+from ..models._request_tokens import request_tokens
 from ..prepare_step import StepInput, run_step_chain
 from ..steps import StepResult, ToolCall, ToolResult, should_stop
 from ..telemetry import Recorder
 from ..telemetry._recorder import recorder_subscriber
 from ..tools import resolve_contexts
-from ..models._request_tokens import request_tokens
 from ._answer import finish_required, run_output_spec, structured_output
 from ._budget import RunBudget
 from ._config import Callbacks, LoopConfig, call_user

@@ -23,10 +23,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from .._usage_limits import check_limits
 from .._auth_strategy import strategies_by_name
 from .._timeout import as_timeout
 from .._transform import as_transforms
+from .._usage_limits import check_limits
 from ..errors import InvalidRequestError
 from ..middleware import WrappedModel
 from ..models._cache import check_prompt_cache

@@ -20,12 +20,12 @@ from typing import Any, Literal
 from .._timeout import StreamTimer
 from ..chunks import Chunk, DataChunk, FinishReason, SourceUrl, Usage
 from ..middleware import ModelMiddleware, WrappedModel, call_with_middleware
-from ..models._pricing import priced
 from ..models._cache import PromptCache, with_cache_breakpoints
 from ..models._lean_stream import read_path
 from ..models._litellm import acompletion, translate_error
 from ..models._output import OutputSpec
 from ..models._parse import ResponseInfo, StepParser, has_content, map_finish_reason
+from ..models._pricing import priced
 from ..models._retry import Attempt, RetryPolicy, open_content_stream
 from ..prepare_step import STEP_OVERRIDE_KEYS, StepInput
 from ..steps import ModelCallPerformance, StepPerformance, StepResult, ToolCall, ToolResult

@@ -21,7 +21,11 @@ def request_tokens(params: Mapping[str, Any]) -> int:
     from ._litellm import litellm_module
 
     litellm = litellm_module()
-    model, messages, tools = params.get("model") or "", params.get("messages") or [], params.get("tools")
+    model, messages, tools = (
+        params.get("model") or "",
+        params.get("messages") or [],
+        params.get("tools"),
+    )
     try:
         return int(litellm.token_counter(model=model, messages=list(messages), tools=tools))
     except Exception:  # litellm's counter refuses parts it does not know: count the JSON text

@@ -25,8 +25,8 @@ from .._messages import message_text
 from ..context import ContextPass
 from ..errors import HelixError, InvalidRequestError, SessionNotFoundError
 from ..hooks import AgentInfo, ChannelInfo
-from ..loop._config import Callbacks
 from ..loop._budget import SessionBudget
+from ..loop._config import Callbacks
 from ..loop._env import StepCommit
 from ..loop._run import run_event_stream
 from ..loop._setup import RunSetup

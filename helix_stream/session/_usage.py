@@ -57,13 +57,13 @@ async def check_budget(request: TurnRequest, budget: SessionBudget) -> None:
         model = model_name(request.setup.call.model)[0]
         check_priceable(run, model, where="usage_limits")
         check_priceable(budget.limits, model, where="session_limits")
-        if budget.limits is not None and budget.limits.cost_usd is not None:
-            if budget.spent.cost_usd is None:
-                raise FrameworkNotSupportedError(
-                    f"session {request.session_id!r}: a cost_usd limit, and the session has "
-                    "calls litellm's cost map could not price, so its spend is unknown; "
-                    "nothing was sent. Limit tokens or requests instead."
-                )
+        limits = budget.limits
+        if limits is not None and limits.cost_usd is not None and budget.spent.cost_usd is None:
+            raise FrameworkNotSupportedError(
+                f"session {request.session_id!r}: a cost_usd limit, and the session has calls "
+                "litellm's cost map could not price, so its spend is unknown; nothing was "
+                "sent. Limit tokens or requests instead."
+            )
     both.check()
 
 

@@ -12,8 +12,8 @@ from pydantic import BaseModel
 
 import helix_stream as hs
 from tests.executor._util import snapshot
-from tests.store import _pg
 from tests.loopback import LoopbackServer, text, tool_calls
+from tests.store import _pg
 
 SID = "budget-1"
 
@@ -128,10 +128,14 @@ async def test_a_cost_limit_for_a_model_without_a_price_is_refused_at_entry(
     plain = agent(loopback, model="openai/loopback")
     await executor.run(plain, SID, "Hello.").text()
     before = await everything(executor.store)
-    for limits in ({"session_limits": hs.UsageLimits(cost_usd=1.0)},
-                   {"usage_limits": hs.UsageLimits(cost_usd=1.0)}):
+    for limits in (
+        {"session_limits": hs.UsageLimits(cost_usd=1.0)},
+        {"usage_limits": hs.UsageLimits(cost_usd=1.0)},
+    ):
         with pytest.raises(hs.FrameworkNotSupportedError, match="cost_usd"):
-            await executor.run(agent(loopback, model="openai/loopback", **limits), SID, "Hi.").text()
+            await executor.run(
+                agent(loopback, model="openai/loopback", **limits), SID, "Hi."
+            ).text()
     assert await everything(executor.store) == before
     assert len(loopback.requests) == 1
     # A session whose spend includes an unpriced call cannot be held to a cost limit either.

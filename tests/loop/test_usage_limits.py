@@ -54,7 +54,9 @@ async def second_request_tokens(loopback: LoopbackServer, **usage: Any) -> int:
 
     script(loopback, **usage)
     await hs.generate_text(
-        **loopback.llm(), prompt="Weather in Paris and Rome?", tools=[weather()],
+        **loopback.llm(),
+        prompt="Weather in Paris and Rome?",
+        tools=[weather()],
         middleware=[Count()],
     )
     loopback.reset()
@@ -147,7 +149,7 @@ async def test_a_cost_limit_for_a_model_without_a_price_is_refused_at_entry(
     loopback: LoopbackServer,
 ) -> None:
     script(loopback)
-    with pytest.raises(hs.FrameworkNotSupportedError, match="no.*'openai/loopback'"):
+    with pytest.raises(hs.FrameworkNotSupportedError, match=r"no.*'openai/loopback'"):
         await run(loopback, hs.UsageLimits(cost_usd=1.0))
     assert loopback.requests == []
 
@@ -180,7 +182,9 @@ async def test_without_a_price_the_run_cost_is_none(loopback: LoopbackServer) ->
 async def test_stream_text_ends_with_the_error_chunk(loopback: LoopbackServer) -> None:
     script(loopback)
     result = hs.stream_text(
-        **loopback.llm(), prompt="Weather?", tools=[weather()],
+        **loopback.llm(),
+        prompt="Weather?",
+        tools=[weather()],
         usage_limits=hs.UsageLimits(requests=1),
     )
     chunks = [chunk async for chunk in result]
