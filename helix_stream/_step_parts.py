@@ -34,7 +34,7 @@ class Usage:
         reasoning_tokens: Output tokens spent on reasoning
             (``completion_tokens_details.reasoning_tokens``).
         cost_usd: What the calls cost in US dollars, from litellm's cost map with its cache
-            read and write prices (docs, "Prompt caching": "Budgets and cost"); ``None``
+            read and write prices (the prompt caching guide, "Budgets and cost"); ``None``
             when a call's model has no price there (``helix/demo``, a model of your own), and
             then for every sum it is part of. An estimate from a price list: two usages with
             the same token counts compare equal whatever their cost.
