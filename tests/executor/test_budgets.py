@@ -193,3 +193,16 @@ async def test_a_session_limit_survives_a_restart(
             await second.close()
     finally:
         _pg.drop_schemas()
+
+
+async def test_the_totals_count_what_was_spent_through_retries_and_branches(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
+    two_calls(loopback)
+    await executor.run(agent(loopback), SID, "Look it up.").text()
+    spent = await executor.usage(SID)
+    assert spent.requests == 2
+    await executor.retry(SID)  # the log is cut back; the money was spent all the same
+    assert await executor.usage(SID) == spent
+    branched = await executor.branch(SID)
+    assert await executor.usage(branched) == spent
