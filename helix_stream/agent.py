@@ -131,28 +131,7 @@ class Agent(LoopOptions, Generic[OutputT]):
         check_prompt_cache(self.prompt_cache)
         check_limits(self.usage_limits, where="Agent(usage_limits=...)")
         check_limits(self.session_limits, where="Agent(session_limits=...)")
-        self._check_sandbox_and_skills()
-
-    def _check_sandbox_and_skills(self) -> None:
-        if self.sandbox is not None and not isinstance(self.sandbox, SandboxProvider):
-            raise InvalidRequestError(
-                f"Agent(sandbox=...) needs a sandbox provider (async create(session, agent) "
-                f"and attach(session, sandbox_id)), such as hs.LocalSandbox(root_dir), not a "
-                f"{type(self.sandbox).__name__}"
-            )
-        if self.sandbox_on_session is not None:
-            if not callable(self.sandbox_on_session):
-                raise InvalidRequestError("Agent(sandbox_on_session=...) must be a function")
-            if self.sandbox is None:
-                raise InvalidRequestError(
-                    "Agent(sandbox_on_session=...) prepares the agent's sandbox: give it "
-                    "Agent(sandbox=...) too"
-                )
-        if self.skill_set.skills and LOAD_SKILL_TOOL in tools_by_name(self._own_tools):
-            raise InvalidRequestError(
-                f"a tool is named {LOAD_SKILL_TOOL!r}, the built-in tool of an agent with "
-                "skills: rename it"
-            )
+        _check_sandbox_and_skills(self)
 
     def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:
         """This agent as a tool: each call runs it in a child session of the caller's.
@@ -295,6 +274,29 @@ class Agent(LoopOptions, Generic[OutputT]):
         if isinstance(self.tools, Mapping):
             return list(tools_by_name(self.tools).values())
         return [entry for entry in self.tools if isinstance(entry, Tool)]
+
+
+def _check_sandbox_and_skills(agent: Agent[Any]) -> None:
+    """Refuse a sandbox, a sandbox_on_session or skills the agent cannot use."""
+    if agent.sandbox is not None and not isinstance(agent.sandbox, SandboxProvider):
+        raise InvalidRequestError(
+            f"Agent(sandbox=...) needs a sandbox provider (async create(session, agent) "
+            f"and attach(session, sandbox_id)), such as hs.LocalSandbox(root_dir), not a "
+            f"{type(agent.sandbox).__name__}"
+        )
+    if agent.sandbox_on_session is not None:
+        if not callable(agent.sandbox_on_session):
+            raise InvalidRequestError("Agent(sandbox_on_session=...) must be a function")
+        if agent.sandbox is None:
+            raise InvalidRequestError(
+                "Agent(sandbox_on_session=...) prepares the agent's sandbox: give it "
+                "Agent(sandbox=...) too"
+            )
+    if agent.skill_set.skills and LOAD_SKILL_TOOL in tools_by_name(agent._own_tools):
+        raise InvalidRequestError(
+            f"a tool is named {LOAD_SKILL_TOOL!r}, the built-in tool of an agent with "
+            "skills: rename it"
+        )
 
 
 def _check_servers(servers: Sequence[Any]) -> None:

@@ -49,7 +49,9 @@ Foreign exceptions (litellm's) are translated in exactly one place,
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
+
+from ._validation_text import describe_validation as describe_validation
 
 __all__ = [
     "ERROR_MASK",
@@ -100,23 +102,6 @@ __all__ = [
 # What a user sees of an error unless an ``on_error`` callback chooses other text: server
 # internals (and a tool's exception text) must not leak to a chat UI.
 ERROR_MASK = "An error occurred."
-
-
-def describe_validation(exc: Any, *, root: str = "(root)", skip: int = 0, limit: int = 5) -> str:
-    """``"field.path: message; ..."`` for a pydantic ``ValidationError`` (at most ``limit``).
-
-    Args:
-        exc: The ValidationError.
-        root: What to call a problem with the whole value.
-        skip: Leading location parts to leave out (e.g. a union's tag).
-        limit: Problems listed; the rest are counted.
-    """
-    errors = exc.errors()
-    parts = [
-        f"{'.'.join(str(p) for p in e['loc'][skip:]) or root}: {e['msg']}" for e in errors[:limit]
-    ]
-    more = len(errors) - len(parts)
-    return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
 
 
 class HelixError(Exception):
@@ -276,26 +261,15 @@ class SessionLeaseLostError(StateError):
 
 
 class UsageLimitExceededError(HelixError):
-    """A usage limit (``usage_limits=``, ``session_limits=``) stopped the run before a model
-    call; nothing was sent for that call. ``limit`` names it (``"cost_usd"``, ...), ``scope``
-    is ``"run"`` or ``"session"``; a raised limit lets the session go on.
-
-    Example::
-
-        try:
-            limits = hs.UsageLimits(requests=1)
-            await hs.generate_text(model=model, prompt="hi", usage_limits=limits)
-        except hs.UsageLimitExceededError as exc:
-            print(exc.limit, exc.scope)
-    """
+    """A usage limit stopped the run before a model call; ``limit`` names it, ``scope`` is
+    ``"run"`` or ``"session"``. Example: ``except hs.UsageLimitExceededError as e: e.limit``."""
 
     code = "usage_limit_exceeded"
     http_status = 429
 
     def __init__(self, message: str, *, limit: str, scope: str) -> None:
         super().__init__(message)
-        self.limit = limit
-        self.scope = scope
+        self.limit, self.scope = limit, scope
 
 
 class NoActiveContextError(HelixError):

@@ -46,6 +46,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "_transform",
                 "_sync",
                 "_usage_limits",
+                "_validation_text",
             }
         ),
     ),

@@ -23,11 +23,14 @@ price for is refused (``FrameworkNotSupportedError``) rather than covering part 
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from .._step_parts import Usage
 from .._usage_limits import UsageLimits, UsageTotals
 from ..errors import FrameworkNotSupportedError, UsageLimitExceededError
+from ..models._request_tokens import request_tokens
 
 __all__ = ["RunBudget", "SessionBudget", "check_priceable", "crossed"]
 
@@ -95,6 +98,7 @@ class RunBudget:
     run: UsageLimits | None = None
     session: SessionBudget | None = None
     spent: UsageTotals = field(default_factory=UsageTotals)
+    usage: Usage = field(default_factory=Usage)  # the run's, as its result reports it
 
     @property
     def active(self) -> bool:
@@ -113,7 +117,16 @@ class RunBudget:
 
     def after(self, usage: Usage) -> RunBudget:
         """The budget once a call with ``usage`` completed."""
-        return replace(self, spent=self.spent.plus(usage))
+        return replace(self, spent=self.spent.plus(usage), usage=self.usage + usage)
+
+    async def check_request(self, params: dict[str, Any]) -> None:
+        """:meth:`check` the built request ``params``: its model must have a price for a cost
+        limit; its input tokens are counted (off the event loop) when a limit needs them."""
+        if not self.active:
+            return
+        self.check_model(params["model"])  # a prepare_step may have chosen another model
+        if self.counts_input:
+            self.check(await asyncio.to_thread(request_tokens, params))
 
     def check(self, next_input: int = 1) -> None:
         """Refuse the next call when it would cross a limit.

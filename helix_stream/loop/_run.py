@@ -13,7 +13,6 @@ told last (``TurnLog.end``).
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import AbstractContextManager, aclosing
@@ -44,14 +43,12 @@ from ..chunks import (
     FinishStep,
     Start,
     StartStep,
-    Usage,
 )
 from ..context import model_message
 from ..middleware import ModelMiddleware
 from ..models._cache import PromptCache, check_prompt_cache
 from ..models._litellm import ensure_litellm, translate_error
 from ..models._output import OutputSpec
-from ..models._request_tokens import request_tokens
 from ..prepare_step import StepInput, run_step_chain
 from ..steps import StepResult, ToolCall, ToolResult, should_stop
 from ..telemetry import Recorder
@@ -145,7 +142,8 @@ class _Run:
         self.cfg = cfg
         self.messages = list(cfg.messages)
         self.steps: list[StepResult] = []
-        self.usage = Usage()
+        # The run's usage, its limits and its session's (loop/_budget.py).
+        self.budget = RunBudget(run=cfg.options.usage_limits, session=cfg.env.budget)
         self.runtime_context = cfg.runtime_context
         self.tools_context = cfg.tools_context
         self.contexts = cfg.contexts
@@ -160,8 +158,6 @@ class _Run:
         self.inactive: frozenset[str] = frozenset()  # the tool gate, as the last commit said
         self.resumed: Resumed | None = None  # what settling a paused turn's calls produced
         self.first: StepCommit | None = None  # the first call's commit, when made early
-        # The run's and the session's usage limits, and what the run used (loop/_budget.py).
-        self.budget = RunBudget(run=cfg.options.usage_limits, session=cfg.env.budget)
         events = cfg.events
         if events is None:  # no session made the stream: the run makes its own
             events = run_event_stream(
@@ -189,7 +185,6 @@ class _Run:
                 )
             )
             self.clock = RunClock(cfg.timeout)  # the total runs from here
-            self.budget.check_model(model_name(cfg.model)[0])  # a cost limit needs a price
             self.output_spec = await run_output_spec(cfg)
             yield Start(message_id=cfg.message_id)
             if cfg.env.begin is not None:
@@ -284,7 +279,9 @@ class _Run:
             auth=cfg.env.calls.auth or cfg.auth,
             signed_in=signed_in,
             can_park=can_park,
-            run=ToolRun(clock=self.clock, watch=self._tool_watch(step_number)),
+            run=ToolRun(
+                clock=self.clock, watch=ToolWatch.of(self.events, step_number, cfg.session_id)
+            ),
         )
 
     async def _step(self, step_number: int, forced: bool) -> AsyncGenerator[Chunk, None]:
@@ -296,7 +293,7 @@ class _Run:
         if events.wants("step-started"):
             await events.emit(StepStarted(session_id=cfg.session_id, step_number=step_number))
         prepared = await self._prepare(step_number, forced)
-        await self._check_budget(prepared.params)
+        await self.budget.check_request(prepared.params)  # nothing sent past a limit
         yield StartStep(step_number=step_number)
         for chunk in prepared.context.chunks:
             yield chunk
@@ -343,7 +340,6 @@ class _Run:
             performance=performance,
         )
         self.steps.append(step)
-        self.usage = self.usage + model.usage
         self.budget = self.budget.after(model.usage)
         self.messages.extend(call.retry_messages)  # rows of a retried attempt, in log order
         # A `messages` override applies to its step only: the conversation goes on from the
@@ -367,22 +363,6 @@ class _Run:
             step=step,
         )
 
-    async def _check_budget(self, params: dict[str, Any]) -> None:
-        """The usage limits, with the built request's input tokens (counted off the event
-        loop, and only when a limit needs them); nothing is sent when one would be crossed."""
-        budget = self.budget
-        if not budget.active:
-            return
-        budget.check_model(params["model"])  # a prepare_step may have chosen another model
-        if budget.counts_input:
-            budget.check(await asyncio.to_thread(request_tokens, params))
-
-    def _tool_watch(self, step_number: int) -> ToolWatch | None:
-        events = self.events
-        if not (events.wants("tool-call-started") or events.wants("tool-call-ended")):
-            return None
-        return ToolWatch(stream=events, step_number=step_number, session_id=self.cfg.session_id)
-
     async def _not_executed(
         self,
         step_number: int,
@@ -391,7 +371,7 @@ class _Run:
         executed: set[str],
     ) -> None:
         """``on_tool_call_end`` for the calls that did not run (refused, invalid, waiting)."""
-        watch = self._tool_watch(step_number)
+        watch = ToolWatch.of(self.events, step_number, self.cfg.session_id)
         if watch is None:
             return
         by_id = {r.tool_call_id: r for r in results}
@@ -513,14 +493,14 @@ class _Run:
     def _finish(self) -> Finish:
         reason: FinishReason = self.steps[-1].finish_reason if self.steps else "stop"
         self.output = structured_output(self.output_spec, self.steps, self.output, self.cfg)
-        return Finish(finish_reason=reason, usage=self.usage, output=self.output)
+        return Finish(finish_reason=reason, usage=self.budget.usage, output=self.output)
 
     def summary(self, finish: Finish) -> GenerateTextResult:
         """What ``on_finish`` receives (the same as ``generate_text`` returns)."""
         return GenerateTextResult(
             text=self.steps[-1].text if self.steps else "",
             steps=list(self.steps),
-            usage=self.usage,
+            usage=self.budget.usage,
             finish_reason=finish.finish_reason,
             response_messages=[m for s in self.steps for m in s.response_messages],
             output=self.output,

@@ -17,7 +17,6 @@ from typing_extensions import Unpack
 
 from .._limits import check_json, check_key, check_session_id
 from .._media import check_content
-from .._usage_limits import UsageTotals
 from ..agent import Agent, OutputT
 from ..chunks import ErrorChunk
 from ..context import (
@@ -46,7 +45,6 @@ from ._request import TurnRequest
 from ._run_sync import SyncTurns
 from ._sandbox import close_sandboxes
 from ._turn import run_turn
-from ._usage import session_usage
 
 if TYPE_CHECKING:
     from ..auth import TokenStore
@@ -417,21 +415,6 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers, SyncTurns):
                 :meth:`add_context` (nothing written).
         """
         return await self._add_context(session_id, items, key, tools=agent.tool_map)
-
-    async def usage(self, session_id: str) -> UsageTotals:
-        """The session's usage totals: model calls, input tokens (uncached, read from the
-        cache, written to it), output tokens and cost in USD, over all its turns. Kept in the
-        store, so they survive restarts; ``Agent(session_limits=...)`` is judged on them.
-
-        Example::
-
-            totals = await executor.usage("chat-1")
-
-        Raises:
-            SessionNotFoundError: no such session.
-        """
-        check_session_id(session_id)
-        return await session_usage(self.store, session_id)
 
     async def _add_context(
         self,
