@@ -92,8 +92,9 @@ def check_priceable(limits: UsageLimits | None, model: str, *, where: str) -> No
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunBudget:
-    """A run's limits, its session's, and what the run has used so far (see the module
-    docstring). Each completed call gives a new budget (:meth:`after`)."""
+    """A run's limits, its session's, and what the run has used so far: its totals, and its
+    usage as its result reports it (see the module docstring). Each completed call gives a
+    new budget (:meth:`after`)."""
 
     run: UsageLimits | None = None
     session: SessionBudget | None = None
