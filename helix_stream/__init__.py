@@ -50,9 +50,14 @@ from .errors import (
     TokenRejectedError as TokenRejectedError,
     ToolContextError as ToolContextError,
     ToolProviderError as ToolProviderError,
+    UsageLimitExceededError as UsageLimitExceededError,
 )
 
 if TYPE_CHECKING:  # "X as X": explicit re-exports, so type checkers see the lazy names
+    from ._usage_limits import (
+        UsageLimits as UsageLimits,
+        UsageTotals as UsageTotals,
+    )
     from .agent import (
         Agent as Agent,
     )
@@ -269,6 +274,7 @@ _LAZY: dict[str, str] = {
         ["MemoryStore", "PostgresStore", "SQLiteStore", "Store", "open_store"], "store"
     ),
     "TelemetrySettings": "telemetry",
+    **dict.fromkeys(["UsageLimits", "UsageTotals"], "_usage_limits"),
     **dict.fromkeys(["Tool", "ToolContext", "tool"], "tools"),
 }
 
@@ -307,6 +313,7 @@ __all__ = sorted(
         "TokenRejectedError",
         "ToolContextError",
         "ToolProviderError",
+        "UsageLimitExceededError",
         "errors",
     ]
 )

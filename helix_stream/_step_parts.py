@@ -6,7 +6,7 @@ source and an app's data part. They are chunks' vocabulary (re-exported by
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 __all__ = ["DataChunk", "FinishReason", "SourceUrl", "Usage"]
@@ -33,6 +33,11 @@ class Usage:
             ``cache_creation_input_tokens``; 0 for providers that cache implicitly).
         reasoning_tokens: Output tokens spent on reasoning
             (``completion_tokens_details.reasoning_tokens``).
+        cost_usd: What the calls cost in US dollars, from litellm's cost map with its cache
+            read and write prices (the prompt caching guide, "Budgets and cost"); ``None``
+            when a call's model has no price there (``helix/demo``, a model of your own), and
+            then for every sum it is part of. An estimate from a price list: two usages with
+            the same token counts compare equal whatever their cost.
 
     Example::
 
@@ -48,8 +53,10 @@ class Usage:
     cached_input_tokens: int = 0
     cache_creation_input_tokens: int = 0
     reasoning_tokens: int = 0
+    cost_usd: float | None = field(default=0.0, compare=False)
 
     def __add__(self, other: Usage) -> Usage:
+        mine, theirs = self.cost_usd, other.cost_usd
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
@@ -59,6 +66,7 @@ class Usage:
                 self.cache_creation_input_tokens + other.cache_creation_input_tokens
             ),
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+            cost_usd=None if mine is None or theirs is None else mine + theirs,
         )
 
 

@@ -12,6 +12,7 @@ from typing_extensions import TypeVar
 
 from ._result_size import check_result_limit
 from ._tool_source import FunctionTools, ToolSource
+from ._usage_limits import UsageLimits, check_limits
 from .context import StepContextLimits
 from .errors import InvalidRequestError
 from .loop._options import LoopOptions, documents_options
@@ -36,11 +37,14 @@ def _check_run_options(agent: Agent[Any]) -> None:
     """The run options an agent carries, checked as a run checks them.
 
     Raises:
-        InvalidRequestError: a wrong retry count, ``prompt_cache`` or ``max_tool_result_bytes``.
+        InvalidRequestError: a wrong retry count, ``prompt_cache``, ``max_tool_result_bytes``
+            or usage limits.
     """
     RetryPolicy(max_retries=agent.max_retries)
     check_prompt_cache(agent.prompt_cache)
     check_result_limit(agent.max_tool_result_bytes, argument="Agent(max_tool_result_bytes=...)")
+    check_limits(agent.usage_limits, where="Agent(usage_limits=...)")
+    check_limits(agent.session_limits, where="Agent(session_limits=...)")
 
 
 @documents_options
@@ -98,6 +102,10 @@ class Agent(LoopOptions, Generic[OutputT]):
             laid out in it under ``/workspace/skills/<name>/``.
         sandbox_on_session: ``fn(ctx)``, sync or async: called once when a session's sandbox
             is made, to prepare it (``await ctx.get_sandbox()``), inside the session scope.
+        session_limits: Limits on what each session may use in all (``hs.UsageLimits``),
+            counted from its stored totals (``executor.usage``): a turn whose next model call
+            would cross one stops before it with ``UsageLimitExceededError``, and one that
+            starts with a limit reached is refused before anything is written.
         settings: litellm params for every call (temperature, api_base, ...). A keyword that
             is the agent's own (``output_schema``, ``max_steps``...) or that litellm cannot
             send raises :class:`~helix_stream.errors.InvalidRequestError` here; one litellm
@@ -118,6 +126,7 @@ class Agent(LoopOptions, Generic[OutputT]):
     sandbox: SandboxProvider | None = None
     skills: Sequence[Skill] = ()
     sandbox_on_session: Callable[..., Any] | None = None
+    session_limits: UsageLimits | None = None
     _skill_cache: tuple[tuple[Skill, ...], SkillSet] | None = field(
         default=None, init=False, repr=False, compare=False
     )
@@ -134,28 +143,7 @@ class Agent(LoopOptions, Generic[OutputT]):
             check_output_schema(self.output_schema, argument="output_schema")
         check_params(self.settings, where="Agent(settings=...)")
         check_known(self.settings, where="Agent(settings=...)", model=self.model)
-        self._check_sandbox_and_skills()
-
-    def _check_sandbox_and_skills(self) -> None:
-        if self.sandbox is not None and not isinstance(self.sandbox, SandboxProvider):
-            raise InvalidRequestError(
-                f"Agent(sandbox=...) needs a sandbox provider (async create(session, agent) "
-                f"and attach(session, sandbox_id)), such as hs.LocalSandbox(root_dir), not a "
-                f"{type(self.sandbox).__name__}"
-            )
-        if self.sandbox_on_session is not None:
-            if not callable(self.sandbox_on_session):
-                raise InvalidRequestError("Agent(sandbox_on_session=...) must be a function")
-            if self.sandbox is None:
-                raise InvalidRequestError(
-                    "Agent(sandbox_on_session=...) prepares the agent's sandbox: give it "
-                    "Agent(sandbox=...) too"
-                )
-        if self.skill_set.skills and LOAD_SKILL_TOOL in tools_by_name(self._own_tools):
-            raise InvalidRequestError(
-                f"a tool is named {LOAD_SKILL_TOOL!r}, the built-in tool of an agent with "
-                "skills: rename it"
-            )
+        _check_sandbox_and_skills(self)
 
     def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:
         """This agent as a tool: each call runs it in a child session of the caller's.
@@ -298,6 +286,29 @@ class Agent(LoopOptions, Generic[OutputT]):
         if isinstance(self.tools, Mapping):
             return list(tools_by_name(self.tools).values())
         return [entry for entry in self.tools if isinstance(entry, Tool)]
+
+
+def _check_sandbox_and_skills(agent: Agent[Any]) -> None:
+    """Refuse a sandbox, a sandbox_on_session or skills the agent cannot use."""
+    if agent.sandbox is not None and not isinstance(agent.sandbox, SandboxProvider):
+        raise InvalidRequestError(
+            f"Agent(sandbox=...) needs a sandbox provider (async create(session, agent) "
+            f"and attach(session, sandbox_id)), such as hs.LocalSandbox(root_dir), not a "
+            f"{type(agent.sandbox).__name__}"
+        )
+    if agent.sandbox_on_session is not None:
+        if not callable(agent.sandbox_on_session):
+            raise InvalidRequestError("Agent(sandbox_on_session=...) must be a function")
+        if agent.sandbox is None:
+            raise InvalidRequestError(
+                "Agent(sandbox_on_session=...) prepares the agent's sandbox: give it "
+                "Agent(sandbox=...) too"
+            )
+    if agent.skill_set.skills and LOAD_SKILL_TOOL in tools_by_name(agent._own_tools):
+        raise InvalidRequestError(
+            f"a tool is named {LOAD_SKILL_TOOL!r}, the built-in tool of an agent with "
+            "skills: rename it"
+        )
 
 
 def _check_servers(servers: Sequence[Any]) -> None:

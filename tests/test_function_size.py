@@ -17,7 +17,6 @@ PARAMETER_LIMIT = 12
 
 # What is still over a limit, with its size when it was listed: the list only shrinks.
 KNOWN_OVER: dict[str, int] = {
-    "agent.py:Agent": 254,
     "loop/_run.py": 514,
     "loop/_run.py:_Run": 377,
     "models/_parse.py": 510,

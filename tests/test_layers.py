@@ -46,6 +46,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "_timeout",
                 "_transform",
                 "_sync",
+                "_usage_limits",
             }
         ),
     ),

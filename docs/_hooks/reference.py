@@ -95,6 +95,7 @@ ADVICE: dict[str, str] = {
     "CallNotFoundError": "Check the call id: only a `side_effects=True` tool's call of that session can be resolved.",
     "CallNotInFlightError": "The call has its result: nothing to resolve (resolve only an `outcome_unknown` call).",
     "CallAlreadySettledError": "The call was resolved already; a call is settled once. Nothing was written.",
+    "UsageLimitExceededError": "A usage limit stopped the run before a model call: raise the limit (`usage_limits=`, `session_limits=`) to go on.",
     "NoActiveContextError": "Call it inside a tool, hook or step of a running session.",
     "ToolFailedError": "A tool raised; the model saw an error result. Look at the tool's logs.",
     "ToolProviderError": "The tool server (MCP) is unreachable: retry later or check the server.",

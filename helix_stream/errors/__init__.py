@@ -21,6 +21,7 @@ The tree::
     │   └── CallNotInFlightError      call_not_in_flight          409
     │       └── CallAlreadySettledError call_already_settled      409
     ├── CallNotFoundError             call_not_found              404
+    ├── UsageLimitExceededError       usage_limit_exceeded        429
     ├── NoActiveContextError          no_active_context           500
     ├── ToolFailedError               tool_failed                 500 (on the UI stream only)
     ├── ToolProviderError             tool_provider_unavailable   503 retryable
@@ -93,6 +94,7 @@ from ._sessions import (
     StateError as StateError,
     StoreCommitUnknownError as StoreCommitUnknownError,
     StoreUnavailableError as StoreUnavailableError,
+    UsageLimitExceededError as UsageLimitExceededError,
 )
 from ._tools import (
     SandboxError as SandboxError,
@@ -152,5 +154,6 @@ __all__ = [
     "ToolFailedError",
     "ToolProviderAuthError",
     "ToolProviderError",
+    "UsageLimitExceededError",
     "describe_validation",
 ]

@@ -18,6 +18,7 @@ __all__ = [
     "StateError",
     "StoreCommitUnknownError",
     "StoreUnavailableError",
+    "UsageLimitExceededError",
 ]
 
 
@@ -157,6 +158,30 @@ class CallAlreadySettledError(CallNotInFlightError):
     """
 
     code = "call_already_settled"
+
+
+class UsageLimitExceededError(HelixError):
+    """A usage limit stopped the run before a model call; ``limit`` names it, ``scope`` is
+    ``"run"`` or ``"session"``; the message gives the figures. Nothing was sent for that call,
+    and the session stays usable (a raised limit lets it go on).
+
+    Example::
+
+        from helix_stream.errors import UsageLimitExceededError
+
+        try:
+            await hs.generate_text(model="helix/demo", prompt="Hi",
+                                   usage_limits=hs.UsageLimits(requests=1))
+        except UsageLimitExceededError as exc:
+            print(exc.limit, exc.scope, exc.http_status)   # requests run 429
+    """
+
+    code = "usage_limit_exceeded"
+    http_status = 429
+
+    def __init__(self, message: str, *, limit: str, scope: str) -> None:
+        super().__init__(message)
+        self.limit, self.scope = limit, scope
 
 
 class NoActiveContextError(HelixError):

@@ -30,6 +30,7 @@ from ..auth._flow import ParkForSignIn
 from ..chunks import Chunk, ToolAuthorizationRequest
 from ..steps import StepResult, ToolCall, ToolResult
 from ..tools import Tool
+from ._budget import SessionBudget
 from ._side_effects import CallRecorder
 
 if TYPE_CHECKING:
@@ -226,12 +227,14 @@ class TurnEnv:
         calls: The factory of each tool call's context (and the session scope).
         begin: The session's start events, awaited after the ``start`` chunk.
         resume: The calls a paused turn waited for, settled before the first step.
+        budget: The session's usage limits and what it had used when the turn opened.
     """
 
     log: TurnLog = field(default_factory=_NoLog)
     calls: CallContexts = field(default_factory=CallContexts)
     begin: Callable[[], Awaitable[None]] | None = None
     resume: Resume | None = None
+    budget: SessionBudget | None = None
 
 
 PLAIN = TurnEnv()

@@ -381,6 +381,13 @@ class ToolWatch:
     step_number: int
     session_id: str | None
 
+    @classmethod
+    def of(cls, stream: EventStream, step_number: int, session_id: str | None) -> ToolWatch | None:
+        """The watch of a step's calls, or ``None`` when the stream wants no tool events."""
+        if not (stream.wants("tool-call-started") or stream.wants("tool-call-ended")):
+            return None
+        return cls(stream=stream, step_number=step_number, session_id=session_id)
+
     async def start(self, call: ToolCall) -> None:
         if self.stream.wants("tool-call-started"):
             event = ToolCallStarted(

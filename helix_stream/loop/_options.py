@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
     from .._timeout import Timeout
     from .._transform import StreamTransform
+    from .._usage_limits import UsageLimits
     from ..auth import TokenStore
     from ..chunks import Chunk
     from ..middleware import ModelMiddleware
@@ -102,6 +103,11 @@ class LoopOptions:
             OpenAI client's own retries are switched off. Default 2.
         prompt_cache: ``"auto"``: cache breakpoints where the provider needs them; ``False``:
             none.
+        usage_limits: Limits on what the run may use (``hs.UsageLimits(requests=,
+            input_tokens=, uncached_input_tokens=, output_tokens=, total_tokens=,
+            cost_usd=)``): a limit the next model call would cross stops the run before that
+            call with ``UsageLimitExceededError`` (the prompt caching guide, "Budgets and
+            cost").
         token_store: Where the tokens of tools with ``auth=`` are kept between calls
             (default: one in-memory store per process).
         timeout: Time limits: seconds (the total) or a ``Timeout`` (``total``, ``step``,
@@ -147,6 +153,7 @@ class LoopOptions:
     router: Any = None  # a litellm.Router: typed Any so that the types never import litellm
     max_retries: int = DEFAULT_MAX_RETRIES
     prompt_cache: PromptCache = "auto"
+    usage_limits: UsageLimits | None = None
     token_store: TokenStore | None = None
     timeout: float | Timeout | None = None
     max_tool_result_bytes: int | None = DEFAULT_MAX_TOOL_RESULT_BYTES
@@ -184,6 +191,7 @@ class RunOptions(TypedDict, total=False):
     router: Any
     max_retries: int
     prompt_cache: PromptCache
+    usage_limits: UsageLimits | None
     token_store: TokenStore | None
     timeout: float | Timeout | None
     max_tool_result_bytes: int | None

@@ -43,7 +43,6 @@ from ..chunks import (
     FinishStep,
     Start,
     StartStep,
-    Usage,
 )
 from ..context import model_message
 from ..middleware import ModelMiddleware
@@ -56,6 +55,7 @@ from ..telemetry import Recorder
 from ..telemetry._recorder import recorder_subscriber
 from ..tools import resolve_contexts
 from ._answer import finish_required, run_output_spec, structured_output
+from ._budget import RunBudget
 from ._config import Callbacks, LoopConfig, call_user
 from ._env import Resumed, RunEnd, StepCommit
 from ._lifecycle import AliasSubscriber, LifecycleSubscriber, ToolWatch, outcome_of
@@ -142,7 +142,8 @@ class _Run:
         self.cfg = cfg
         self.messages = list(cfg.messages)
         self.steps: list[StepResult] = []
-        self.usage = Usage()
+        # The run's usage, its limits and its session's (loop/_budget.py).
+        self.budget = RunBudget(run=cfg.options.usage_limits, session=cfg.env.budget)
         self.runtime_context = cfg.runtime_context
         self.tools_context = cfg.tools_context
         self.contexts = cfg.contexts
@@ -278,17 +279,23 @@ class _Run:
             auth=cfg.env.calls.auth or cfg.auth,
             signed_in=signed_in,
             can_park=can_park,
-            run=ToolRun(clock=self.clock, watch=self._tool_watch(step_number), options=cfg.options),
+            run=ToolRun(
+                clock=self.clock,
+                watch=ToolWatch.of(self.events, step_number, cfg.session_id),
+                options=cfg.options,
+            ),
         )
 
     async def _step(self, step_number: int, forced: bool) -> AsyncGenerator[Chunk, None]:
         """One step's chunks; sets :attr:`next`, what the loop does after it."""
         cfg, events = self.cfg, self.events
         self.clock.check()  # the total limit, between steps
+        self.budget.check()  # a call refused anyway commits no context (loop/_budget.py)
         began = time.perf_counter()
         if events.wants("step-started"):
             await events.emit(StepStarted(session_id=cfg.session_id, step_number=step_number))
         prepared = await self._prepare(step_number, forced)
+        await self.budget.check_request(prepared.params)  # nothing sent past a limit
         yield StartStep(step_number=step_number)
         for chunk in prepared.context.chunks:
             yield chunk
@@ -335,7 +342,7 @@ class _Run:
             performance=performance,
         )
         self.steps.append(step)
-        self.usage = self.usage + model.usage
+        self.budget = self.budget.after(model.usage)
         self.messages.extend(call.retry_messages)  # rows of a retried attempt, in log order
         # A `messages` override applies to its step only: the conversation goes on from the
         # loop's own messages, in the form a later turn reads them from the log in, so that
@@ -358,12 +365,6 @@ class _Run:
             step=step,
         )
 
-    def _tool_watch(self, step_number: int) -> ToolWatch | None:
-        events = self.events
-        if not (events.wants("tool-call-started") or events.wants("tool-call-ended")):
-            return None
-        return ToolWatch(stream=events, step_number=step_number, session_id=self.cfg.session_id)
-
     async def _not_executed(
         self,
         step_number: int,
@@ -372,7 +373,7 @@ class _Run:
         executed: set[str],
     ) -> None:
         """``on_tool_call_end`` for the calls that did not run (refused, invalid, waiting)."""
-        watch = self._tool_watch(step_number)
+        watch = ToolWatch.of(self.events, step_number, self.cfg.session_id)
         if watch is None:
             return
         by_id = {r.tool_call_id: r for r in results}
@@ -494,14 +495,14 @@ class _Run:
     def _finish(self) -> Finish:
         reason: FinishReason = self.steps[-1].finish_reason if self.steps else "stop"
         self.output = structured_output(self.output_spec, self.steps, self.output, self.cfg)
-        return Finish(finish_reason=reason, usage=self.usage, output=self.output)
+        return Finish(finish_reason=reason, usage=self.budget.usage, output=self.output)
 
     def summary(self, finish: Finish) -> GenerateTextResult:
         """What ``on_finish`` receives (the same as ``generate_text`` returns)."""
         return GenerateTextResult(
             text=self.steps[-1].text if self.steps else "",
             steps=list(self.steps),
-            usage=self.usage,
+            usage=self.budget.usage,
             finish_reason=finish.finish_reason,
             response_messages=[m for s in self.steps for m in s.response_messages],
             output=self.output,

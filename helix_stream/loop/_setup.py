@@ -27,6 +27,7 @@ from .._auth_strategy import strategies_by_name
 from .._result_size import check_result_limit
 from .._timeout import as_timeout
 from .._transform import as_transforms
+from .._usage_limits import check_limits
 from ..errors import InvalidRequestError
 from ..middleware import WrappedModel
 from ..models._cache import check_prompt_cache
@@ -148,6 +149,7 @@ def check_run(call: LoopCall, options: LoopOptions) -> RunCheck:
     check_result_limit(options.max_tool_result_bytes, argument="max_tool_result_bytes")
     options = replace(options, timeout=as_timeout(options.timeout))  # InvalidRequestError
     as_transforms(options.transform)  # InvalidRequestError for one that is not a function
+    check_limits(options.usage_limits, where=f"{where} usage_limits=")
     tools = tools_by_name(call.tools)
     strategies_by_name(tools)  # one name, one strategy: tokens are kept by name
     output, finish = call.output, None

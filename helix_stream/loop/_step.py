@@ -25,6 +25,7 @@ from ..models._lean_stream import read_path
 from ..models._litellm import acompletion, translate_error
 from ..models._output import OutputSpec
 from ..models._parse import ResponseInfo, StepParser, has_content, map_finish_reason
+from ..models._pricing import priced
 from ..models._retry import Attempt, RetryPolicy, open_content_stream
 from ..prepare_step import STEP_OVERRIDE_KEYS, StepInput
 from ..steps import ModelCallPerformance, StepPerformance, StepResult, ToolCall, ToolResult
@@ -325,7 +326,8 @@ class ModelCall:
             reasoning="".join(parser.reasoning),
             calls=calls,
             finish_reason=finish_reason,
-            usage=parser.usage,
+            # Priced once, here: the step's usage, the run's and the session's totals add it up.
+            usage=priced(parser.usage, self._params["model"], parser.response_model),
             response_model=parser.response_model,
             assistant=parser.assistant_message(calls),
             response=parser.response,

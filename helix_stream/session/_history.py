@@ -1,5 +1,6 @@
-"""``SessionHistory``: what an executor does with a session's history: read it, rewind it
-(``retry``, ``regenerate``, ``resume``) and branch it. :class:`Executor` inherits it."""
+"""``SessionHistory``: what an executor does with a session's history: read it (its usage
+totals too), rewind it (``retry``, ``regenerate``, ``resume``) and branch it.
+:class:`Executor` inherits it."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ from dataclasses import replace
 from typing import Any
 
 from .._limits import show
+from .._usage_limits import UsageTotals
 from ..context import ContextRow
 from ..errors import InvalidRequestError, SessionBusyError, SessionNotFoundError, StateError
 from ..store import Checkpoint, LogRecord, SessionRecord, Store
 from ._meta import TurnMeta, app_meta, forget_sandboxes, sign_in_links
 from ._records import AssistantRecord, UserRecord
 from ._ui import ui_messages
+from ._usage import session_usage
 
 __all__ = ["SessionHistory", "check_idle"]
 
@@ -217,6 +220,15 @@ class SessionHistory:
         if record is None:
             raise SessionNotFoundError(f"no session {show(session_id)}")
         return replace(record, meta=app_meta(record.meta))
+
+    async def usage(self, session_id: str) -> UsageTotals:
+        """The session's usage totals (calls, tokens, cost: ``hs.UsageTotals``), kept in the
+        store so they survive restarts. Example: ``totals = await executor.usage("chat-1")``.
+
+        Raises:
+            SessionNotFoundError: no such session.
+        """
+        return await session_usage(self.store, session_id)
 
     async def log(self, session_id: str) -> list[LogRecord]:
         """The session's whole log: messages and context rows, in order (for servers and audit)."""

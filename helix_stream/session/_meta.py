@@ -17,7 +17,8 @@ keys; the engine's lives under keys that start with ``helix.`` (reserved, like
   it was prepared (``{"id": ..., "ready": true}``);
 * ``helix.mcp.<server name>``: the tools an MCP server of the agent offers the session, fixed
   at its first turn (an encoded :class:`~helix_stream.mcp.MCPOffer`: the same bytes every
-  turn, whatever the server lists later).
+  turn, whatever the server lists later);
+* ``helix.usage``: the session's usage totals (``session/_usage.py``).
 
 :class:`TurnMeta` reads them; its methods return the patches that change them.
 """

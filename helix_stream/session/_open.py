@@ -25,6 +25,7 @@ from .._messages import message_text
 from ..context import ContextPass
 from ..errors import HelixError, InvalidRequestError, SessionNotFoundError
 from ..hooks import AgentInfo, ChannelInfo
+from ..loop._budget import SessionBudget
 from ..loop._config import Callbacks
 from ..loop._env import StepCommit
 from ..loop._run import run_event_stream
@@ -45,6 +46,7 @@ from ._request import TurnRequest
 from ._said import streamed_text
 from ._sandbox import TurnSandbox
 from ._side_effects import mark_unknown, outcome_unknown_records, unsettled_calls
+from ._usage import check_budget, session_budget
 from ._view import SessionView
 
 if TYPE_CHECKING:
@@ -77,6 +79,7 @@ class Opened:
         offers: The MCP offers the turn took (a meta patch the claim writes).
         unsettled: The side-effect calls a dead run left in flight (``_side_effects``): the
             claim stores them with ``outcome_unknown``; they are never run again by this turn.
+        budget: The session's usage limits and its stored totals (``_usage.py``).
     """
 
     request: TurnRequest
@@ -94,6 +97,7 @@ class Opened:
     first: StepCommit | None = None
     offers: dict[str, Any] = field(default_factory=dict)
     unsettled: tuple[CallRow, ...] = ()
+    budget: SessionBudget | None = None
 
 
 async def open_turn(request: TurnRequest) -> Opened:
@@ -145,6 +149,8 @@ async def _prepare(request: TurnRequest) -> Opened:
     view = SessionView(snapshot, agent, request.answers)
     _refuse(request, snapshot, view)  # a turn refused anyway never waited for a server
     unsettled = await _in_flight(request, view)
+    budget = session_budget(request, snapshot)
+    await check_budget(request, budget)  # a limit reached already: refused, nothing written
     assert isinstance(setup, RunSetup)  # server_tools made the run's one setup
     context_pass = ContextPass(
         session_id,
@@ -213,6 +219,7 @@ async def _prepare(request: TurnRequest) -> Opened:
         messages=list(context_pass.messages),
         offers=offers,
         unsettled=tuple(unsettled),
+        budget=budget,
     )
 
 

@@ -71,6 +71,7 @@ def turn_env(opened: Opened) -> TurnEnv:
         calls=calls,
         begin=begin,
         resume=plan.resume if plan is not None else None,
+        budget=opened.budget,
     )
 
 

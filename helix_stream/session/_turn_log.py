@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from .._messages import message_text
+from .._usage_limits import UsageTotals
 from ..chunks import ContextRowChunk, ContextSkipped
 from ..loop._env import Resumed, RunEnd, StepCommit
 from ..steps import StepResult
@@ -30,6 +31,7 @@ from ._finish import finish_turn
 from ._open import Opened
 from ._pending import ResumePlan
 from ._records import interrupted_record, step_records
+from ._usage import USAGE_KEY
 
 __all__ = ["TurnLog"]
 
@@ -57,6 +59,8 @@ class TurnLog:
         self._ended = False  # the last step's write set the final status
         self._stepped = False  # a step's write stored the turn's answer (or part of it)
         self._steps = 0  # steps begun
+        # The session's usage totals as of the last step written (kept in its meta: _usage.py).
+        self._usage = opened.budget.spent if opened.budget is not None else UsageTotals()
 
     async def commit(
         self, step_number: int, *, retry: bool = False, resumed: Resumed | None = None
@@ -149,14 +153,17 @@ class TurnLog:
         """Persist the step (messages, checkpoint; the status when it is the last); the run's
         ``step-ended`` event reports it (:meth:`~._events.TurnEvents.step_ended`)."""
         records = step_records(step, message_id=self._opened.message_id, tools=self._setup.tools)
-        write = TurnWrite(messages=records, checkpoint=self._checkpoint(step))
+        usage = self._usage.plus(step.usage)
+        spent = {USAGE_KEY: usage.to_json()}  # with the step's messages, in one transaction
+        write = TurnWrite(messages=records, checkpoint=self._checkpoint(step), meta=spent)
         if final:
             if step.pending:
-                patch = {**self._meta.paused(), **self._parking.answers()}
+                patch = {**spent, **self._meta.paused(), **self._parking.answers()}
                 write = replace(write, status="paused", meta=patch)
             else:
-                write = replace(write, status="idle", meta=self._meta.done())
+                write = replace(write, status="idle", meta={**spent, **self._meta.done()})
         written = await self._writer.write_turn(self._session_id, write)
+        self._usage = usage
         self._ended = final
         self._stepped = True
         self._in_step = False
