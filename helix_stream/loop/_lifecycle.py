@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, assert_never
 
+from .._cache_ledger import CacheLedger
 from .._event_stream import (
     EventStream,
     ModelCallEnded,
@@ -102,13 +103,16 @@ class ModelCallStartEvent:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelCallEndEvent:
-    """A step's model call ended; ``error`` is set when it failed (a timeout included)."""
+    """A step's model call ended; ``error`` is set when it failed (a timeout included).
+    ``cache`` is the call's prompt-cache ledger (:class:`~helix_stream.CacheLedger`; ``None``
+    when the call failed)."""
 
     step_number: int
     model: str
     session_id: str | None
     performance: ModelCallPerformance
     error: BaseException | None = None
+    cache: CacheLedger | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -202,6 +206,7 @@ def _public_event(event: RunEvent) -> Any:
                 session_id=sid,
                 performance=event.performance,
                 error=event.error,
+                cache=event.step.cache if event.step is not None else None,
             )
         case ToolCallStarted():
             return ToolCallStartEvent(

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from ..auth import TokenStore
     from ..chunks import Chunk
     from ..middleware import ModelMiddleware
-    from ..models._cache import PromptCache
+    from ..models._cache import PromptCacheOption
     from ..prepare_step import PrepareStep
     from ..steps import StepResult, StopCondition
     from ..telemetry import TelemetrySettings
@@ -100,7 +100,8 @@ class LoopOptions:
             ``Retry-After``; never after a chunk was emitted. litellm's, the Router's and the
             OpenAI client's own retries are switched off. Default 2.
         prompt_cache: ``"auto"``: cache breakpoints where the provider needs them; ``False``:
-            none.
+            none; ``hs.PromptCache(ttl="5m" | "1h" | "auto")``: with a chosen cache lifetime
+            (``"auto"`` is ``PromptCache(ttl="5m")``).
         token_store: Where the tokens of tools with ``auth=`` are kept between calls
             (default: one in-memory store per process).
         timeout: Time limits: seconds (the total) or a ``Timeout`` (``total``, ``step``,
@@ -140,7 +141,7 @@ class LoopOptions:
     middleware: Sequence[ModelMiddleware] | None = ()
     router: Any = None  # a litellm.Router: typed Any so that the types never import litellm
     max_retries: int = DEFAULT_MAX_RETRIES
-    prompt_cache: PromptCache = "auto"
+    prompt_cache: PromptCacheOption = "auto"
     token_store: TokenStore | None = None
     timeout: float | Timeout | None = None
     transform: StreamTransform | Sequence[StreamTransform] | None = None
@@ -176,7 +177,7 @@ class RunOptions(TypedDict, total=False):
     middleware: Sequence[ModelMiddleware] | None
     router: Any
     max_retries: int
-    prompt_cache: PromptCache
+    prompt_cache: PromptCacheOption
     token_store: TokenStore | None
     timeout: float | Timeout | None
     transform: StreamTransform | Sequence[StreamTransform] | None

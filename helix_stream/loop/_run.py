@@ -47,7 +47,8 @@ from ..chunks import (
 )
 from ..context import model_message
 from ..middleware import ModelMiddleware
-from ..models._cache import PromptCache, check_prompt_cache
+from ..models._cache import CacheHints, PromptCacheOption, check_prompt_cache
+from ..models._cache_book import CacheBook, CacheScope
 from ..models._litellm import ensure_litellm, translate_error
 from ..models._output import OutputSpec
 from ..prepare_step import StepInput, run_step_chain
@@ -128,7 +129,7 @@ class _Prepared:
     step: StepInput
     params: dict[str, Any]
     middleware: tuple[ModelMiddleware, ...]
-    prompt_cache: PromptCache
+    prompt_cache: PromptCacheOption
     timeout: Any = None  # the step's own limits (a prepare_step override)
 
 
@@ -157,6 +158,8 @@ class _Run:
         self.inactive: frozenset[str] = frozenset()  # the tool gate, as the last commit said
         self.resumed: Resumed | None = None  # what settling a paused turn's calls produced
         self.first: StepCommit | None = None  # the first call's commit, when made early
+        # The prompt-cache ledger's book: the session's (shared by its turns) or the run's own.
+        self.cache_book = cfg.env.cache_book or CacheBook()
         events = cfg.events
         if events is None:  # no session made the stream: the run makes its own
             events = run_event_stream(
@@ -431,7 +434,23 @@ class _Run:
             where=cfg.where,
             before_retry=lambda: self._commit(step_number, retry=True),
             timer=timer if timer.active else None,
+            cache=self._cache_scope(step_number, prepared),
         )
+
+    def _cache_scope(self, step_number: int, prepared: _Prepared) -> CacheScope:
+        """The model call's ledger scope, with what ``ttl="auto"`` decides by: whether the
+        request offers a tool that can park the turn, and whether the session is slow."""
+        offered = {t.get("function", {}).get("name") for t in prepared.params.get("tools") or ()}
+        tools = self.cfg.tools
+        can_park = any(
+            tools[name].pauses_for is not None or tools[name].auth is not None
+            for name in offered
+            if name in tools
+        )
+        sid = self.cfg.session_id
+        slow = self.cache_book.slow(sid, first_of_turn=step_number == 0)
+        hints = CacheHints(can_park=can_park, slow=slow)
+        return CacheScope(book=self.cache_book, session_id=sid, hints=hints)
 
     async def _prepare(self, step_number: int, forced: bool) -> _Prepared:
         """Commit the session's context, run the prepare_step chain, build the request."""

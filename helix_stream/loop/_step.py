@@ -17,10 +17,12 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .._cache_ledger import CacheLedger
 from .._timeout import StreamTimer
 from ..chunks import Chunk, DataChunk, FinishReason, SourceUrl, Usage
 from ..middleware import ModelMiddleware, WrappedModel, call_with_middleware
-from ..models._cache import PromptCache, with_cache_breakpoints
+from ..models._cache import PromptCacheOption, cache_settings, with_cache_breakpoints
+from ..models._cache_book import CacheBook, CacheEntry, CacheScope
 from ..models._lean_stream import read_path
 from ..models._litellm import acompletion, translate_error
 from ..models._output import OutputSpec
@@ -103,6 +105,7 @@ class ModelResult:
     response: ResponseInfo | None = None
     credentials: frozenset[str] = frozenset()  # what the request sent as credentials
     sources: tuple[SourceUrl, ...] = ()  # the sources the model cited
+    cache: CacheLedger | None = None  # the prompt cache's account of the call
 
 
 class ModelCall:
@@ -113,7 +116,8 @@ class ModelCall:
         middleware: Model middleware, outermost first.
         recorder: Telemetry.
         step_number: The step this call belongs to.
-        prompt_cache: Cache breakpoints for this call (``"auto"`` or ``False``).
+        prompt_cache: Cache breakpoints for this call (``"auto"``, ``False`` or a
+            ``PromptCache``).
         router: A ``litellm.Router`` to call instead of ``litellm.acompletion``.
         retry: The retry policy (until the first chunk).
         where: Where the litellm params came from (for the message of a refused one).
@@ -121,6 +125,8 @@ class ModelCall:
             sent with that attempt, its chunks come first, and its messages are in
             :attr:`retry_messages` (for the loop's own list, before the step's response).
         timer: The call's time limits (``timeout=``), or ``None`` when it has none.
+        cache: The cache ledger's book, session and lifetime hints (``None``: a book of its
+            own, compared with nothing).
     """
 
     def __init__(
@@ -129,15 +135,19 @@ class ModelCall:
         middleware: Sequence[ModelMiddleware],
         recorder: Recorder,
         step_number: int,
-        prompt_cache: PromptCache = "auto",
+        prompt_cache: PromptCacheOption = "auto",
         *,
         router: Any = None,
         retry: RetryPolicy | None = None,
         where: str = "stream_text",
         before_retry: Callable[[], Awaitable[StepCommit]] | None = None,
         timer: StreamTimer | None = None,
+        cache: CacheScope | None = None,
     ) -> None:
         self._params = params
+        self._cache = cache if cache is not None else CacheScope(book=CacheBook())
+        self._cache_entry: CacheEntry | None = None
+        self._provider_stream: Any = None
         self._timer = timer
         # Loop time: the timer's clock (a chunk reads it once or twice).
         self._clock = asyncio.get_running_loop().time
@@ -257,19 +267,29 @@ class ModelCall:
     async def _open(self) -> tuple[list[Any], AsyncIterator[Any]]:
         """Send the request (retried before its first content) and open its stream."""
         recorder, router, middleware = self._recorder, self._router, self._middleware
-        prompt_cache = self._prompt_cache
+        prompt_cache, cache = self._prompt_cache, self._cache
+        settings = cache_settings(prompt_cache)
 
         async def send(**final: Any) -> Any:
             # Cache markers go on last, after model middleware: they must mark the messages
             # and the model that are really sent (README, "Prompt caching"); tool images take
             # the form the model's provider accepts first (``_tool_media.py``).
-            final = await with_cache_breakpoints(await with_tool_media(final), prompt_cache)
+            final = await with_cache_breakpoints(
+                await with_tool_media(final), prompt_cache, cache.hints
+            )
+            # The ledger compares what is really sent, once per attempt (never per chunk).
+            self._cache_entry, final = cache.book.entry(
+                cache.session_id,
+                final,
+                diagnostics=settings.diagnostics if settings is not None else False,
+            )
             recorder.request_sent(final)  # after middleware: what is really sent
             # Middleware may add keys: a tool error that quotes one must not pass it on.
             self._credentials = frozenset(credential_strings(final))
             # The parser reads chunks by attribute; middleware may expect litellm's objects.
             stream = await acompletion(router=router, direct=not middleware, **final)
             self._read_path = read_path(stream)  # per call: each attempt decides anew
+            self._provider_stream = stream
             return stream
 
         async def attempt(params: dict[str, Any]) -> Any:
@@ -331,7 +351,12 @@ class ModelCall:
             response=parser.response,
             credentials=self._credentials,
             sources=tuple(parser.sources),
+            cache=self._ledger(),
         )
+
+    def _ledger(self) -> CacheLedger | None:
+        entry = self._cache_entry
+        return entry.ledger(self._parser.usage, self._provider_stream) if entry else None
 
 
 def step_result(
@@ -358,6 +383,7 @@ def step_result(
         sources=list(model.sources),
         data=list(data),
         performance=performance,
+        cache=model.cache,
     )
 
 
