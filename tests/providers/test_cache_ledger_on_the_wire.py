@@ -226,7 +226,7 @@ def lifetimes(body: dict[str, Any]) -> list[str]:
 
 
 async def test_ttl_one_hour_marks_every_breakpoint_for_an_hour(anthropic: AnthropicServer) -> None:
-    first, second = await two_turns(
+    _first, second = await two_turns(
         anthropic,
         agent(anthropic, prompt_cache=hs.PromptCache(ttl="1h")),
         prompt_cache=hs.PromptCache(ttl="1h"),
@@ -258,7 +258,7 @@ async def test_auto_gives_an_hour_before_a_wait_for_an_approval(anthropic: Anthr
     )
     cache = hs.PromptCache(ttl="auto")
     waits = agent(anthropic, tools=[weather(), refund], prompt_cache=cache)
-    first, second = await two_turns(anthropic, waits, prompt_cache=cache)
+    _first, second = await two_turns(anthropic, waits, prompt_cache=cache)
     bodies = anthropic.bodies()
     # The first turn offers no tool that can park: five minutes; the second one does, and
     # the breakpoint it ends on is read back after the wait: an hour (and, by Anthropic's
@@ -274,7 +274,7 @@ async def test_auto_gives_the_head_an_hour_once_turns_come_more_than_five_minute
 ) -> None:
     cache = hs.PromptCache(ttl="auto")
     monkeypatch.setattr(_cache_book, "SLOW_GAP", 0.0)  # any gap between turns is "long"
-    first, second = await two_turns(
+    _first, second = await two_turns(
         anthropic, agent(anthropic, prompt_cache=cache), prompt_cache=cache
     )
     bodies = anthropic.bodies()
