@@ -31,10 +31,11 @@ The book also tells ``ttl="auto"`` whether a session's turns come more than five
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -60,10 +61,17 @@ _Key = tuple[str | None, str, str]  # (session, model, api_base)
 
 @dataclass(frozen=True, slots=True)
 class _Last:
-    """What the book remembers of a session's previous request to one model."""
+    """What the book remembers of a session's previous request to one model: its
+    fingerprint, the provider's id of its answer, and the id it was itself compared with (for
+    a request that got no answer, a failed attempt: its retry compares with that one)."""
 
     fingerprint: Fingerprint
     answer_id: str | None = None
+    compared_with: str | None = None
+
+    @property
+    def comparable_id(self) -> str | None:
+        return self.answer_id or self.compared_with
 
 
 @lru_cache(maxsize=256)
@@ -102,21 +110,24 @@ class CacheBook:
     """Per session and model, the previous request's fingerprint and answer id (see the
     module docstring). ``limit``: how many (session, model) pairs it keeps."""
 
-    def __init__(self, limit: int = 4096) -> None:
+    def __init__(self, limit: int = 2048) -> None:
         self._limit = limit
         self._last: OrderedDict[_Key, _Last] = OrderedDict()
         self._sent: OrderedDict[str | None, float] = OrderedDict()  # last request, per session
         self._slow: set[str | None] = set()
+        # Sessions of one store may run in several threads (the sync wrappers' loops).
+        self._lock = threading.Lock()
 
     def slow(self, session_id: str | None, *, first_of_turn: bool) -> bool:
         """Whether ``session_id``'s turns have come more than five minutes apart: a turn's
         first request that comes that long after the session's previous one makes it so (for
         the rest of the process)."""
-        if first_of_turn and session_id is not None:
-            last = self._sent.get(session_id)
-            if last is not None and time.monotonic() - last > SLOW_GAP:
-                self._slow.add(session_id)
-        return session_id in self._slow
+        with self._lock:
+            if first_of_turn and session_id is not None:
+                last = self._sent.get(session_id)
+                if last is not None and time.monotonic() - last > SLOW_GAP:
+                    self._slow.add(session_id)
+            return session_id in self._slow
 
     def entry(
         self, session_id: str | None, params: Mapping[str, Any], *, diagnostics: bool | None
@@ -126,8 +137,12 @@ class CacheBook:
         :func:`asks_diagnostics` says so. The book now remembers it as the previous one."""
         api_base = params.get("api_base") or params.get("base_url") or ""
         key: _Key = (session_id, str(params["model"]), str(api_base))
-        now = fingerprint(params)
-        last = self._last.get(key)
+        now = fingerprint(params)  # outside the lock: the one pass over the request
+        with self._lock:
+            last = self._last.get(key)
+            previous_id = last.comparable_id if last is not None else None
+            self._remember(key, _Last(fingerprint=now, compared_with=previous_id))
+            self._sent_now(session_id)
         entry = CacheEntry(
             book=self,
             key=key,
@@ -135,15 +150,9 @@ class CacheBook:
             diverged_at=first_divergence(last.fingerprint, now) if last is not None else None,
             breakpoints=breakpoints(params),
         )
-        self._remember(key, _Last(fingerprint=now))
-        self._sent[session_id] = time.monotonic()
-        self._sent.move_to_end(session_id)
-        if len(self._sent) > self._limit:
-            gone, _ = self._sent.popitem(last=False)
-            self._slow.discard(gone)
         out = dict(params)
         if asks_diagnostics(params, diagnostics):
-            out = _with_diagnostics(out, last.answer_id if last is not None else None)
+            out = _with_diagnostics(out, previous_id)
         return entry, out
 
     def _remember(self, key: _Key, last: _Last) -> None:
@@ -152,11 +161,19 @@ class CacheBook:
         if len(self._last) > self._limit:
             self._last.popitem(last=False)
 
+    def _sent_now(self, session_id: str | None) -> None:
+        self._sent[session_id] = time.monotonic()
+        self._sent.move_to_end(session_id)
+        if len(self._sent) > self._limit:
+            gone, _ = self._sent.popitem(last=False)
+            self._slow.discard(gone)
+
     def answered(self, key: _Key, answer_id: str | None) -> None:
         """The provider's id of the answer to the request remembered under ``key``."""
-        last = self._last.get(key)
-        if last is not None:
-            self._last[key] = _Last(fingerprint=last.fingerprint, answer_id=answer_id)
+        with self._lock:
+            last = self._last.get(key)
+            if last is not None and answer_id is not None:
+                self._last[key] = replace(last, answer_id=answer_id)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -40,18 +40,24 @@ _MARKS = ("cache_control", "cachePoint")
 _SYSTEM_ROLES = ("system", "developer")
 
 
+_SIZE = 16  # bytes of each segment's hash
+
+
 @dataclass(frozen=True, slots=True)
 class Fingerprint:
-    """A request's segments as hashes, in cache order (see the module docstring)."""
+    """A request's segments as hashes, in cache order (see the module docstring): the
+    messages' hashes are packed one after the other (16 bytes each), the first being the
+    message at index ``start`` of the request's list. A session's book keeps one per model."""
 
     tools: bytes | None
     system: bytes | None
-    messages: tuple[tuple[int, bytes], ...]  # (index in the request's list, hash)
+    start: int
+    messages: bytes
 
 
 def _digest(value: Any) -> bytes:
     data = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr)
-    return hashlib.blake2b(data.encode(), digest_size=16).digest()
+    return hashlib.blake2b(data.encode(), digest_size=_SIZE).digest()
 
 
 def _is_mark_block(value: Any) -> bool:
@@ -132,7 +138,8 @@ def fingerprint(body: Mapping[str, Any]) -> Fingerprint:
     return Fingerprint(
         tools=None if tools is None else _digest(tools),
         system=None if system is None else _digest(system),
-        messages=tuple((i, _digest(_message(messages[i]))) for i in range(start, len(messages))),
+        start=start,
+        messages=b"".join(_digest(_message(messages[i])) for i in range(start, len(messages))),
     )
 
 
@@ -151,11 +158,16 @@ def first_divergence(previous: Fingerprint, current: Fingerprint) -> str | None:
         return "tools"
     if previous.system != current.system:
         return "system"
-    now = current.messages
-    for position, (index, digest) in enumerate(previous.messages):
-        if position >= len(now) or now[position] != (index, digest):
-            return f"message {index}"
-    return None
+    before, now = previous.messages, current.messages
+    if previous.start == current.start and now[: len(before)] == before:
+        return None
+    position = 0  # the first message whose hash differs (or that ``current`` lacks)
+    while position * _SIZE < len(before):
+        cut = slice(position * _SIZE, (position + 1) * _SIZE)
+        if before[cut] != now[cut]:
+            break
+        position += 1
+    return f"message {previous.start + position}"
 
 
 def _ttl(marker: Any) -> CacheTTL:
