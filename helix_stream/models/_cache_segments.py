@@ -6,7 +6,8 @@ parts). A request is cut into those **segments**:
 
 * ``"tools"``: the tool definitions, as one list (re-ordering them changes it);
 * ``"system"``: the system prompt: Anthropic's and Bedrock's ``system``, Gemini's
-  ``systemInstruction``, or the leading ``system``/``developer`` messages of the OpenAI format;
+  ``systemInstruction`` (or ``system_instruction``), or the leading ``system``/``developer``
+  messages of the OpenAI format;
 * ``"message N"``: each other message, ``N`` its index in the request's ``messages`` (or
   Gemini's ``contents``) list, as the request itself numbers it.
 
@@ -38,6 +39,9 @@ __all__ = ["Fingerprint", "breakpoints", "fingerprint", "first_divergence"]
 
 _MARKS = ("cache_control", "cachePoint")
 _SYSTEM_ROLES = ("system", "developer")
+# Where a body keeps its system prompt apart: Anthropic's and Bedrock's ``system``, Gemini's
+# ``systemInstruction`` (``system_instruction`` as litellm writes it).
+_SYSTEM_KEYS = ("system", "systemInstruction", "system_instruction")
 
 
 _SIZE = 16  # bytes of each segment's hash
@@ -117,7 +121,7 @@ def _split(body: Mapping[str, Any]) -> tuple[Any, Sequence[Any], int]:
     if messages is None:
         messages = body.get("contents")  # Gemini
     messages = messages if isinstance(messages, list) else []
-    system = body.get("system", body.get("systemInstruction"))
+    system = next((body[k] for k in _SYSTEM_KEYS if body.get(k) is not None), None)
     if system is not None:
         return _blocks(system), messages, 0
     leading = _leading_system(messages)

@@ -189,6 +189,8 @@ def test_bedrock_cache_points_and_gemini_system_instructions_are_understood() ->
     assert diverged(gemini, edited) == "message 0"
     edited["systemInstruction"]["parts"][0]["text"] = "You are long."
     assert diverged(gemini, edited) == "system"
+    as_litellm_writes_it = {"system_instruction": gemini["systemInstruction"], "contents": []}
+    assert fingerprint(as_litellm_writes_it).system == fingerprint(gemini).system
 
 
 def test_breakpoints_are_listed_in_cache_order_with_their_lifetimes() -> None:

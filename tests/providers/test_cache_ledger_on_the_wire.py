@@ -294,3 +294,20 @@ def test_a_bad_ttl_is_refused_with_what_to_pass() -> None:
         hs.PromptCache(ttl="10m")  # type: ignore[arg-type]
     with pytest.raises(hs.InvalidRequestError, match="PromptCache"):
         hs.Agent(name="a", model="helix/demo", prompt_cache="1h")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "provider", ["openai", "anthropic", "bedrock", "gemini", "mistral"], indirect=True
+)
+async def test_every_family_gets_a_ledger_that_names_the_break(provider: Provider) -> None:
+    provider.server.script(Say(text="Hi!"), Say(text="Sunny."))
+    llm = dict(provider.llm)
+    settings = {k: llm.pop(k) for k in ("api_base", "api_key")}
+    base: dict[str, Any] = {"name": "bot", "model": llm["model"], "settings": settings}
+    executor = hs.Executor(store=hs.MemoryStore())
+    await executor.run(hs.Agent(**base, system=SYSTEM), "s1", "Hello").text()
+    (step,) = await executor.run(hs.Agent(**base, system=SYSTEM + " Monday."), "s1", "Hi").steps()
+    assert step.cache is not None
+    assert (step.cache.compared, step.cache.diverged_at) == (True, "system")
+    with pytest.raises(AssertionError, match="at 'system'"):
+        assert_prefix_stable(provider.server.requests)
