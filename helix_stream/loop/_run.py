@@ -47,8 +47,7 @@ from ..chunks import (
 )
 from ..context import model_message
 from ..middleware import ModelMiddleware
-from ..models._cache import CacheHints, PromptCacheOption, check_prompt_cache
-from ..models._cache_book import CacheBook, CacheScope
+from ..models._cache import PromptCacheOption, check_prompt_cache
 from ..models._litellm import ensure_litellm, translate_error
 from ..models._output import OutputSpec
 from ..prepare_step import StepInput, run_step_chain
@@ -62,7 +61,7 @@ from ._env import Resumed, RunEnd, StepCommit
 from ._lifecycle import AliasSubscriber, LifecycleSubscriber, ToolWatch, outcome_of
 from ._result import GenerateTextResult
 from ._resume import ResumeStep
-from ._step import ModelCall, model_name, request_params, step_performance, step_result
+from ._step import ModelCall, cache_scope, model_name, request_params, step_performance, step_result
 from ._tools import ToolCalls, ToolRun
 
 __all__ = ["run_event_stream", "run_loop"]
@@ -158,8 +157,6 @@ class _Run:
         self.inactive: frozenset[str] = frozenset()  # the tool gate, as the last commit said
         self.resumed: Resumed | None = None  # what settling a paused turn's calls produced
         self.first: StepCommit | None = None  # the first call's commit, when made early
-        # The prompt-cache ledger's book: the session's (shared by its turns) or the run's own.
-        self.cache_book = cfg.env.cache_book or CacheBook()
         events = cfg.events
         if events is None:  # no session made the stream: the run makes its own
             events = run_event_stream(
@@ -428,29 +425,13 @@ class _Run:
             prepared.middleware,
             cfg.recorder,
             step_number,
-            prepared.prompt_cache,
+            cache_scope(cfg, step_number, prepared.params, prepared.prompt_cache),
             router=cfg.router,
             retry=cfg.retry,
             where=cfg.where,
             before_retry=lambda: self._commit(step_number, retry=True),
             timer=timer if timer.active else None,
-            cache=self._cache_scope(step_number, prepared),
         )
-
-    def _cache_scope(self, step_number: int, prepared: _Prepared) -> CacheScope:
-        """The model call's ledger scope, with what ``ttl="auto"`` decides by: whether the
-        request offers a tool that can park the turn, and whether the session is slow."""
-        offered = {t.get("function", {}).get("name") for t in prepared.params.get("tools") or ()}
-        tools = self.cfg.tools
-        can_park = any(
-            tools[name].pauses_for is not None or tools[name].auth is not None
-            for name in offered
-            if name in tools
-        )
-        sid = self.cfg.session_id
-        slow = self.cache_book.slow(sid, first_of_turn=step_number == 0)
-        hints = CacheHints(can_park=can_park, slow=slow)
-        return CacheScope(book=self.cache_book, session_id=sid, hints=hints)
 
     async def _prepare(self, step_number: int, forced: bool) -> _Prepared:
         """Commit the session's context, run the prepare_step chain, build the request."""

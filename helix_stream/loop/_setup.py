@@ -29,6 +29,7 @@ from .._transform import as_transforms
 from ..errors import InvalidRequestError
 from ..middleware import WrappedModel
 from ..models._cache import check_prompt_cache
+from ..models._cache_book import CacheBook
 from ..models._output import check_output_schema
 from ..models._retry import RetryPolicy
 from ..steps import StopCondition, step_count_is
@@ -235,7 +236,9 @@ def loop_config(
         output=setup.output,
         output_mode=call.output_mode,
         where=setup.where,
-        env=env,
+        # A run outside a session keeps its own cache-ledger book: its steps compare with
+        # each other, never with another run's.
+        env=env if env.cache_book is not None else replace(env, cache_book=CacheBook()),
     )
 
 

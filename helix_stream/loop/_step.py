@@ -21,7 +21,7 @@ from .._cache_ledger import CacheLedger
 from .._timeout import StreamTimer
 from ..chunks import Chunk, DataChunk, FinishReason, SourceUrl, Usage
 from ..middleware import ModelMiddleware, WrappedModel, call_with_middleware
-from ..models._cache import PromptCacheOption, cache_settings, with_cache_breakpoints
+from ..models._cache import CacheHints, PromptCacheOption, cache_settings, with_cache_breakpoints
 from ..models._cache_book import CacheBook, CacheEntry, CacheScope
 from ..models._lean_stream import read_path
 from ..models._litellm import acompletion, translate_error
@@ -39,7 +39,7 @@ from ._params import check_known, check_run_options
 from ._retry_status import opening, retry_status
 from ._tool_media import with_tool_media
 
-__all__ = ["ModelCall", "ModelResult", "model_name", "request_params"]
+__all__ = ["ModelCall", "ModelResult", "cache_scope", "model_name", "request_params"]
 
 
 def model_name(model: str | WrappedModel) -> tuple[str, tuple[ModelMiddleware, ...]]:
@@ -91,6 +91,26 @@ def request_params(
     return params
 
 
+def cache_scope(
+    cfg: LoopConfig, step_number: int, params: Mapping[str, Any], mode: PromptCacheOption
+) -> CacheScope:
+    """A model call's prompt caching: ``mode`` (the step's ``prompt_cache``), the run's ledger
+    book (its session's, from the turn environment), and what ``ttl="auto"`` decides with:
+    whether the request offers a tool that can park the turn (one that needs an approval, a
+    client tool, one with ``auth=``), and whether the session's turns come far apart."""
+    book = cfg.env.cache_book or CacheBook()
+    offered = {t.get("function", {}).get("name") for t in params.get("tools") or ()}
+    tools = cfg.tools
+    can_park = any(
+        tools[name].pauses_for is not None or tools[name].auth is not None
+        for name in offered
+        if name in tools
+    )
+    slow = book.slow(cfg.session_id, first_of_turn=step_number == 0)
+    hints = CacheHints(can_park=can_park, slow=slow)
+    return CacheScope(book=book, session_id=cfg.session_id, mode=mode, hints=hints)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelResult:
     """What one model call produced."""
@@ -116,8 +136,9 @@ class ModelCall:
         middleware: Model middleware, outermost first.
         recorder: Telemetry.
         step_number: The step this call belongs to.
-        prompt_cache: Cache breakpoints for this call (``"auto"``, ``False`` or a
-            ``PromptCache``).
+        cache: The call's prompt caching (:func:`cache_scope`): its ``prompt_cache`` value,
+            the cache ledger's book and session, ``ttl="auto"``'s hints; ``None``: markers
+            as ``"auto"`` puts them and a book of its own, compared with nothing.
         router: A ``litellm.Router`` to call instead of ``litellm.acompletion``.
         retry: The retry policy (until the first chunk).
         where: Where the litellm params came from (for the message of a refused one).
@@ -125,8 +146,6 @@ class ModelCall:
             sent with that attempt, its chunks come first, and its messages are in
             :attr:`retry_messages` (for the loop's own list, before the step's response).
         timer: The call's time limits (``timeout=``), or ``None`` when it has none.
-        cache: The cache ledger's book, session and lifetime hints (``None``: a book of its
-            own, compared with nothing).
     """
 
     def __init__(
@@ -135,14 +154,13 @@ class ModelCall:
         middleware: Sequence[ModelMiddleware],
         recorder: Recorder,
         step_number: int,
-        prompt_cache: PromptCacheOption = "auto",
+        cache: CacheScope | None = None,
         *,
         router: Any = None,
         retry: RetryPolicy | None = None,
         where: str = "stream_text",
         before_retry: Callable[[], Awaitable[StepCommit]] | None = None,
         timer: StreamTimer | None = None,
-        cache: CacheScope | None = None,
     ) -> None:
         self._params = params
         self._cache = cache if cache is not None else CacheScope(book=CacheBook())
@@ -161,7 +179,6 @@ class ModelCall:
         self.retry_messages: list[dict[str, Any]] = []
         self._retry_chunks: list[Chunk] = []
         self._status: list[DataChunk] = []  # data-retry parts not yet handed on
-        self._prompt_cache = prompt_cache
         self._middleware = middleware
         self._recorder = recorder
         self._router = router
@@ -267,8 +284,8 @@ class ModelCall:
     async def _open(self) -> tuple[list[Any], AsyncIterator[Any]]:
         """Send the request (retried before its first content) and open its stream."""
         recorder, router, middleware = self._recorder, self._router, self._middleware
-        prompt_cache, cache = self._prompt_cache, self._cache
-        settings = cache_settings(prompt_cache)
+        cache = self._cache
+        prompt_cache, settings = cache.mode, cache_settings(cache.mode)
 
         async def send(**final: Any) -> Any:
             # Cache markers go on last, after model middleware: they must mark the messages

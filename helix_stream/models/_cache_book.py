@@ -41,7 +41,7 @@ from typing import Any
 
 from .._cache_ledger import CacheBreakpoint, CacheLedger
 from .._step_parts import Usage
-from ._cache import CacheHints
+from ._cache import CacheHints, PromptCacheOption
 from ._cache_segments import Fingerprint, breakpoints, fingerprint, first_divergence
 
 __all__ = [
@@ -221,8 +221,10 @@ def _miss(diagnostics: Any) -> tuple[str | None, int | None]:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CacheScope:
-    """What one model call's ledger needs: the book, the session, and ``ttl="auto"``'s hints."""
+    """One model call's prompt caching: its ``prompt_cache`` value (``mode``), the ledger's
+    book and session, and what ``ttl="auto"`` decides with (``hints``)."""
 
     book: CacheBook
     session_id: str | None = None
+    mode: PromptCacheOption = "auto"
     hints: CacheHints = field(default_factory=CacheHints)
