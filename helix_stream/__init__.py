@@ -92,11 +92,14 @@ if TYPE_CHECKING:  # "X as X": explicit re-exports, so type checkers see the laz
     )
     from .loop import (
         AbortEvent as AbortEvent,
+        CacheBreakpoint as CacheBreakpoint,
+        CacheLedger as CacheLedger,
         EndEvent as EndEvent,
         GenerateTextResult as GenerateTextResult,
         ModelCallEndEvent as ModelCallEndEvent,
         ModelCallPerformance as ModelCallPerformance,
         ModelCallStartEvent as ModelCallStartEvent,
+        PromptCache as PromptCache,
         StartEvent as StartEvent,
         StepEndEvent as StepEndEvent,
         StepPerformance as StepPerformance,
@@ -226,8 +229,11 @@ _LAZY: dict[str, str] = {
     **dict.fromkeys(
         [
             "AbortEvent",
+            "CacheBreakpoint",
+            "CacheLedger",
             "EndEvent",
             "ModelCallEndEvent",
+            "PromptCache",
             "ModelCallPerformance",
             "ModelCallStartEvent",
             "StartEvent",

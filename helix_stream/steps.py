@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from ._cache_ledger import CacheLedger
 from ._step_parts import DataChunk, FinishReason, SourceUrl, Usage
 
 if TYPE_CHECKING:
@@ -154,7 +155,11 @@ class StepResult:
     its messages do not hold: ``sources`` (the sources the model cited, once each) and
     ``data`` (the ``data-*`` parts its tools wrote with ``ctx.write_data``, transient ones
     left out), in the order they were streamed; ``performance`` where its time went
-    (:class:`StepPerformance`; not compared: two runs of one step differ in it).
+    (:class:`StepPerformance`; not compared: two runs of one step differ in it); ``cache``
+    what the model call did with the provider's prompt cache (:class:`~helix_stream.CacheLedger`:
+    tokens read and written, the first segment that differs from the session's previous
+    request, the provider's miss reason, each breakpoint's lifetime; ``None`` for a step that
+    made no model call; not compared either).
 
     Example::
 
@@ -177,6 +182,8 @@ class StepResult:
     data: list[DataChunk] = field(default_factory=list)
     # Timing differs between two runs of the same step: not part of what a step is.
     performance: StepPerformance | None = field(default=None, compare=False, repr=False)
+    # What the cache did depends on the calls before it (and the provider): not compared.
+    cache: CacheLedger | None = field(default=None, compare=False, repr=False)
 
     @property
     def pending(self) -> list[ToolResult]:

@@ -43,6 +43,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "steps",
                 "_event_stream",
                 "_step_parts",
+                "_cache_ledger",
                 "_timeout",
                 "_transform",
                 "_sync",

@@ -72,6 +72,7 @@ GROUPS: dict[str, str] = {
     "_tool_context": "Tools",
     "_tool_source": "Tools",
     "_step_parts": "Steps and results",
+    "_cache_ledger": "Steps and results",
 }
 
 # What to do about each error (the rest of the errors table comes from the class itself).

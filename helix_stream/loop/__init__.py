@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from .._cache_ledger import CacheBreakpoint, CacheLedger
 from .._timeout import Timeout
 from .._transform import smooth_stream
+from ..models._cache import PromptCache
 from ..steps import (
     ModelCallPerformance,
     StepPerformance,
@@ -38,11 +40,14 @@ from ._result import GenerateTextResult, StreamTextResult
 __all__ = [
     "DEFAULT_MAX_STEPS",
     "AbortEvent",
+    "CacheBreakpoint",
+    "CacheLedger",
     "EndEvent",
     "GenerateTextResult",
     "ModelCallEndEvent",
     "ModelCallPerformance",
     "ModelCallStartEvent",
+    "PromptCache",
     "StartEvent",
     "StepEndEvent",
     "StepPerformance",

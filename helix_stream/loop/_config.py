@@ -18,7 +18,7 @@ from .._timeout import Timeout, as_timeout
 from .._transform import StreamTransform, as_transforms
 from ..auth._cache import DEFAULT_AUTH, AuthSettings
 from ..middleware import ModelMiddleware, WrappedModel
-from ..models._cache import PromptCache
+from ..models._cache import PromptCacheOption
 from ..models._retry import RetryPolicy
 from ..prepare_step import PrepareStep
 from ..steps import StopCondition
@@ -135,7 +135,7 @@ class LoopConfig:
         return Callbacks.of(self.options)
 
     @property
-    def prompt_cache(self) -> PromptCache:
+    def prompt_cache(self) -> PromptCacheOption:
         """``"auto"`` to add cache breakpoints where the provider needs them, ``False`` for
         none (a ``prepare_step`` override wins for its step)."""
         return self.options.prompt_cache

@@ -28,6 +28,7 @@ from .._tool_context import ChunkWriter, ContextQueue, SandboxAccess, ToolContex
 from ..auth._cache import AuthSettings, CallAuth
 from ..auth._flow import ParkForSignIn
 from ..chunks import Chunk, ToolAuthorizationRequest
+from ..models._cache_book import CacheBook
 from ..steps import StepResult, ToolCall, ToolResult
 from ..tools import Tool
 from ._budget import SessionBudget
@@ -228,6 +229,8 @@ class TurnEnv:
         begin: The session's start events, awaited after the ``start`` chunk.
         resume: The calls a paused turn waited for, settled before the first step.
         budget: The session's usage limits and what it had used when the turn opened.
+        cache_book: The session's prompt-cache ledger book (``models/_cache_book.py``),
+            shared by the session's turns; ``None``: the run keeps one of its own.
     """
 
     log: TurnLog = field(default_factory=_NoLog)
@@ -235,6 +238,7 @@ class TurnEnv:
     begin: Callable[[], Awaitable[None]] | None = None
     resume: Resume | None = None
     budget: SessionBudget | None = None
+    cache_book: CacheBook | None = None
 
 
 PLAIN = TurnEnv()

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, assert_never
 
+from .._cache_ledger import CacheLedger
 from .._event_stream import (
     EventStream,
     ModelCallEnded,
@@ -117,7 +118,6 @@ class ModelCallStartEvent:
             print("calling", event.model, "for step", event.step_number)
 
         result = hs.stream_text(model="helix/demo", prompt="Hi",
-
                                 on_model_call_start=on_model_call_start)
     """
 
@@ -129,6 +129,8 @@ class ModelCallStartEvent:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelCallEndEvent:
     """A step's model call ended; ``error`` is set when it failed (a timeout included).
+    ``cache`` is the call's prompt-cache ledger (:class:`~helix_stream.CacheLedger`; ``None``
+    when the call failed).
 
     Example::
 
@@ -137,7 +139,6 @@ class ModelCallEndEvent:
             print(event.model, p.time_to_first_chunk, p.output_tokens_per_second, event.error)
 
         result = hs.stream_text(model="helix/demo", prompt="Hi",
-
                                 on_model_call_end=on_model_call_end)
     """
 
@@ -146,6 +147,7 @@ class ModelCallEndEvent:
     session_id: str | None
     performance: ModelCallPerformance
     error: BaseException | None = None
+    cache: CacheLedger | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -158,7 +160,6 @@ class ToolCallStartEvent:
             print("running", event.call.name, event.call.input)
 
         result = hs.stream_text(model="helix/demo", prompt="Hi",
-
                                 on_tool_call_start=on_tool_call_start)
     """
 
@@ -280,6 +281,7 @@ def _public_event(event: RunEvent) -> Any:
                 session_id=sid,
                 performance=event.performance,
                 error=event.error,
+                cache=event.step.cache if event.step is not None else None,
             )
         case ToolCallStarted():
             return ToolCallStartEvent(

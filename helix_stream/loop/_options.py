@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from ..auth import TokenStore
     from ..chunks import Chunk
     from ..middleware import ModelMiddleware
-    from ..models._cache import PromptCache
+    from ..models._cache import PromptCacheOption
     from ..prepare_step import PrepareStep
     from ..steps import StepResult, StopCondition
     from ..telemetry import TelemetrySettings
@@ -102,7 +102,8 @@ class LoopOptions:
             ``Retry-After``; never after a chunk was emitted. litellm's, the Router's and the
             OpenAI client's own retries are switched off. Default 2.
         prompt_cache: ``"auto"``: cache breakpoints where the provider needs them; ``False``:
-            none.
+            none; ``hs.PromptCache(ttl="5m" | "1h" | "auto")``: with a chosen cache lifetime
+            (``"auto"`` is ``PromptCache(ttl="5m")``).
         usage_limits: Limits on what the run may use (``hs.UsageLimits(requests=,
             input_tokens=, uncached_input_tokens=, output_tokens=, total_tokens=,
             cost_usd=)``): a limit the next model call would cross stops the run before that
@@ -152,7 +153,7 @@ class LoopOptions:
     middleware: Sequence[ModelMiddleware] | None = ()
     router: Any = None  # a litellm.Router: typed Any so that the types never import litellm
     max_retries: int = DEFAULT_MAX_RETRIES
-    prompt_cache: PromptCache = "auto"
+    prompt_cache: PromptCacheOption = "auto"
     usage_limits: UsageLimits | None = None
     token_store: TokenStore | None = None
     timeout: float | Timeout | None = None
@@ -190,7 +191,7 @@ class RunOptions(TypedDict, total=False):
     middleware: Sequence[ModelMiddleware] | None
     router: Any
     max_retries: int
-    prompt_cache: PromptCache
+    prompt_cache: PromptCacheOption
     usage_limits: UsageLimits | None
     token_store: TokenStore | None
     timeout: float | Timeout | None

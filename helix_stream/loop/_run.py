@@ -46,7 +46,7 @@ from ..chunks import (
 )
 from ..context import model_message
 from ..middleware import ModelMiddleware
-from ..models._cache import PromptCache, check_prompt_cache
+from ..models._cache import PromptCacheOption, check_prompt_cache
 from ..models._litellm import ensure_litellm, translate_error
 from ..models._output import OutputSpec
 from ..prepare_step import StepInput, run_step_chain
@@ -61,7 +61,7 @@ from ._env import Resumed, RunEnd, StepCommit
 from ._lifecycle import AliasSubscriber, LifecycleSubscriber, ToolWatch, outcome_of
 from ._result import GenerateTextResult
 from ._resume import ResumeStep
-from ._step import ModelCall, model_name, request_params, step_performance, step_result
+from ._step import ModelCall, cache_scope, model_name, request_params, step_performance, step_result
 from ._tools import ToolCalls, ToolRun
 
 __all__ = ["run_event_stream", "run_loop"]
@@ -128,7 +128,7 @@ class _Prepared:
     step: StepInput
     params: dict[str, Any]
     middleware: tuple[ModelMiddleware, ...]
-    prompt_cache: PromptCache
+    prompt_cache: PromptCacheOption
     timeout: Any = None  # the step's own limits (a prepare_step override)
 
 
@@ -426,7 +426,7 @@ class _Run:
             prepared.middleware,
             cfg.recorder,
             step_number,
-            prepared.prompt_cache,
+            cache_scope(cfg, step_number, prepared.params, prepared.prompt_cache),
             router=cfg.router,
             retry=cfg.retry,
             where=cfg.where,

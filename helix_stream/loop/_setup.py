@@ -31,6 +31,7 @@ from .._usage_limits import check_limits
 from ..errors import InvalidRequestError
 from ..middleware import WrappedModel
 from ..models._cache import check_prompt_cache
+from ..models._cache_book import CacheBook
 from ..models._output import check_output_schema
 from ..models._retry import RetryPolicy
 from ..steps import StopCondition, step_count_is
@@ -239,7 +240,9 @@ def loop_config(
         output=setup.output,
         output_mode=call.output_mode,
         where=setup.where,
-        env=env,
+        # A run outside a session keeps its own cache-ledger book: its steps compare with
+        # each other, never with another run's.
+        env=env if env.cache_book is not None else replace(env, cache_book=CacheBook()),
     )
 
 

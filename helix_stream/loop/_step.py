@@ -14,18 +14,20 @@ import asyncio
 import statistics
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from .._cache_ledger import CacheLedger
 from .._timeout import StreamTimer
 from ..chunks import Chunk, DataChunk, FinishReason, SourceUrl, Usage
 from ..middleware import ModelMiddleware, WrappedModel, call_with_middleware
-from ..models._cache import PromptCache, with_cache_breakpoints
+from ..models._cache import CacheHints, PromptCacheOption, cache_settings, with_cache_breakpoints
+from ..models._cache_book import CacheBook, CacheEntry, CacheScope
 from ..models._lean_stream import read_path
 from ..models._litellm import acompletion, translate_error
 from ..models._output import OutputSpec
 from ..models._parse import ResponseInfo, StepParser, has_content, map_finish_reason
-from ..models._pricing import priced
+from ..models._pricing import CallCost, cost_of, priced
 from ..models._retry import Attempt, RetryPolicy, open_content_stream
 from ..prepare_step import STEP_OVERRIDE_KEYS, StepInput
 from ..steps import ModelCallPerformance, StepPerformance, StepResult, ToolCall, ToolResult
@@ -38,7 +40,7 @@ from ._params import check_known, check_run_options
 from ._retry_status import opening, retry_status
 from ._tool_media import with_tool_media
 
-__all__ = ["ModelCall", "ModelResult", "model_name", "request_params"]
+__all__ = ["ModelCall", "ModelResult", "cache_scope", "model_name", "request_params"]
 
 
 def model_name(model: str | WrappedModel) -> tuple[str, tuple[ModelMiddleware, ...]]:
@@ -90,6 +92,26 @@ def request_params(
     return params
 
 
+def cache_scope(
+    cfg: LoopConfig, step_number: int, params: Mapping[str, Any], mode: PromptCacheOption
+) -> CacheScope:
+    """A model call's prompt caching: ``mode`` (the step's ``prompt_cache``), the run's ledger
+    book (its session's, from the turn environment), and what ``ttl="auto"`` decides with:
+    whether the request offers a tool that can park the turn (one that needs an approval, a
+    client tool, one with ``auth=``), and whether the session's turns come far apart."""
+    book = cfg.env.cache_book or CacheBook()
+    offered = {t.get("function", {}).get("name") for t in params.get("tools") or ()}
+    tools = cfg.tools
+    can_park = any(
+        tools[name].pauses_for is not None or tools[name].auth is not None
+        for name in offered
+        if name in tools
+    )
+    slow = book.slow(cfg.session_id, first_of_turn=step_number == 0)
+    hints = CacheHints(can_park=can_park, slow=slow)
+    return CacheScope(book=book, session_id=cfg.session_id, mode=mode, hints=hints)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelResult:
     """What one model call produced."""
@@ -104,6 +126,7 @@ class ModelResult:
     response: ResponseInfo | None = None
     credentials: frozenset[str] = frozenset()  # what the request sent as credentials
     sources: tuple[SourceUrl, ...] = ()  # the sources the model cited
+    cache: CacheLedger | None = None  # the prompt cache's account of the call
 
 
 class ModelCall:
@@ -114,7 +137,9 @@ class ModelCall:
         middleware: Model middleware, outermost first.
         recorder: Telemetry.
         step_number: The step this call belongs to.
-        prompt_cache: Cache breakpoints for this call (``"auto"`` or ``False``).
+        cache: The call's prompt caching (:func:`cache_scope`): its ``prompt_cache`` value,
+            the cache ledger's book and session, ``ttl="auto"``'s hints; ``None``: markers
+            as ``"auto"`` puts them and a book of its own, compared with nothing.
         router: A ``litellm.Router`` to call instead of ``litellm.acompletion``.
         retry: The retry policy (until the first chunk).
         where: Where the litellm params came from (for the message of a refused one).
@@ -130,7 +155,7 @@ class ModelCall:
         middleware: Sequence[ModelMiddleware],
         recorder: Recorder,
         step_number: int,
-        prompt_cache: PromptCache = "auto",
+        cache: CacheScope | None = None,
         *,
         router: Any = None,
         retry: RetryPolicy | None = None,
@@ -139,6 +164,9 @@ class ModelCall:
         timer: StreamTimer | None = None,
     ) -> None:
         self._params = params
+        self._cache = cache if cache is not None else CacheScope(book=CacheBook())
+        self._cache_entry: CacheEntry | None = None
+        self._provider_stream: Any = None
         self._timer = timer
         # Loop time: the timer's clock (a chunk reads it once or twice).
         self._clock = asyncio.get_running_loop().time
@@ -152,7 +180,6 @@ class ModelCall:
         self.retry_messages: list[dict[str, Any]] = []
         self._retry_chunks: list[Chunk] = []
         self._status: list[DataChunk] = []  # data-retry parts not yet handed on
-        self._prompt_cache = prompt_cache
         self._middleware = middleware
         self._recorder = recorder
         self._router = router
@@ -258,19 +285,29 @@ class ModelCall:
     async def _open(self) -> tuple[list[Any], AsyncIterator[Any]]:
         """Send the request (retried before its first content) and open its stream."""
         recorder, router, middleware = self._recorder, self._router, self._middleware
-        prompt_cache = self._prompt_cache
+        cache = self._cache
+        prompt_cache, settings = cache.mode, cache_settings(cache.mode)
 
         async def send(**final: Any) -> Any:
             # Cache markers go on last, after model middleware: they must mark the messages
             # and the model that are really sent (README, "Prompt caching"); tool images take
             # the form the model's provider accepts first (``_tool_media.py``).
-            final = await with_cache_breakpoints(await with_tool_media(final), prompt_cache)
+            final = await with_cache_breakpoints(
+                await with_tool_media(final), prompt_cache, cache.hints
+            )
+            # The ledger compares what is really sent, once per attempt (never per chunk).
+            self._cache_entry, final = cache.book.entry(
+                cache.session_id,
+                final,
+                diagnostics=settings.diagnostics if settings is not None else False,
+            )
             recorder.request_sent(final)  # after middleware: what is really sent
             # Middleware may add keys: a tool error that quotes one must not pass it on.
             self._credentials = frozenset(credential_strings(final))
             # The parser reads chunks by attribute; middleware may expect litellm's objects.
             stream = await acompletion(router=router, direct=not middleware, **final)
             self._read_path = read_path(stream)  # per call: each attempt decides anew
+            self._provider_stream = stream
             return stream
 
         async def attempt(params: dict[str, Any]) -> Any:
@@ -318,6 +355,9 @@ class ModelCall:
     def result(self) -> ModelResult:
         """The assembled call (after :meth:`chunks` has finished)."""
         parser, calls = self._parser, self._calls
+        # Priced once, here: the step's usage, its cache ledger, and the run's and the
+        # session's totals all read this one figure.
+        cost = cost_of(parser.usage, self._params["model"], parser.response_model)
         finish_reason = map_finish_reason(parser.finish_reason)
         if calls and finish_reason == "stop":
             finish_reason = "tool-calls"
@@ -326,13 +366,24 @@ class ModelCall:
             reasoning="".join(parser.reasoning),
             calls=calls,
             finish_reason=finish_reason,
-            # Priced once, here: the step's usage, the run's and the session's totals add it up.
-            usage=priced(parser.usage, self._params["model"], parser.response_model),
+            usage=priced(parser.usage, cost),
             response_model=parser.response_model,
             assistant=parser.assistant_message(calls),
             response=parser.response,
             credentials=self._credentials,
             sources=tuple(parser.sources),
+            cache=self._ledger(cost),
+        )
+
+    def _ledger(self, cost: CallCost | None) -> CacheLedger | None:
+        entry = self._cache_entry
+        if entry is None:
+            return None
+        ledger = entry.ledger(self._parser.usage, self._provider_stream)
+        if cost is None:
+            return ledger
+        return replace(
+            ledger, cost_usd=cost.cost_usd, cost_without_cache_usd=cost.cost_without_cache_usd
         )
 
 
@@ -360,6 +411,7 @@ def step_result(
         sources=list(model.sources),
         data=list(data),
         performance=performance,
+        cache=model.cache,
     )
 
 

@@ -23,7 +23,10 @@ wrapper would have set them:
   ended before a finish_reason was received"); a read error after it is not.
 
 The response id is the one litellm's iterator made for the stream; the model name is the one
-litellm puts on its chunks.
+litellm puts on its chunks. Two things litellm's iterator drops are kept on the stream for the
+cache ledger (``_cache_book.py``): the answer's own id (``message_id``, Anthropic's ``msg_...``)
+and its cache ``diagnostics`` (``cache_diagnostics``), read from ``message_start``'s message or
+from a ``message_delta``, whichever carries them (the last one wins).
 """
 
 from __future__ import annotations
@@ -85,6 +88,8 @@ class AnthropicStream(DirectStream):
         self._tool_index = -1
         self._json_pieces: list[str] | None = None  # a tool_use block's input, so far
         self._called = False
+        self.message_id: str | None = None
+        self.cache_diagnostics: dict[str, Any] | None = None
         self._dispatch = {
             "content_block_delta": self._block_delta,
             "content_block_start": self._block_start,
@@ -140,8 +145,16 @@ class AnthropicStream(DirectStream):
             return _call(self._tool_index, "{}")
         return None
 
+    def _diagnostics(self, value: Any) -> None:
+        if isinstance(value, dict):
+            self.cache_diagnostics = value
+
     def _message_start(self, event: dict[str, Any]) -> Fields | None:
-        usage = _object(event.get("message")).get("usage")
+        message = _object(event.get("message"))
+        answer_id = message.get("id")
+        self.message_id = answer_id if isinstance(answer_id, str) else None
+        self._diagnostics(message.get("diagnostics"))
+        usage = message.get("usage")
         if not isinstance(usage, dict):
             return Fields({})
         self._usage = {**self._usage, **usage}
@@ -149,6 +162,7 @@ class AnthropicStream(DirectStream):
 
     def _message_delta(self, event: dict[str, Any]) -> Fields | None:
         delta = _object(event.get("delta"))
+        self._diagnostics(event.get("diagnostics") or delta.get("diagnostics"))
         reason = self._module().map_finish_reason(finish_reason=delta.get("stop_reason") or "stop")
         self._finished = True
         # A refusal's explanation (``stop_details``), as litellm's iterator gives it: a refusal.

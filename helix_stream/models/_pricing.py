@@ -109,8 +109,7 @@ def cost_of(usage: Usage, model: str, response_model: str | None = None) -> Call
     return call_cost(usage, model_prices(model, response_model))
 
 
-def priced(usage: Usage, model: str, response_model: str | None = None) -> Usage:
-    """``usage`` with its ``cost_usd``: the call's cost, or ``None`` when the model has no
-    price in litellm's cost map."""
-    cost = cost_of(usage, model, response_model)
+def priced(usage: Usage, cost: CallCost | None) -> Usage:
+    """``usage`` with its ``cost_usd``: the call's cost (:func:`cost_of`), or ``None`` when the
+    model has no price in litellm's cost map."""
     return replace(usage, cost_usd=cost.cost_usd if cost is not None else None)

@@ -11,11 +11,13 @@ paused turn waited for (``_pending.plan_resume``), which the loop's resume step 
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Sequence
 
 from .._tool_context import ItemLike
 from ..context import TOOL_SOURCE, validate_items
 from ..loop._env import CallContexts, TurnEnv
+from ..models._cache_book import CacheBook
 from ..state import bind_scope
 from ..steps import ToolCall
 from ..store import Store
@@ -28,6 +30,22 @@ from ._turn_log import TurnLog
 __all__ = ["ToolQueue", "turn_env"]
 
 logger = logging.getLogger("helix_stream.context")
+
+# One cache-ledger book per store: every executor on a store shares its sessions' previous
+# requests (two stores with a session of the same id never mix). Gone with its store.
+_BOOKS: weakref.WeakKeyDictionary[Store, CacheBook] = weakref.WeakKeyDictionary()
+
+
+def cache_book(store: Store) -> CacheBook | None:
+    """The cache-ledger book of ``store``'s sessions (``None`` for a store that cannot be
+    weakly referenced: each run then keeps its own)."""
+    try:
+        book = _BOOKS.get(store)
+        if book is None:
+            book = _BOOKS[store] = CacheBook()
+    except TypeError:
+        return None
+    return book
 
 
 def turn_env(opened: Opened) -> TurnEnv:
@@ -72,6 +90,7 @@ def turn_env(opened: Opened) -> TurnEnv:
         begin=begin,
         resume=plan.resume if plan is not None else None,
         budget=opened.budget,
+        cache_book=cache_book(store),
     )
 
 

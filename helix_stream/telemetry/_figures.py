@@ -12,8 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 from ._filters import AttributeValue
+from ._prompt_cache import prompt_cache_attributes
 
-__all__ = ["performance_attributes", "step_time_attributes", "time_to_first_chunk_attributes"]
+__all__ = [
+    "performance_attributes",
+    "step_figures",
+    "step_time_attributes",
+    "time_to_first_chunk_attributes",
+]
 
 
 def time_to_first_chunk_attributes(elapsed: float) -> dict[str, AttributeValue]:
@@ -51,3 +57,12 @@ def step_time_attributes(performance: Any) -> dict[str, AttributeValue]:
     the conventions have no step)."""
     step_time = getattr(performance, "step_time", None)
     return {} if step_time is None else {"helix.step_time": round(float(step_time), 6)}
+
+
+def step_figures(step: Any) -> dict[str, AttributeValue]:
+    """A finished model call's figures on its step span: its performance and its prompt-cache
+    ledger (``helix.prompt_cache.*``, ``_prompt_cache.py``)."""
+    return {
+        **performance_attributes(getattr(step, "performance", None)),
+        **prompt_cache_attributes(getattr(step, "cache", None)),
+    }

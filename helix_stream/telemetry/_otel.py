@@ -34,7 +34,7 @@ from opentelemetry import context as otel_context, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from ._figures import (
-    performance_attributes,
+    step_figures,
     step_time_attributes,
     time_to_first_chunk_attributes,
 )
@@ -343,7 +343,7 @@ class OtelRecorder(Recorder):
             "helix.tool_calls": len(calls),
             "helix.attempts": self._failed_attempts + 1,
         }
-        attrs.update(performance_attributes(getattr(step, "performance", None)))
+        attrs.update(step_figures(step))
         response_model = getattr(step, "response_model", None)
         if response_model:
             attrs["gen_ai.response.model"] = str(response_model)

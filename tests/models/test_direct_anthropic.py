@@ -196,3 +196,25 @@ async def test_a_refusal_shows_its_explanation_on_both_paths(replay: ReplayServe
     for direct in (False, True):
         _, steps = await read(replay, STREAMS["a refusal with its explanation"], direct=direct)
         assert steps[0].text == "I was This request may violate the usage policy.", direct
+
+
+@pytest.mark.parametrize("where", ["message_start", "message_delta"])
+async def test_the_answers_cache_diagnostics_reach_the_ledger(
+    replay: ReplayServer, where: str
+) -> None:
+    miss = {"cache_miss_reason": {"type": "tools_changed", "cache_missed_input_tokens": 512}}
+    opening = start(CACHED)
+    closing = end("end_turn", {"output_tokens": 3})
+    if where == "message_start":
+        opening = opening.replace(
+            '"type": "message", ', f'"diagnostics": {json.dumps(miss)}, "type": "message", '
+        )
+    else:
+        closing = event({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                         "usage": {"output_tokens": 3}, "diagnostics": miss}) + event({"type": "message_stop"})  # fmt: skip
+    replay.bodies.append((opening + text(0, "Hi") + closing).encode())
+    result = await hs.generate_text(**replay.anthropic_llm(), prompt="go")
+    ledger = result.steps[0].cache
+    assert ledger is not None
+    assert (ledger.miss_reason, ledger.missed_tokens) == ("tools_changed", 512)
+    assert (ledger.read_tokens, ledger.write_tokens) == (100, 30)

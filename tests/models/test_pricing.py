@@ -47,6 +47,11 @@ async def test_an_anthropic_call_is_priced_with_cache_reads_and_writes(
     without = 1300 * prices["input_cost_per_token"] + 20 * prices["output_cost_per_token"]
     assert cost.cost_without_cache_usd == pytest.approx(without)
     assert cost.cost_without_cache_usd > cost.cost_usd  # reads are cheaper than the writes cost
+    # The step's cache ledger carries the same two figures (one pricing of the call).
+    ledger = result.steps[0].cache
+    assert ledger is not None
+    assert ledger.cost_usd == pytest.approx(expected)
+    assert ledger.cost_without_cache_usd == pytest.approx(without)
 
 
 async def test_an_openai_call_is_priced_with_its_cached_tokens(loopback: LoopbackServer) -> None:

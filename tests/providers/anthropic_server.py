@@ -115,6 +115,9 @@ class AnthropicServer(WireServer):
         super().__init__()
         self.cache = PromptCache(lookback)
         self.usage: list[CacheUsage] = []
+        # Per request, in order: the ``diagnostics`` object its message_start carries (cache
+        # diagnostics, Anthropic's beta), or None for none.
+        self.diagnostics: list[dict[str, Any] | None] = []
 
     def llm(self, model: str = "anthropic/claude-sonnet-4-5") -> dict[str, Any]:
         return {"model": model, "api_base": self.base_url, "api_key": "sk-ant-loopback"}
@@ -143,6 +146,10 @@ class AnthropicServer(WireServer):
                 "output_tokens": 1,
             },
         }
+        with self._lock:
+            diagnostics = self.diagnostics.pop(0) if self.diagnostics else None
+        if diagnostics is not None:
+            start["diagnostics"] = diagnostics
         events: list[tuple[str | None, dict[str, Any]]] = [
             ("message_start", {"type": "message_start", "message": start})
         ]
