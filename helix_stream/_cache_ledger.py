@@ -63,11 +63,11 @@ class CacheLedger:
             (Anthropic's ``cache_missed_input_tokens``), where it gives one.
         breakpoints: The request's cache breakpoints with the lifetime each got, in the
             provider's cache order (tools, system, messages).
-        cost_usd: The call's estimated input cost with the cache, in US dollars: filled
-            from the pricing module (litellm's cost map, cache read and write prices);
-            ``None`` where it is not priced.
-        cost_without_cache_usd: What the same input would have cost without the cache,
-            from the same pricing module; ``None`` where it is not priced.
+        cost_usd: The call's estimated cost in US dollars (its input at the cache's read
+            and write prices, and its output), from litellm's cost map: the same figure as
+            the step's ``usage.cost_usd``; ``None`` where the model is not priced.
+        cost_without_cache_usd: What the same call would have cost with all its input
+            billed as uncached; ``None`` where the model is not priced.
 
     Example::
 
