@@ -23,10 +23,11 @@ from ..chunks import Chunk, DataChunk, FinishReason, SourceUrl, Usage
 from ..middleware import ModelMiddleware, WrappedModel, call_with_middleware
 from ..models._cache import CacheHints, PromptCacheOption, cache_settings, with_cache_breakpoints
 from ..models._cache_book import CacheBook, CacheEntry, CacheScope
+from ..models._fields import ResponseInfo, has_content
 from ..models._lean_stream import read_path
 from ..models._litellm import acompletion, translate_error
 from ..models._output import OutputSpec
-from ..models._parse import ResponseInfo, StepParser, has_content, map_finish_reason
+from ..models._parse import StepParser, map_finish_reason
 from ..models._pricing import CallCost, cost_of, priced
 from ..models._retry import Attempt, RetryPolicy, open_content_stream
 from ..prepare_step import STEP_OVERRIDE_KEYS, StepInput

@@ -5,8 +5,9 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+from helix_stream.models._fields import read_field
 from helix_stream.models._litellm import litellm_module
-from helix_stream.models._parse import StepParser, read_field
+from helix_stream.models._parse import StepParser
 
 
 def litellm_types() -> Any:

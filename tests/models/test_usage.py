@@ -8,8 +8,9 @@ from pydantic import BaseModel
 
 import helix_stream as hs
 from helix_stream import chunks as c
+from helix_stream.models._fields import read_usage
 from helix_stream.models._litellm import acompletion
-from helix_stream.models._parse import StepParser, read_usage
+from helix_stream.models._parse import StepParser
 from tests.loopback import LoopbackServer, text, tool_calls
 
 
