@@ -15,6 +15,7 @@ from .context import StepContextLimits
 from .errors import InvalidRequestError
 from .loop._options import LoopOptions, documents_options
 from .loop._params import check_known, check_params, unknown_keyword
+from .loop._sub_agent_progress import relay_progress
 from .middleware import WrappedModel
 from .models._cache import check_prompt_cache
 from .models._output import check_output_schema
@@ -146,12 +147,31 @@ class Agent(LoopOptions, Generic[OutputT]):
                 "skills: rename it"
             )
 
-    def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:
+    def as_tool(
+        self,
+        name: str | None = None,
+        description: str | None = None,
+        *,
+        stream_progress: bool = False,
+    ) -> Tool:
         """This agent as a tool: each call runs it in a child session of the caller's.
 
         The child session's id is ``"<parent session>/<tool call id>"``; its
         ``current_session().parent`` names the call, the parent session, the root session and
         the parent's turn. Its define_state values are its own, never the parent's.
+
+        With ``stream_progress=True`` the child's text and tool calls reach the parent's
+        stream while it runs, as preliminary output of the call (``{"text": ...,
+        "toolCalls": [...]}``; a chat UI of ``ai@6`` or later shows it in the tool part). The
+        parent model, the stored log and the call's result never see it: the result is the
+        child's answer, the same as without it. The child's spans nest under the call's.
+
+        Example::
+
+            researcher = hs.Agent(name="researcher", model="helix/demo")
+            lead = hs.Agent(
+                name="lead", model="helix/demo", tools=[researcher.as_tool(stream_progress=True)]
+            )
         """
         from .state import ParentInfo, current_scope
 
@@ -176,6 +196,8 @@ class Agent(LoopOptions, Generic[OutputT]):
                     turn=parent.turn,
                 ),
             )
+            if stream_progress and ctx.writer is not None:
+                await relay_progress(result, ctx.tool_call_id, ctx.writer)
             text = await result.text()
             output = result.output
             if isinstance(output, BaseModel):  # a tool's output is JSON in the log

@@ -45,6 +45,7 @@ __all__ = [
     "ToolOutputAvailable",
     "ToolOutputDenied",
     "ToolOutputError",
+    "ToolOutputPreliminary",
     "ToolResultChunk",
     "ToolSettled",
     "Usage",
@@ -130,6 +131,17 @@ class ToolInputAvailable:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolOutputAvailable:
     type: ClassVar[Literal["tool-output-available"]] = "tool-output-available"
+    tool_call_id: str
+    output: Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolOutputPreliminary:
+    """Progress of a call still running (a sub-agent's, ``as_tool(stream_progress=True)``):
+    ``output`` is what it has done so far. For a chat UI only: the model, the stored log and
+    the call's result never see it (the AI SDK's preliminary tool output)."""
+
+    type: ClassVar[Literal["tool-output-preliminary"]] = "tool-output-preliminary"
     tool_call_id: str
     output: Any
 
@@ -312,6 +324,7 @@ Chunk = (
     | ToolInputDelta
     | ToolInputAvailable
     | ToolOutputAvailable
+    | ToolOutputPreliminary
     | ToolOutputError
     | ToolNotExecuted
     | ToolApprovalRequest

@@ -43,6 +43,7 @@ from helix_stream.chunks import (
     ToolOutputAvailable,
     ToolOutputDenied,
     ToolOutputError,
+    ToolOutputPreliminary,
     ToolResultChunk,
     ToolSettled,
     cancelled_text,
@@ -142,6 +143,7 @@ class UIChunkMapper:
             ToolInputDelta: self._tool_input_delta,
             ToolInputAvailable: self._tool_input_available,
             ToolOutputAvailable: self._tool_result,
+            ToolOutputPreliminary: self._preliminary if client_version >= 6 else drop,
             ToolOutputError: self._tool_result,
             ToolCancelled: self._tool_result,
             ToolNotExecuted: self._tool_not_executed,
@@ -421,6 +423,14 @@ class UIChunkMapper:
     def _tool_result(self, chunk: ToolResultChunk) -> None:
         if self._announced(chunk.tool_call_id, chunk.type):
             self._emit(self._result(chunk))
+
+    def _preliminary(self, chunk: ToolOutputPreliminary) -> None:
+        # The AI SDK's preliminary tool output: the client shows it in the tool part until the
+        # final output replaces it. Sent to ai@6 and later only: ai@5.0.0's chunk schema is
+        # strict and refuses the key (docs/ui-message-stream.md, "Sub-agent progress").
+        if self._announced(chunk.tool_call_id, "a preliminary tool output"):
+            out = {"type": "tool-output-available", "toolCallId": chunk.tool_call_id}
+            self._emit({**out, "output": chunk.output, "preliminary": True})
 
     def _tool_not_executed(self, chunk: ToolNotExecuted) -> None:
         if chunk.tool_call_id not in self._tools:

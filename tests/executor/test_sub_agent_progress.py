@@ -1,0 +1,232 @@
+"""A sub-agent's progress (``agent.as_tool(stream_progress=True)``): the chunks of the run, the
+parent model's requests, the stored log, the UI stream per client major, and the throttle."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+import helix_stream as hs
+from helix_stream.chunks import ToolOutputAvailable, ToolOutputPreliminary
+from helix_stream.loop._sub_agent_progress import ChildProgress, relay_progress
+from tests.loopback import LoopbackServer, text, tool_calls
+
+
+class Q(BaseModel):
+    q: str
+
+
+def _agent(loopback: LoopbackServer, name: str, tools: list[hs.Tool]) -> hs.Agent:
+    return hs.Agent(
+        name=name,
+        system=f"You are {name}.",
+        model="openai/loopback",
+        tools=tools,
+        settings={"api_base": loopback.api_base, "api_key": "k"},
+        max_retries=0,
+    )
+
+
+def _inner(input: Q) -> str:
+    return f"found {input.q}"
+
+
+def _parent(loopback: LoopbackServer, *, progress: bool) -> hs.Agent:
+    child = _agent(loopback, "researcher", [hs.tool(name="inner", input_schema=Q, execute=_inner)])
+    return _agent(loopback, "lead", [child.as_tool(name="ask", stream_progress=progress)])
+
+
+def _script(loopback: LoopbackServer) -> None:
+    loopback.script(
+        tool_calls(("ask", {"prompt": "look it up"}), call_ids=["call_child"]),
+        text("Let me look.", pieces=4),  # the child's first step: text, then a tool call
+        tool_calls(("inner", {"q": "y"}), call_ids=["call_inner"]),
+        text("It is y.", pieces=4),  # the child's answer
+        text("The child says y."),  # the parent's answer
+    )
+
+
+def _fix_first_step(loopback: LoopbackServer) -> None:
+    # text("Let me look.") then tool_calls: one reply with both, as a model streams them.
+    replies = list(loopback.replies)
+    words, calls = replies[1], replies[2]
+    words.deltas += calls.deltas
+    words.finish_reason = "tool_calls"
+    loopback.replies.clear()
+    loopback.replies.extend([replies[0], words, *replies[3:]])
+
+
+EXPECTED_LAST = {
+    "text": "Let me look.\n\nIt is y.",
+    "toolCalls": [
+        {
+            "toolCallId": "call_inner",
+            "toolName": "inner",
+            "input": {"q": "y"},
+            "state": "output-available",
+        }
+    ],
+}
+
+
+async def _run(executor: hs.Executor, loopback: LoopbackServer, session: str, progress: bool):
+    loopback.reset()
+    _script(loopback)
+    _fix_first_step(loopback)
+    result = executor.run(_parent(loopback, progress=progress), session, "go")
+    chunks = [chunk async for chunk in result]
+    return result, chunks
+
+
+async def test_the_child_s_progress_streams_before_the_call_s_final_output(
+    loopback: LoopbackServer,
+) -> None:
+    executor = hs.Executor(store=hs.MemoryStore())
+    result, chunks = await _run(executor, loopback, "s-progress", True)
+    assert await result.text() == "The child says y."
+    child = [c for c in chunks if getattr(c, "tool_call_id", None) == "call_child"]
+    preliminary = [c.output for c in child if isinstance(c, ToolOutputPreliminary)]
+    final = [c for c in child if isinstance(c, ToolOutputAvailable)]
+    assert final == [ToolOutputAvailable(tool_call_id="call_child", output="It is y.")]
+    assert child[-1] == final[0]  # the final output comes last
+    assert preliminary[-1] == EXPECTED_LAST
+    # Each value is the whole progress so far: the text only grows, the calls only advance.
+    texts = [p["text"] for p in preliminary]
+    assert all(b.startswith(a) for a, b in zip(texts, texts[1:], strict=False))
+    states = [[c["state"] for c in p["toolCalls"]] for p in preliminary]
+    assert ["input-available"] in states and ["output-available"] in states
+    assert states.index(["input-available"]) < states.index(["output-available"])
+    # The stored log has the final output only; a reload shows it.
+    log = await executor.log("s-progress")
+    assert [r.payload["content"] for r in log if r.role == "tool"] == ["It is y."]
+    assert "toolCalls" not in repr(log)
+    [_, answer] = await executor.ui_messages("s-progress")
+    [part] = [p for p in answer["parts"] if p.get("toolCallId") == "call_child"]
+    assert (part["state"], part["output"], "preliminary" in part) == (
+        "output-available",
+        "It is y.",
+        False,
+    )
+
+
+async def test_the_parent_model_sees_the_same_bytes_with_and_without_progress(
+    loopback: LoopbackServer,
+) -> None:
+    executor = hs.Executor(store=hs.MemoryStore())
+    await _run(executor, loopback, "same", False)
+    without = list(loopback.requests)
+    await _run(executor, loopback, "same-2", True)
+    with_progress = list(loopback.requests)
+    assert len(without) == len(with_progress) == 4
+    # Requests 0 and 3 are the parent's; 1 and 2 the child's (its session is another).
+    assert with_progress[3] == without[3]
+    assert b"toolCalls" not in with_progress[3] and b"It is y." in with_progress[3]
+
+
+async def test_without_stream_progress_no_progress_is_written(loopback: LoopbackServer) -> None:
+    executor = hs.Executor(store=hs.MemoryStore())
+    _, chunks = await _run(executor, loopback, "off", False)
+    assert not [c for c in chunks if isinstance(c, ToolOutputPreliminary)]
+
+
+def _ui_preliminary(out: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [c for c in out if c.get("preliminary")]
+
+
+@pytest.mark.parametrize("version", [6, 7], ids=["ai@6", "ai@7"])
+async def test_the_ui_stream_sends_preliminary_outputs_then_the_final(
+    loopback: LoopbackServer, version: int
+) -> None:
+    executor = hs.Executor(store=hs.MemoryStore())
+    loopback.reset()
+    _script(loopback)
+    _fix_first_step(loopback)
+    result = executor.run(_parent(loopback, progress=True), f"ui-{version}", "go")
+    out = [c async for c in result.to_ui_message_stream(client_version=version)]
+    preliminary = _ui_preliminary(out)
+    assert preliminary and all(
+        set(c) == {"type", "toolCallId", "output", "preliminary"}
+        and c["type"] == "tool-output-available"
+        and c["toolCallId"] == "call_child"
+        and c["preliminary"] is True
+        for c in preliminary
+    )
+    assert preliminary[-1]["output"] == EXPECTED_LAST
+    outputs = [c for c in out if c.get("toolCallId") == "call_child" and "output" in c]
+    assert outputs[-1] == {
+        "type": "tool-output-available",
+        "toolCallId": "call_child",
+        "output": "It is y.",
+    }
+    # The tool part was announced before its first preliminary output.
+    kinds = [(c["type"], c.get("preliminary")) for c in out if c.get("toolCallId") == "call_child"]
+    assert kinds[0][0] in {"tool-input-start", "tool-input-available"}
+
+
+async def test_an_ai5_client_gets_no_preliminary_outputs(loopback: LoopbackServer) -> None:
+    # ai@5.0.0's chunk schema is strict: a `preliminary` key fails its whole stream.
+    executor = hs.Executor(store=hs.MemoryStore())
+    loopback.reset()
+    _script(loopback)
+    _fix_first_step(loopback)
+    result = executor.run(_parent(loopback, progress=True), "ui-5", "go")
+    out = [c async for c in result.to_ui_message_stream(client_version=5)]
+    assert not _ui_preliminary(out)
+    assert {"type": "tool-output-available", "toolCallId": "call_child", "output": "It is y."} in out
+
+
+# -- the fold and the throttle, on their own ----------------------------------------------------
+
+
+def test_the_fold_keeps_text_parts_and_call_states_in_order() -> None:
+    from helix_stream.chunks import (
+        FinishStep,
+        TextDelta,
+        TextEnd,
+        TextStart,
+        ToolInputAvailable,
+        ToolInputStart,
+        ToolOutputError,
+    )
+
+    fold = ChildProgress()
+    seen = [
+        fold.see(TextStart(id="t")),
+        fold.see(TextDelta(id="t", delta="Hi")),
+        fold.see(TextEnd(id="t")),
+        fold.see(ToolInputStart(tool_call_id="c", tool_name="f")),
+        fold.see(ToolInputAvailable(tool_call_id="c", tool_name="f", input={"a": 1})),
+        fold.see(ToolOutputError(tool_call_id="c", error_text="boom")),
+        fold.see(FinishStep(step_number=0, finish_reason="tool-calls")),
+        fold.see(TextStart(id="t")),  # the next step reuses the id: a new part
+        fold.see(TextDelta(id="t", delta="Done")),
+    ]
+    assert seen == [None, "text", "flush", "now", "now", "now", "flush", None, "text"]
+    first = fold.value()
+    assert first == {
+        "text": "Hi\n\nDone",
+        "toolCalls": [{"toolCallId": "c", "toolName": "f", "input": {"a": 1}, "state": "output-error"}],
+    }
+    fold.see(TextDelta(id="t", delta="!"))
+    assert first["text"] == "Hi\n\nDone"  # a value already handed out never changes
+
+
+async def test_streaming_text_is_sent_at_most_once_per_interval_and_flushed_at_its_end() -> None:
+    from helix_stream.chunks import TextDelta, TextEnd, TextStart
+
+    now = [0.0]
+
+    async def chunks():  # type: ignore[no-untyped-def]
+        yield TextStart(id="t")
+        for letter in "abcde":
+            yield TextDelta(id="t", delta=letter)
+            now[0] += 0.02  # a delta every 0.02 s
+        yield TextEnd(id="t")
+
+    sent: list[ToolOutputPreliminary] = []
+    await relay_progress(chunks(), "c", sent.append, interval=0.05, clock=lambda: now[0])
+    # "a" at t=0 (the first), "abcd" at t=0.06 (the interval passed), "abcde" at the end.
+    assert [s.output["text"] for s in sent] == ["a", "abcd", "abcde"]
+    assert {s.tool_call_id for s in sent} == {"c"}
