@@ -6,76 +6,18 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
 import helix_stream as hs
 from helix_stream.chunks import ToolOutputAvailable, ToolOutputPreliminary
 from helix_stream.loop._sub_agent_progress import ChildProgress, relay_progress
-from tests.loopback import LoopbackServer, text, tool_calls
-
-
-class Q(BaseModel):
-    q: str
-
-
-def _agent(loopback: LoopbackServer, name: str, tools: list[hs.Tool]) -> hs.Agent:
-    return hs.Agent(
-        name=name,
-        system=f"You are {name}.",
-        model="openai/loopback",
-        tools=tools,
-        settings={"api_base": loopback.api_base, "api_key": "k"},
-        max_retries=0,
-    )
-
-
-def _inner(input: Q) -> str:
-    return f"found {input.q}"
-
-
-def _parent(loopback: LoopbackServer, *, progress: bool) -> hs.Agent:
-    child = _agent(loopback, "researcher", [hs.tool(name="inner", input_schema=Q, execute=_inner)])
-    return _agent(loopback, "lead", [child.as_tool(name="ask", stream_progress=progress)])
-
-
-def _script(loopback: LoopbackServer) -> None:
-    loopback.script(
-        tool_calls(("ask", {"prompt": "look it up"}), call_ids=["call_child"]),
-        text("Let me look.", pieces=4),  # the child's first step: text, then a tool call
-        tool_calls(("inner", {"q": "y"}), call_ids=["call_inner"]),
-        text("It is y.", pieces=4),  # the child's answer
-        text("The child says y."),  # the parent's answer
-    )
-
-
-def _fix_first_step(loopback: LoopbackServer) -> None:
-    # text("Let me look.") then tool_calls: one reply with both, as a model streams them.
-    replies = list(loopback.replies)
-    words, calls = replies[1], replies[2]
-    words.deltas += calls.deltas
-    words.finish_reason = "tool_calls"
-    loopback.replies.clear()
-    loopback.replies.extend([replies[0], words, *replies[3:]])
-
-
-EXPECTED_LAST = {
-    "text": "Let me look.\n\nIt is y.",
-    "toolCalls": [
-        {
-            "toolCallId": "call_inner",
-            "toolName": "inner",
-            "input": {"q": "y"},
-            "state": "output-available",
-        }
-    ],
-}
+from tests._sub_agents import FINAL_OUTPUT, LAST_PROGRESS, lead_agent, script_turn
+from tests.loopback import LoopbackServer
 
 
 async def _run(executor: hs.Executor, loopback: LoopbackServer, session: str, progress: bool):
     loopback.reset()
-    _script(loopback)
-    _fix_first_step(loopback)
-    result = executor.run(_parent(loopback, progress=progress), session, "go")
+    script_turn(loopback)
+    result = executor.run(lead_agent(loopback, progress=progress), session, "go")
     chunks = [chunk async for chunk in result]
     return result, chunks
 
@@ -89,9 +31,9 @@ async def test_the_child_s_progress_streams_before_the_call_s_final_output(
     child = [c for c in chunks if getattr(c, "tool_call_id", None) == "call_child"]
     preliminary = [c.output for c in child if isinstance(c, ToolOutputPreliminary)]
     final = [c for c in child if isinstance(c, ToolOutputAvailable)]
-    assert final == [ToolOutputAvailable(tool_call_id="call_child", output="It is y.")]
+    assert final == [ToolOutputAvailable(tool_call_id="call_child", output=FINAL_OUTPUT)]
     assert child[-1] == final[0]  # the final output comes last
-    assert preliminary[-1] == EXPECTED_LAST
+    assert preliminary[-1] == LAST_PROGRESS
     # Each value is the whole progress so far: the text only grows, the calls only advance.
     texts = [p["text"] for p in preliminary]
     assert all(b.startswith(a) for a, b in zip(texts, texts[1:], strict=False))
@@ -100,13 +42,13 @@ async def test_the_child_s_progress_streams_before_the_call_s_final_output(
     assert states.index(["input-available"]) < states.index(["output-available"])
     # The stored log has the final output only; a reload shows it.
     log = await executor.log("s-progress")
-    assert [r.payload["content"] for r in log if r.role == "tool"] == ["It is y."]
+    assert [r.payload["content"] for r in log if r.role == "tool"] == [FINAL_OUTPUT]
     assert "toolCalls" not in repr(log)
     [_, answer] = await executor.ui_messages("s-progress")
     [part] = [p for p in answer["parts"] if p.get("toolCallId") == "call_child"]
     assert (part["state"], part["output"], "preliminary" in part) == (
         "output-available",
-        "It is y.",
+        FINAL_OUTPUT,
         False,
     )
 
@@ -122,7 +64,7 @@ async def test_the_parent_model_sees_the_same_bytes_with_and_without_progress(
     assert len(without) == len(with_progress) == 4
     # Requests 0 and 3 are the parent's; 1 and 2 the child's (its session is another).
     assert with_progress[3] == without[3]
-    assert b"toolCalls" not in with_progress[3] and b"It is y." in with_progress[3]
+    assert b"toolCalls" not in with_progress[3] and FINAL_OUTPUT.encode() in with_progress[3]
 
 
 async def test_without_stream_progress_no_progress_is_written(loopback: LoopbackServer) -> None:
@@ -141,9 +83,8 @@ async def test_the_ui_stream_sends_preliminary_outputs_then_the_final(
 ) -> None:
     executor = hs.Executor(store=hs.MemoryStore())
     loopback.reset()
-    _script(loopback)
-    _fix_first_step(loopback)
-    result = executor.run(_parent(loopback, progress=True), f"ui-{version}", "go")
+    script_turn(loopback)
+    result = executor.run(lead_agent(loopback, progress=True), f"ui-{version}", "go")
     out = [c async for c in result.to_ui_message_stream(client_version=version)]
     preliminary = _ui_preliminary(out)
     assert preliminary and all(
@@ -153,12 +94,12 @@ async def test_the_ui_stream_sends_preliminary_outputs_then_the_final(
         and c["preliminary"] is True
         for c in preliminary
     )
-    assert preliminary[-1]["output"] == EXPECTED_LAST
+    assert preliminary[-1]["output"] == LAST_PROGRESS
     outputs = [c for c in out if c.get("toolCallId") == "call_child" and "output" in c]
     assert outputs[-1] == {
         "type": "tool-output-available",
         "toolCallId": "call_child",
-        "output": "It is y.",
+        "output": FINAL_OUTPUT,
     }
     # The tool part was announced before its first preliminary output.
     kinds = [(c["type"], c.get("preliminary")) for c in out if c.get("toolCallId") == "call_child"]
@@ -169,12 +110,11 @@ async def test_an_ai5_client_gets_no_preliminary_outputs(loopback: LoopbackServe
     # ai@5.0.0's chunk schema is strict: a `preliminary` key fails its whole stream.
     executor = hs.Executor(store=hs.MemoryStore())
     loopback.reset()
-    _script(loopback)
-    _fix_first_step(loopback)
-    result = executor.run(_parent(loopback, progress=True), "ui-5", "go")
+    script_turn(loopback)
+    result = executor.run(lead_agent(loopback, progress=True), "ui-5", "go")
     out = [c async for c in result.to_ui_message_stream(client_version=5)]
     assert not _ui_preliminary(out)
-    assert {"type": "tool-output-available", "toolCallId": "call_child", "output": "It is y."} in out
+    assert {"type": "tool-output-available", "toolCallId": "call_child", "output": FINAL_OUTPUT} in out
 
 
 # -- the fold and the throttle, on their own ----------------------------------------------------
