@@ -260,7 +260,10 @@ def test_while_the_provider_is_retried_the_status_does_not_say_streaming(
             seen.append(str(status.text_content()))
             page.wait_for_timeout(100)
         assert len(loopback.requests) == 2  # it was retried
-        assert "Streaming…" not in seen and seen.count("Waiting for the model…") >= 10, seen
+        # The server's data-retry part, in words, until the answer's text comes.
+        retrying = "The model provider is unavailable; retrying in 2 s (attempt 2 of 2)…"
+        assert "Streaming…" not in seen and seen.count(retrying) >= 10, seen
+        assert seen.index("Waiting for the model…") < seen.index(retrying)
         expect(page.locator(".msg.assistant .text")).to_have_text("Back again.")
         expect(status).to_have_text("")
 

@@ -58,3 +58,22 @@ async def test_the_stream_carries_progress_and_a_reload_shows_the_final_output(
         "input": {"prompt": "look it up"},
         "output": FINAL_OUTPUT,
     }
+
+
+def test_a_tool_part_left_with_progress_is_not_read_as_a_client_s_answer() -> None:
+    # A turn stopped while the sub-agent ran leaves the client's part with its progress.
+    from helix_stream.server._bodies import ChatRequest, chat_actions
+
+    part = {
+        "type": "tool-ask",
+        "toolCallId": "call_child",
+        "state": "output-available",
+        "input": {"prompt": "look"},
+        "output": LAST_PROGRESS,
+        "preliminary": True,
+    }
+    answer = {**part, "toolCallId": "call_app"}
+    del answer["preliminary"]
+    assistant = {"id": "a1", "role": "assistant", "parts": [part, answer]}
+    body = ChatRequest.model_validate(chat("s1", user("Hi"), assistant, user("Again", id="u2")))
+    assert [a.tool_call_id for a in chat_actions(body).tool_answers] == ["call_app"]

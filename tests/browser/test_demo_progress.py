@@ -1,0 +1,60 @@
+"""The demo page shows a sub-agent's progress live in its tool card (``as_tool(stream_progress=
+True)``), then the call's result; a reload shows only the result. In chromium (see
+``_browser.py``; skipped, with the reason, without it)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+import helix_stream as hs
+from helix_stream.models._litellm import litellm_module
+from helix_stream.server._demo import demo_app
+from tests._sub_agents import FINAL_OUTPUT, lead_agent, script_turn
+from tests.browser._browser import browser, new_page
+from tests.conformance._client import serve_app
+from tests.loopback import LoopbackServer
+
+pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright")
+from playwright.sync_api import expect
+
+expect.set_options(timeout=20_000)
+
+
+def test_a_sub_agent_s_progress_shows_live_then_its_result(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    litellm_module()  # import it now, not during the first streamed answer
+    script_turn(loopback, delay=0.4)  # the sub-agent writes slowly enough to watch
+    app = demo_app(hs.Executor(store=hs.MemoryStore()), lead_agent(loopback, progress=True))
+    with browser() as (launched, watch), serve_app(app) as url:
+        page = new_page(launched, watch)
+        page.goto(f"{url}/")
+        expect(page.locator("#session-id")).not_to_have_text("")
+        page.locator("#input").fill("Ask the researcher")
+        page.locator("#input").press("Enter")
+        card = page.locator('.tool[data-tool-call-id="call_child"]')
+        # While the sub-agent runs: its text grows, and its own call shows with its state.
+        expect(card.locator(".badge").first).to_have_text("working")
+        expect(card.locator(".progress-text")).to_contain_text("Let me")
+        call = card.locator('.progress-call[data-tool-call-id="call_inner"]')
+        expect(call).to_have_text("inner()done")
+        expect(card.locator(".progress-text")).to_contain_text("Let me look.")
+        path = tmp_path / "sub_agent_progress.png"
+        card.screenshot(path=str(path))
+        shutil.copyfile(path, "/tmp/helix_demo_sub_agent_progress.png")
+        # The result replaces the progress; the lead answers.
+        expect(card.locator(".tool-output")).to_have_text(FINAL_OUTPUT)
+        expect(card.locator(".badge").first).to_have_text("done")
+        expect(card.locator(".progress")).to_have_count(0)
+        expect(page.locator(".msg.assistant .md").last).to_have_text("The child says y.")
+        expect(page.locator("#status")).to_have_text("")
+        live = page.locator(".msg").all_inner_texts()
+        page.reload()
+        expect(page.locator(".msg")).to_have_count(2)
+        expect(card.locator(".tool-output")).to_have_text(FINAL_OUTPUT)
+        expect(card.locator(".progress")).to_have_count(0)
+        assert page.locator(".msg").all_inner_texts() == live
+        assert watch.scripts_clean() == []
