@@ -139,7 +139,14 @@ class ToolOutputAvailable:
 class ToolOutputPreliminary:
     """Progress of a call still running (a sub-agent's, ``as_tool(stream_progress=True)``):
     ``output`` is what it has done so far. For a chat UI only: the model, the stored log and
-    the call's result never see it (the AI SDK's preliminary tool output)."""
+    the call's result never see it (the AI SDK's preliminary tool output).
+
+    Example::
+
+        async for chunk in executor.run(lead, "s1", "Ask the researcher"):
+            if isinstance(chunk, ToolOutputPreliminary):
+                print(chunk.output["text"])  # what the sub-agent has written so far
+    """
 
     type: ClassVar[Literal["tool-output-preliminary"]] = "tool-output-preliminary"
     tool_call_id: str
