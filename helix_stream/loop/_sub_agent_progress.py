@@ -1,4 +1,4 @@
-"""A sub-agent's progress, shown live in the parent's chat (``agent.as_tool(stream_progress=True)``).
+"""A sub-agent's progress, shown live in the parent's chat: ``as_tool(stream_progress=True)``.
 
 While the child agent runs, what it writes and the tools it calls reach the parent's stream as
 *preliminary output* of the parent's tool call: :class:`~helix_stream.chunks.ToolOutputPreliminary`

@@ -36,7 +36,9 @@ def test_the_client_folds_the_progress_then_the_final_output(
     script_turn(loopback)
     with serve_app(app) as base_url:
         result = run_client(
-            f"{base_url}/api/chat", {"id": f"progress-{version}", "messages": [_user("Ask")]}, version
+            f"{base_url}/api/chat",
+            {"id": f"progress-{version}", "messages": [_user("Ask")]},
+            version,
         )
     assert result["error"] is None, result["errors"]
     [part] = [p for p in result["finalMessage"]["parts"] if p.get("toolCallId") == "call_child"]

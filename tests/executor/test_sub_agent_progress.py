@@ -3,6 +3,7 @@ parent model's requests, the stored log, the UI stream per client major, and the
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -36,7 +37,7 @@ async def test_the_child_s_progress_streams_before_the_call_s_final_output(
     assert preliminary[-1] == LAST_PROGRESS
     # Each value is the whole progress so far: the text only grows, the calls only advance.
     texts = [p["text"] for p in preliminary]
-    assert all(b.startswith(a) for a, b in zip(texts, texts[1:], strict=False))
+    assert all(b.startswith(a) for a, b in itertools.pairwise(texts))
     states = [[c["state"] for c in p["toolCalls"]] for p in preliminary]
     assert ["input-available"] in states and ["output-available"] in states
     assert states.index(["input-available"]) < states.index(["output-available"])
@@ -114,7 +115,11 @@ async def test_an_ai5_client_gets_no_preliminary_outputs(loopback: LoopbackServe
     result = executor.run(lead_agent(loopback, progress=True), "ui-5", "go")
     out = [c async for c in result.to_ui_message_stream(client_version=5)]
     assert not _ui_preliminary(out)
-    assert {"type": "tool-output-available", "toolCallId": "call_child", "output": FINAL_OUTPUT} in out
+    assert {
+        "type": "tool-output-available",
+        "toolCallId": "call_child",
+        "output": FINAL_OUTPUT,
+    } in out
 
 
 # -- the fold and the throttle, on their own ----------------------------------------------------
@@ -147,7 +152,9 @@ def test_the_fold_keeps_text_parts_and_call_states_in_order() -> None:
     first = fold.value()
     assert first == {
         "text": "Hi\n\nDone",
-        "toolCalls": [{"toolCallId": "c", "toolName": "f", "input": {"a": 1}, "state": "output-error"}],
+        "toolCalls": [
+            {"toolCallId": "c", "toolName": "f", "input": {"a": 1}, "state": "output-error"}
+        ],
     }
     fold.see(TextDelta(id="t", delta="!"))
     assert first["text"] == "Hi\n\nDone"  # a value already handed out never changes
