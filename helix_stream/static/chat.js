@@ -324,7 +324,9 @@ function waiting(message, part) {
 
 function toolStatus(message, part) {
   if (notExecuted(part)) return ["not executed", "skipped"];
-  if (isProgress(part)) return ["working", "running"];  // a sub-agent's progress, not its result
+  // A sub-agent's progress, not its result: working while the answer runs; left so when the
+  // answer ended without the result (stopped, or the stream broke off).
+  if (isProgress(part)) return state.controller ? ["working", "running"] : ["stopped", "skipped"];
   if (part.state === "output-error" && part.errorText?.startsWith("cancelled: ")) return ["cancelled", "skipped"];
   const wait = waiting(message, part);
   if (wait) return [{ approval: "needs approval", "sign-in": "waiting for sign-in", client: "waiting for the app" }[wait], "waiting"];

@@ -58,3 +58,27 @@ def test_a_sub_agent_s_progress_shows_live_then_its_result(
         expect(card.locator(".progress")).to_have_count(0)
         assert page.locator(".msg").all_inner_texts() == live
         assert watch.scripts_clean() == []
+
+
+def test_stop_while_a_sub_agent_works_leaves_its_card_stopped(loopback: LoopbackServer) -> None:
+    litellm_module()
+    script_turn(loopback, delay=1.0)
+    app = demo_app(hs.Executor(store=hs.MemoryStore()), lead_agent(loopback, progress=True))
+    with browser() as (launched, watch), serve_app(app) as url:
+        page = new_page(launched, watch)
+        page.goto(f"{url}/")
+        expect(page.locator("#session-id")).not_to_have_text("")
+        page.locator("#input").fill("Ask the researcher")
+        page.locator("#input").press("Enter")
+        card = page.locator('.tool[data-tool-call-id="call_child"]')
+        expect(card.locator(".badge").first).to_have_text("working")
+        page.locator("#stop").click()
+        expect(page.locator("#send")).to_be_enabled()
+        # The call never got its result: its card says so, with what the sub-agent had done.
+        expect(card.locator(".badge").first).to_have_text("stopped")
+        expect(card.locator(".progress-text")).to_contain_text("Let")
+        expect(page.locator(".msg.assistant .marker")).to_have_text("interrupted")
+        page.reload()  # the stored answer: interrupted, with no result for the call
+        expect(page.locator(".msg.assistant .marker")).to_have_text("interrupted")
+        expect(page.locator(".progress")).to_have_count(0)
+        assert watch.scripts_clean() == []
