@@ -1,6 +1,7 @@
 """The demo page shows a sub-agent's progress live in its tool card (``as_tool(stream_progress=
-True)``), then the call's result; a reload shows only the result. In chromium (see
-``_browser.py``; skipped, with the reason, without it)."""
+True)``), then the call's result (a reload shows only the result), and says in words that the
+provider is retried (the ``data-retry`` part). In chromium (see ``_browser.py``; skipped, with
+the reason, without it)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from helix_stream.server._demo import demo_app
 from tests._sub_agents import FINAL_OUTPUT, lead_agent, script_turn
 from tests.browser._browser import browser, new_page
 from tests.conformance._client import serve_app
-from tests.loopback import LoopbackServer
+from tests.loopback import LoopbackServer, Reply, text
 
 pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright")
 from playwright.sync_api import expect
@@ -81,4 +82,31 @@ def test_stop_while_a_sub_agent_works_leaves_its_card_stopped(loopback: Loopback
         page.reload()  # the stored answer: interrupted, with no result for the call
         expect(page.locator(".msg.assistant .marker")).to_have_text("interrupted")
         expect(page.locator(".progress")).to_have_count(0)
+        assert watch.scripts_clean() == []
+
+
+def test_a_provider_that_does_not_answer_is_retried_with_the_status_in_words(
+    loopback: LoopbackServer,
+) -> None:
+    # The first attempt gets no byte within first_chunk: the server retries, and says so.
+    loopback.script(Reply(wait_headers=True, stall_for=3.0), text("Back again."))
+    agent = hs.Agent(
+        name="helix-demo",
+        model="openai/loopback",
+        settings={"api_base": loopback.api_base, "api_key": "sk-loopback"},
+        max_retries=1,
+        timeout=hs.Timeout(first_chunk=1.0),
+    )
+    litellm_module()
+    with browser() as (launched, watch), serve_app(demo_app(hs.Executor(), agent)) as url:
+        page = new_page(launched, watch)
+        page.goto(f"{url}/")
+        expect(page.locator("#session-id")).not_to_have_text("")
+        page.locator("#input").fill("Hello")
+        page.locator("#input").press("Enter")
+        status = page.locator("#status")
+        expect(status).to_have_text("The model has not answered yet; retrying (attempt 2 of 2)…")
+        expect(page.locator(".msg.assistant .text")).to_have_text("Back again.")
+        expect(status).to_have_text("")  # cleared once the answer came and the turn ended
+        assert len(loopback.requests) == 2
         assert watch.scripts_clean() == []
