@@ -15,7 +15,7 @@ from .context import StepContextLimits
 from .errors import InvalidRequestError
 from .loop._options import LoopOptions, documents_options
 from .loop._params import check_known, check_params, unknown_keyword
-from .loop._sub_agent_progress import relay_progress
+from .loop._sub_agent_tool import sub_agent_tool
 from .middleware import WrappedModel
 from .models._cache import check_prompt_cache
 from .models._output import check_output_schema
@@ -173,43 +173,7 @@ class Agent(LoopOptions, Generic[OutputT]):
                 name="lead", model="helix/demo", tools=[researcher.as_tool(stream_progress=True)]
             )
         """
-        from .state import ParentInfo, current_scope
-
-        agent = self
-
-        class SubAgentInput(BaseModel):
-            prompt: str
-
-        async def run(input: SubAgentInput, ctx: Any) -> Any:
-            scope = current_scope(f"sub-agent {agent.name!r}")
-            parent = scope.info
-            root = parent.parent.root_session_id if parent.parent else parent.id
-            result = scope.run_child(
-                agent,
-                f"{parent.id}/{ctx.tool_call_id}",
-                input.prompt,
-                auth=parent.auth.current,
-                parent=ParentInfo(
-                    call_id=ctx.tool_call_id,
-                    session_id=parent.id,
-                    root_session_id=root,
-                    turn=parent.turn,
-                ),
-            )
-            if stream_progress and ctx.writer is not None:
-                await relay_progress(result, ctx.tool_call_id, ctx.writer)
-            text = await result.text()
-            output = result.output
-            if isinstance(output, BaseModel):  # a tool's output is JSON in the log
-                return output.model_dump(mode="json")
-            return output if output is not None else text
-
-        return Tool(
-            name=name or self.name,
-            description=description or f"Ask the {self.name} agent; give it a prompt.",
-            input_schema=SubAgentInput,
-            execute=run,
-        )
+        return sub_agent_tool(self, name, description, stream_progress=stream_progress)
 
     @property
     def skill_set(self) -> SkillSet:

@@ -17,7 +17,6 @@ PARAMETER_LIMIT = 12
 
 # What is still over a limit, with its size when it was listed: the list only shrinks.
 KNOWN_OVER: dict[str, int] = {
-    "agent.py:Agent": 254,
     "errors.py": 534,
     "loop/_run.py": 514,
     "loop/_run.py:_Run": 377,
@@ -27,7 +26,7 @@ KNOWN_OVER: dict[str, int] = {
     "telemetry/_otel.py": 539,
     "telemetry/_otel.py:OtelRecorder": 430,
     "transformers/_fold.py:UIMessageFold": 280,
-    "transformers/_mapper.py:UIChunkMapper": 396,
+    "transformers/_mapper.py:UIChunkMapper": 380,
 }
 
 
