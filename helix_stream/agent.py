@@ -17,6 +17,7 @@ from .context import StepContextLimits
 from .errors import InvalidRequestError
 from .loop._options import LoopOptions, documents_options
 from .loop._params import check_known, check_params, unknown_keyword
+from .loop._sub_agent_tool import sub_agent_tool
 from .middleware import WrappedModel
 from .models._cache import check_prompt_cache
 from .models._output import check_output_schema
@@ -145,48 +146,33 @@ class Agent(LoopOptions, Generic[OutputT]):
         check_known(self.settings, where="Agent(settings=...)", model=self.model)
         _check_sandbox_and_skills(self)
 
-    def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:
+    def as_tool(
+        self,
+        name: str | None = None,
+        description: str | None = None,
+        *,
+        stream_progress: bool = False,
+    ) -> Tool:
         """This agent as a tool: each call runs it in a child session of the caller's.
 
         The child session's id is ``"<parent session>/<tool call id>"``; its
         ``current_session().parent`` names the call, the parent session, the root session and
         the parent's turn. Its define_state values are its own, never the parent's.
-        """
-        from .state import ParentInfo, current_scope
 
-        agent = self
+        With ``stream_progress=True`` the child's text and tool calls reach the parent's
+        stream while it runs, as preliminary output of the call (``{"text": ...,
+        "toolCalls": [...]}``; a chat UI of ``ai@6`` or later shows it in the tool part). The
+        parent model, the stored log and the call's result never see it: the result is the
+        child's answer, the same as without it. The child's spans nest under the call's.
 
-        class SubAgentInput(BaseModel):
-            prompt: str
+        Example::
 
-        async def run(input: SubAgentInput, ctx: Any) -> Any:
-            scope = current_scope(f"sub-agent {agent.name!r}")
-            parent = scope.info
-            root = parent.parent.root_session_id if parent.parent else parent.id
-            result = scope.run_child(
-                agent,
-                f"{parent.id}/{ctx.tool_call_id}",
-                input.prompt,
-                auth=parent.auth.current,
-                parent=ParentInfo(
-                    call_id=ctx.tool_call_id,
-                    session_id=parent.id,
-                    root_session_id=root,
-                    turn=parent.turn,
-                ),
+            researcher = hs.Agent(name="researcher", model="helix/demo")
+            lead = hs.Agent(
+                name="lead", model="helix/demo", tools=[researcher.as_tool(stream_progress=True)]
             )
-            text = await result.text()
-            output = result.output
-            if isinstance(output, BaseModel):  # a tool's output is JSON in the log
-                return output.model_dump(mode="json")
-            return output if output is not None else text
-
-        return Tool(
-            name=name or self.name,
-            description=description or f"Ask the {self.name} agent; give it a prompt.",
-            input_schema=SubAgentInput,
-            execute=run,
-        )
+        """
+        return sub_agent_tool(self, name, description, stream_progress=stream_progress)
 
     @property
     def skill_set(self) -> SkillSet:

@@ -45,6 +45,7 @@ __all__ = [
     "ToolOutputAvailable",
     "ToolOutputDenied",
     "ToolOutputError",
+    "ToolOutputPreliminary",
     "ToolResultChunk",
     "ToolSettled",
     "Usage",
@@ -272,6 +273,24 @@ class ToolOutputAvailable:
     """
 
     type: ClassVar[Literal["tool-output-available"]] = "tool-output-available"
+    tool_call_id: str
+    output: Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolOutputPreliminary:
+    """Progress of a call still running (a sub-agent's, ``as_tool(stream_progress=True)``):
+    ``output`` is what it has done so far. For a chat UI only: the model, the stored log and
+    the call's result never see it (the AI SDK's preliminary tool output).
+
+    Example::
+
+        async for chunk in executor.run(lead, "s1", "Ask the researcher"):
+            if isinstance(chunk, ToolOutputPreliminary):
+                print(chunk.output["text"])  # what the sub-agent has written so far
+    """
+
+    type: ClassVar[Literal["tool-output-preliminary"]] = "tool-output-preliminary"
     tool_call_id: str
     output: Any
 
@@ -594,6 +613,7 @@ Chunk = (
     | ToolInputDelta
     | ToolInputAvailable
     | ToolOutputAvailable
+    | ToolOutputPreliminary
     | ToolOutputError
     | ToolNotExecuted
     | ToolApprovalRequest

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -142,6 +142,10 @@ class ChildRun(Protocol):
             text = await run.text()                   # the sub-agent's answer, once its turn ended
             return text[:200]
     """
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        """The turn's chunks as they come (a sub-agent's progress reads them)."""
+        ...
 
     async def text(self) -> str:
         """The turn's text, once it ended."""

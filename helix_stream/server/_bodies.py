@@ -230,7 +230,8 @@ def _answers(message: UIMessageIn) -> tuple[list[ApprovalAnswer], list[ToolAnswe
                     reason=reason if isinstance(reason, str) else None,
                 )
             )
-        elif state == "output-available":
+        elif state == "output-available" and part.get("preliminary") is not True:
+            # A preliminary output is a sub-agent's progress the server sent, never an answer.
             outputs.append(ToolAnswer(tool_call_id=call_id, output=part.get("output")))
         elif state == "output-error":
             # addToolOutput({state: "output-error"}) (ai v6+): the call failed on the client.

@@ -15,7 +15,9 @@
 import { addContext, showContextError, updateContextLabel } from "./context_panel.js";
 import { el } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
+import { isProgress, renderProgress } from "./progress.js";
 import { errorMessage, refusalMessage } from "./refusal.js";
+import { retryStatus } from "./retry_status.js";
 import { foldChunk, markInterrupted, readStream } from "./ui_stream.js";
 
 const $ = (id) => document.getElementById(id);
@@ -286,7 +288,8 @@ function settleEarlier({ messageId, toolCallId, ...update }) {
 
 function applyChunk(message, chunk) {
   const t = chunk.type;
-  if (/^(text|reasoning|tool-input)-(start|delta)$/.test(t)) setStatus("Writing…");
+  if (t === "data-retry") setStatus(retryStatus(chunk.data));  // until text comes or it ends
+  else if (/^(text|reasoning|tool-input)-(start|delta)$/.test(t)) setStatus("Writing…");
   else if (t === "start-step" && els.status.textContent === "Writing…") setStatus("Working…");
   foldChunk(message, chunk, { start: (id) => place(message, id), settle: settleEarlier });
   schedule();
@@ -321,6 +324,9 @@ function waiting(message, part) {
 
 function toolStatus(message, part) {
   if (notExecuted(part)) return ["not executed", "skipped"];
+  // A sub-agent's progress, not its result: working while the answer runs; left so when the
+  // answer ended without the result (stopped, or the stream broke off).
+  if (isProgress(part)) return state.controller ? ["working", "running"] : ["stopped", "skipped"];
   if (part.state === "output-error" && part.errorText?.startsWith("cancelled: ")) return ["cancelled", "skipped"];
   const wait = waiting(message, part);
   if (wait) return [{ approval: "needs approval", "sign-in": "waiting for sign-in", client: "waiting for the app" }[wait], "waiting"];
@@ -372,7 +378,9 @@ function renderTool(message, part) {
   const body = el("div", "tool-body");
   const input = part.input !== undefined ? pretty(part.input) : part._raw;
   if (input) body.append(el("span", "label", "input"), el("pre", "tool-input", input));
-  if (part.state === "output-available") {
+  if (isProgress(part)) {
+    body.append(el("span", "label", "so far"), renderProgress(part.output));
+  } else if (part.state === "output-available") {
     const output = notExecuted(part) ? `${part.output.reason}: ${part.output.message}` : pretty(part.output);
     body.append(el("span", "label", "output"), el("pre", "tool-output", output));
   } else if (part.state === "output-error") {

@@ -68,7 +68,10 @@ export function foldChunk(message, chunk, on) {
   } else if (t === "tool-input-error") {
     Object.assign(toolPart(message, chunk), { state: "output-error", input: chunk.input, errorText: chunk.errorText });
   } else if (t === "tool-output-available") {
-    Object.assign(toolPart(message, chunk), { state: "output-available", output: chunk.output });
+    // A preliminary output (a sub-agent's progress) until the final one, which drops the flag.
+    const part = Object.assign(toolPart(message, chunk), { state: "output-available", output: chunk.output });
+    if (chunk.preliminary === true) part.preliminary = true;
+    else delete part.preliminary;
   } else if (t === "tool-output-error") {
     Object.assign(toolPart(message, chunk), { state: "output-error", errorText: chunk.errorText });
   } else if (t === "tool-output-denied") {

@@ -43,13 +43,13 @@ from helix_stream.chunks import (
     ToolOutputAvailable,
     ToolOutputDenied,
     ToolOutputError,
+    ToolOutputPreliminary,
     ToolResultChunk,
     ToolSettled,
-    cancelled_text,
-    not_executed_output,
 )
-from helix_stream.errors import ERROR_MASK, ToolFailedError
+from helix_stream.errors import ERROR_MASK
 from helix_stream.transformers._fold import UIMessageFold
+from helix_stream.transformers._tool_results import result_chunk
 
 __all__ = ["ERROR_MASK", "UIChunk", "UIChunkMapper"]
 
@@ -142,6 +142,8 @@ class UIChunkMapper:
             ToolInputDelta: self._tool_input_delta,
             ToolInputAvailable: self._tool_input_available,
             ToolOutputAvailable: self._tool_result,
+            # Only ai@6 and later: ai@5.0.0's chunk schema refuses the `preliminary` key.
+            ToolOutputPreliminary: self._tool_result if client_version >= 6 else drop,
             ToolOutputError: self._tool_result,
             ToolCancelled: self._tool_result,
             ToolNotExecuted: self._tool_not_executed,
@@ -397,28 +399,10 @@ class UIChunkMapper:
         logger.warning("dropping %s for unannounced tool call %r", what, tool_call_id)
         return False
 
-    def _result(self, chunk: ToolResultChunk) -> UIChunk:
-        """The UI chunk of how an announced call ended."""
-        call_id = chunk.tool_call_id
-        if isinstance(chunk, ToolOutputAvailable):
-            return {"type": "tool-output-available", "toolCallId": call_id, "output": chunk.output}
-        if isinstance(chunk, ToolNotExecuted):
-            output = not_executed_output(chunk.tool_name, chunk.reason)
-            return {"type": "tool-output-available", "toolCallId": call_id, "output": output}
-        if isinstance(chunk, ToolOutputError):
-            # Masked like any error (as the AI SDK passes tool errors through onError): a
-            # tool's exception text may hold what a user must not see.
-            text = self._error_text(ToolFailedError(chunk.error_text))
-        elif isinstance(chunk, ToolCancelled):
-            text = cancelled_text(chunk.reason)  # the engine's own words: shown as they are
-        elif self._version >= 6:
-            return {"type": "tool-output-denied", "toolCallId": call_id}
-        else:  # ai@5 has no denied state: the closest thing it shows is a tool error.
-            reason = f" Reason: {chunk.reason}" if chunk.reason else ""
-            text = f"The tool call was denied.{reason}"
-        return {"type": "tool-output-error", "toolCallId": call_id, "errorText": text}
+    def _result(self, chunk: ToolResultChunk | ToolOutputPreliminary) -> UIChunk:
+        return result_chunk(chunk, self._version, self._error_text)
 
-    def _tool_result(self, chunk: ToolResultChunk) -> None:
+    def _tool_result(self, chunk: ToolResultChunk | ToolOutputPreliminary) -> None:
         if self._announced(chunk.tool_call_id, chunk.type):
             self._emit(self._result(chunk))
 

@@ -6,7 +6,8 @@
 // each test-owned install folder). Posts through DefaultChatTransport, which validates every
 // chunk with the package's uiMessageChunkSchema, folds the chunks with readUIMessageStream (from
 // the last assistant message when the request continues one, as useChat does) and prints one
-// JSON line: {chunks, finalMessage, error, errors, aiVersion}.
+// JSON line: {chunks, finalMessage, preliminaryParts, error, errors, aiVersion}
+// (preliminaryParts: every tool part of a snapshot that held a preliminary output, in order).
 import { readFileSync } from "node:fs";
 import { DefaultChatTransport, readUIMessageStream } from "ai";
 
@@ -23,7 +24,9 @@ const describe = (error) => ({
   message: String(error?.message ?? error),
 });
 
-const result = { chunks: [], finalMessage: null, error: null, errors: [], aiVersion };
+const result = {
+  chunks: [], finalMessage: null, preliminaryParts: [], error: null, errors: [], aiVersion,
+};
 try {
   const transport = new DefaultChatTransport({ api: url });
   const stream = await transport.sendMessages({
@@ -50,6 +53,9 @@ try {
     onError: (error) => result.errors.push(describe(error)),
   })) {
     result.finalMessage = snapshot;
+    for (const part of snapshot.parts) {
+      if (part.preliminary === true) result.preliminaryParts.push(structuredClone(part));
+    }
   }
 } catch (error) {
   result.errors.push(describe(error));
