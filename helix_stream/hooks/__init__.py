@@ -25,24 +25,38 @@ go no further.
 
 from __future__ import annotations
 
+# ``X as X``: names the module held before it became a package, importable from here still
+# (not in __all__).
 from ._context import AgentInfo, ChannelInfo, HookContext
-from ._define import Hook, HookHandlers, define_hook, dispatch
+from ._define import Handler as Handler, Hook, HookHandlers, define_hook, dispatch
 from ._events import (
     EVENTS,
     FAILURE_EVENTS,
     STEP_EVENTS,
+    ActionResultData as ActionResultData,
     ActionResultEvent,
+    ContextCommittedData as ContextCommittedData,
     ContextCommittedEvent,
+    ContextSkippedData as ContextSkippedData,
     ContextSkippedEvent,
+    FailureData as FailureData,
     FailureEvent,
     LifecycleEvent,
+    MessageCompletedData as MessageCompletedData,
     MessageCompletedEvent,
+    SessionCompletedData as SessionCompletedData,
     SessionCompletedEvent,
+    SessionStartedData as SessionStartedData,
     SessionStartedEvent,
+    SessionWaitingData as SessionWaitingData,
     SessionWaitingEvent,
+    StepCompletedData as StepCompletedData,
     StepCompletedEvent,
+    StepStartedData as StepStartedData,
     StepStartedEvent,
+    TurnCompletedData as TurnCompletedData,
     TurnCompletedEvent,
+    TurnStartedData as TurnStartedData,
     TurnStartedEvent,
     lifecycle_event,
 )

@@ -13,8 +13,10 @@ token cache and the sandbox, and re-exported here.
 
 from __future__ import annotations
 
-from .._tool_context import ToolContext
-from ._define import ToolDecorator, tool
+# ``X as X``: names the module held before it became a package, importable from here still
+# (not in __all__).
+from .._tool_context import ContextT as ContextT, ToolContext
+from ._define import AsyncExecute as AsyncExecute, SyncExecute as SyncExecute, ToolDecorator, tool
 from ._helpers import (
     FINISH_TOOL_NAME,
     approval_id,
@@ -23,7 +25,14 @@ from ._helpers import (
     resolve_contexts,
     tools_by_name,
 )
-from ._tool import Tool, ToolUnavailable
+from ._tool import (
+    DescriptionFn as DescriptionFn,
+    ExecuteFn as ExecuteFn,
+    InputT as InputT,
+    OutputT as OutputT,
+    Tool,
+    ToolUnavailable,
+)
 
 __all__ = [
     "FINISH_TOOL_NAME",
