@@ -32,8 +32,10 @@ class CacheBreakpoint:
 
     Example::
 
-        for point in step.cache.breakpoints:
-            print(point.segment, point.ttl)   # "system 1h", "message 7 5m", ...
+        for step in await result.steps():
+            if step.cache is not None:
+                for point in step.cache.breakpoints:
+                    print(point.segment, point.ttl)   # "system 1h", "message 7 5m", ...
     """
 
     segment: str

@@ -93,7 +93,7 @@ class ToolOutputPreliminary:
 
     Example::
 
-        async for chunk in executor.run(lead, "s1", "Ask the researcher"):
+        async for chunk in executor.run(agent, "s1", "Ask the researcher"):
             if isinstance(chunk, ToolOutputPreliminary):
                 print(chunk.output["text"])  # what the sub-agent has written so far
     """
