@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Generic
+from typing import TYPE_CHECKING, Any, Generic, Literal
 
 from pydantic import BaseModel
 from typing_extensions import TypeVar
@@ -25,10 +25,16 @@ from .tools import FINISH_TOOL_NAME, Tool, finish_tool, tools_by_name
 if TYPE_CHECKING:
     from .mcp import MCPServer
 
-__all__ = ["Agent", "OutputT", "StepContextLimits"]
+__all__ = ["TURN_POLICIES", "Agent", "OutputT", "StepContextLimits", "TurnPolicy"]
 
 OutputT = TypeVar("OutputT", bound=BaseModel, default=Any)
 """An agent's structured answer: its ``output_schema`` (``Any`` without one)."""
+
+
+TurnPolicy = Literal["steer", "queue", "reject"]
+"""What a chat server does with a user message that arrives while a turn of its session runs."""
+
+TURN_POLICIES: tuple[TurnPolicy, ...] = ("steer", "queue", "reject")
 
 
 @documents_options
@@ -86,6 +92,10 @@ class Agent(LoopOptions, Generic[OutputT]):
             laid out in it under ``/workspace/skills/<name>/``.
         sandbox_on_session: ``fn(ctx)``, sync or async: called once when a session's sandbox
             is made, to prepare it (``await ctx.get_sandbox()``), inside the session scope.
+        turn_policy: What the chat server does with a user message that arrives while a turn
+            runs: ``"steer"`` (the default) delivers it to that turn at its next step,
+            ``"queue"`` runs it as the next turn, ``"reject"`` refuses it (409). ``None``:
+            the server's ``turn_policy`` (docs/guides/serving.md, "Steering").
         settings: litellm params for every call (temperature, api_base, ...). A keyword that
             is the agent's own (``output_schema``, ``max_steps``...) or that litellm cannot
             send raises :class:`~helix_stream.errors.InvalidRequestError` here; one litellm
@@ -106,6 +116,7 @@ class Agent(LoopOptions, Generic[OutputT]):
     sandbox: SandboxProvider | None = None
     skills: Sequence[Skill] = ()
     sandbox_on_session: Callable[..., Any] | None = None
+    turn_policy: TurnPolicy | None = None
     _skill_cache: tuple[tuple[Skill, ...], SkillSet] | None = field(
         default=None, init=False, repr=False, compare=False
     )
@@ -124,6 +135,10 @@ class Agent(LoopOptions, Generic[OutputT]):
         check_known(self.settings, where="Agent(settings=...)", model=self.model)
         check_prompt_cache(self.prompt_cache)
         self._check_sandbox_and_skills()
+        if self.turn_policy is not None and self.turn_policy not in TURN_POLICIES:
+            raise ValueError(
+                f"turn_policy must be one of {list(TURN_POLICIES)}, not {self.turn_policy!r}"
+            )
 
     def _check_sandbox_and_skills(self) -> None:
         if self.sandbox is not None and not isinstance(self.sandbox, SandboxProvider):

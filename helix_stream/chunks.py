@@ -32,6 +32,7 @@ __all__ = [
     "SourceUrl",
     "Start",
     "StartStep",
+    "SteeringMessage",
     "TextDelta",
     "TextEnd",
     "TextStart",
@@ -249,6 +250,17 @@ class ContextRowChunk:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SteeringMessage:
+    """A user's message sent while the turn ran was delivered to it (docs/guides/serving.md,
+    "Steering"): the model sees it from its next call on. ``parts`` are its UI parts as the
+    user sent them (``text`` and ``file``); ``ai@7`` clients show it in place."""
+
+    type: ClassVar[Literal["steering-message"]] = "steering-message"
+    id: str
+    parts: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ContextSkipped:
     """A context source was skipped (hook raised, timed out, returned junk; memory too large)."""
 
@@ -321,6 +333,7 @@ Chunk = (
     | ToolSettled
     | SourceUrl
     | ContextRowChunk
+    | SteeringMessage
     | ContextSkipped
     | FinishStep
     | Finish

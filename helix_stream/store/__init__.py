@@ -36,6 +36,7 @@ from helix_stream.store._features import (
 )
 from helix_stream.store._memory import MemoryStore
 from helix_stream.store._protocol import Store
+from helix_stream.store._shared import STEER_SOURCE
 from helix_stream.store._records import (
     Checkpoint,
     LogRecord,
@@ -49,6 +50,7 @@ from helix_stream.store.postgres import PostgresStore
 from helix_stream.store.sqlite import SQLiteStore
 
 __all__ = [
+    "STEER_SOURCE",
     "Checkpoint",
     "Lease",
     "LogRecord",
