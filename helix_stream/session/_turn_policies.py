@@ -75,7 +75,7 @@ class TurnPolicies:
         message: Input,
         *,
         agent: Agent[OutputT],
-        timeout: float = QUEUE_TIMEOUT,
+        max_wait: float = QUEUE_TIMEOUT,
         **run: Any,
     ) -> StreamTextResult[OutputT]:
         """Run ``message`` as the session's next turn once the running one has ended: wait
@@ -90,11 +90,11 @@ class TurnPolicies:
             session_id: The session.
             message: The user's message.
             agent: The agent that runs the turn.
-            timeout: Seconds to wait for the running turn to end.
+            max_wait: Seconds to wait for the running turn to end.
             **run: As for :meth:`start` (``message_id``, ``auth``, run options, ...).
 
         Raises:
-            SessionBusyError: a turn still ran after ``timeout`` (nothing written).
+            SessionBusyError: a turn still ran after ``max_wait`` (nothing written).
             InvalidRequestError: as :meth:`start`, before any wait (nothing written).
         """
         self.run(agent, session_id, message, **run)  # its refusals now, before any wait
@@ -102,5 +102,5 @@ class TurnPolicies:
             self.store,
             session_id,
             lambda: self.start(agent, session_id, message, **run),
-            timeout=timeout,
+            timeout=max_wait,
         )

@@ -239,8 +239,37 @@ async def test_a_queued_message_refused_writes_nothing(
         await executor.queue(SID, {"role": "tool", "content": "x"}, agent=agent_for(loopback))
     await executor.store.set_status(SID, "running")  # a turn that never ends
     with pytest.raises(hs.SessionBusyError):
-        await executor.queue(SID, "later", agent=agent_for(loopback), timeout=0.3)
+        await executor.queue(SID, "later", agent=agent_for(loopback), max_wait=0.3)
     await executor.store.set_status(SID, "idle")
 
     after = await snapshot(executor.store, SID)
     assert after[:-1] == before[:-1]  # the log, queue and checkpoints (two status writes)
+
+
+async def test_a_reload_shows_the_steered_message_where_it_was_delivered(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
+    prepare, _ = steering_at_step(executor, 0)
+    agent = agent_for(loopback, tools=[lookup], prepare_step=prepare)
+    loopback.script(tool_calls(("lookup", {"city": "Paris"})), text("Paris, Texas it is."))
+    await executor.run(agent, SID, "Weather in Paris?", message_id="a-1").consume()
+
+    v7 = await executor.ui_messages(SID, client_version=7)
+    assert [(m["id"], m["role"]) for m in v7] == [("log-1", "user"), ("a-1", "assistant")]
+    kinds = [p["type"] for p in v7[1]["parts"]]
+    steering = {"type": "steering-message", "id": "m-steer", "parts": [
+        {"type": "text", "text": STEERED}
+    ]}  # fmt: skip
+    assert steering in v7[1]["parts"]
+    # In place: after the tool's step, before the answer that took it in.
+    assert kinds.index("steering-message") > kinds.index("tool-lookup")
+    assert kinds.index("steering-message") < kinds.index("text")
+
+    for version in (5, 6):
+        old = await executor.ui_messages(SID, client_version=version)
+        assert [(m["id"], m["role"]) for m in old] == [
+            ("log-1", "user"), ("a-1", "assistant"), ("m-steer", "user"), ("a-1-5", "assistant")
+        ]  # fmt: skip
+        assert not any(p["type"] == "steering-message" for m in old for p in m["parts"])
+        assert old[2]["parts"] == [{"type": "text", "text": STEERED}]
+        assert old[3]["parts"][-1] == {"type": "text", "text": "Paris, Texas it is.", "state": "done"}
