@@ -10,8 +10,8 @@ hands the loop) and ``_turn_log`` (what it persists of the run: commit, persist,
 ends), ``_records`` (the stored messages, typed), ``_view`` (what the snapshot says),
 ``_meta`` (the engine's typed bookkeeping), ``_pending`` and ``_answers`` (paused calls),
 ``_events`` (lifecycle hooks), ``_ui`` (stored UI messages), ``_steering`` and ``_queued``
-(messages sent while a turn runs; ``_turn_policies``: their executor methods). ``docs/architecture.md`` draws a
-turn's flow through them.
+(messages sent while a turn runs; ``_turn_policies``: their executor methods).
+``docs/architecture.md`` draws a turn's flow through them.
 """
 
 from __future__ import annotations

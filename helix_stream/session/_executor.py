@@ -36,17 +36,17 @@ from ..tools import FINISH_TOOL_NAME
 from ._answers import ApprovalAnswer, ToolAnswer, by_call
 from ._authorization import DEFAULT_SIGN_IN_TTL, SessionAuthorization
 from ._history import SessionHistory, check_idle
+from ._input import Input, checked_input
 from ._lease import STOP_KEY, FencedWriter
 from ._mcp import SessionServers
 from ._meta import TurnMeta
 from ._pending import late_answer_row, waiting_calls
-from ._request import TurnRequest
-from ._input import Input, checked_input
 from ._queued import QueuedTurns
+from ._request import TurnRequest
 from ._run_sync import SyncTurns
 from ._sandbox import close_sandboxes
-from ._turn_policies import TurnPolicies
 from ._turn import run_turn
+from ._turn_policies import TurnPolicies
 
 if TYPE_CHECKING:
     from ..auth import TokenStore

@@ -129,7 +129,9 @@ def steering_chunks(records: Sequence[LogRecord]) -> list[Chunk]:
         stored = UserRecord.decode(record.payload)
         if stored.steered:
             chunks.append(
-                SteeringMessage(id=stored.message_id or f"log-{record.seq}", parts=stored.ui_parts())
+                SteeringMessage(
+                    id=stored.message_id or f"log-{record.seq}", parts=stored.ui_parts()
+                )
             )
     return chunks
 

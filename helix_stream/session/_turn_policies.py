@@ -8,7 +8,7 @@ as the next turn, in order).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from .._limits import check_session_id
 from ._input import Input, checked_input
@@ -23,20 +23,24 @@ if TYPE_CHECKING:
 __all__ = ["TurnPolicies"]
 
 
+class _Turns(Protocol):
+    """What ``queue`` uses of the executor: its turns (``run``'s checks, ``start``)."""
+
+    def run(
+        self, agent: Agent[OutputT], session_id: str, input: Input = None, **run: Any
+    ) -> StreamTextResult[OutputT]: ...
+
+    async def start(
+        self, agent: Agent[OutputT], session_id: str, input: Input = None, **run: Any
+    ) -> StreamTextResult[OutputT]: ...
+
+
 class TurnPolicies:
     """The executor's ``steer`` and ``queue``."""
 
     if TYPE_CHECKING:
         store: Store
         _queued: QueuedTurns
-
-        def run(
-            self, agent: Agent[OutputT], session_id: str, input: Input = None, **run: Any
-        ) -> StreamTextResult[OutputT]: ...
-
-        async def start(
-            self, agent: Agent[OutputT], session_id: str, input: Input = None, **run: Any
-        ) -> StreamTextResult[OutputT]: ...
 
     async def steer(
         self, session_id: str, message: Input, *, message_id: str | None = None
@@ -97,10 +101,11 @@ class TurnPolicies:
             SessionBusyError: a turn still ran after ``max_wait`` (nothing written).
             InvalidRequestError: as :meth:`start`, before any wait (nothing written).
         """
-        self.run(agent, session_id, message, **run)  # its refusals now, before any wait
+        turns = cast("_Turns", self)  # an Executor: its run() and start()
+        turns.run(agent, session_id, message, **run)  # its refusals now, before any wait
         return await self._queued.start(
             self.store,
             session_id,
-            lambda: self.start(agent, session_id, message, **run),
+            lambda: turns.start(agent, session_id, message, **run),
             timeout=max_wait,
         )

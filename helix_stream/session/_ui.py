@@ -94,13 +94,16 @@ def ui_messages(
             out.append(_user(record.seq, record.role, stored))
             turn = []
             continue
-        if isinstance(stored, AssistantRecord) and _answers(turn):
-            if _turn_id(turn, ()) != _id(record.seq, stored):
-                # Another turn's message; the steered messages its first commit delivered
-                # open it (its stream showed them first).
-                kept, tail = _split_tail(turn)
-                out.append(assistant(kept, _turn_id(kept, out)))
-                turn = tail
+        if (
+            isinstance(stored, AssistantRecord)
+            and _answers(turn)
+            and _turn_id(turn, ()) != _id(record.seq, stored)
+        ):
+            # Another turn's message; the steered messages its first commit delivered open it
+            # (its stream showed them first).
+            kept, tail = _split_tail(turn)
+            out.append(assistant(kept, _turn_id(kept, out)))
+            turn = tail
         if not isinstance(stored, ToolRecord) or turn:
             turn.append((record.seq, stored))
     if _answers(turn):

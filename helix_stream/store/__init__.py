@@ -36,7 +36,6 @@ from helix_stream.store._features import (
 )
 from helix_stream.store._memory import MemoryStore
 from helix_stream.store._protocol import Store
-from helix_stream.store._shared import STEER_SOURCE
 from helix_stream.store._records import (
     Checkpoint,
     LogRecord,
@@ -45,6 +44,7 @@ from helix_stream.store._records import (
     SessionRecord,
     SessionStatus,
 )
+from helix_stream.store._shared import STEER_SOURCE
 from helix_stream.store._turns import Lease, NewSession, Snapshot, TurnWrite, TurnWriteResult
 from helix_stream.store.postgres import PostgresStore
 from helix_stream.store.sqlite import SQLiteStore

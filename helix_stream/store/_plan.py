@@ -37,7 +37,6 @@ from helix_stream.store._shared import (
     check_expect,
     check_status,
     checkpoint_id,
-    queue_row,
     decode,
     duplicate_checkpoint,
     encode,
@@ -47,6 +46,7 @@ from helix_stream.store._shared import (
     merge_meta,
     message_role,
     queue_full,
+    queue_row,
     session_not_found,
 )
 from helix_stream.store._turns import Lease, NewSession, TurnWrite, TurnWriteResult

@@ -69,9 +69,7 @@ async def test_a_steered_message_reaches_the_next_step_once(
     assert bodies[1]["messages"][-1] == {"role": "user", "content": STEERED}
     assert_prefix_stable(loopback.requests)  # appended like any message: earlier bytes kept
     steering = [chunk for chunk in chunks if isinstance(chunk, c.SteeringMessage)]
-    assert steering == [
-        c.SteeringMessage(id="m-steer", parts=[{"type": "text", "text": STEERED}])
-    ]
+    assert steering == [c.SteeringMessage(id="m-steer", parts=[{"type": "text", "text": STEERED}])]
     log = await executor.store.read_log(SID)
     assert [r.role for r in log if r.role != "context"] == [
         "user", "assistant", "tool", "user", "assistant"
@@ -272,4 +270,8 @@ async def test_a_reload_shows_the_steered_message_where_it_was_delivered(
         ]  # fmt: skip
         assert not any(p["type"] == "steering-message" for m in old for p in m["parts"])
         assert old[2]["parts"] == [{"type": "text", "text": STEERED}]
-        assert old[3]["parts"][-1] == {"type": "text", "text": "Paris, Texas it is.", "state": "done"}
+        assert old[3]["parts"][-1] == {
+            "type": "text",
+            "text": "Paris, Texas it is.",
+            "state": "done",
+        }
