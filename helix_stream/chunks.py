@@ -253,7 +253,14 @@ class ContextRowChunk:
 class SteeringMessage:
     """A user's message sent while the turn ran was delivered to it (docs/guides/serving.md,
     "Steering"): the model sees it from its next call on. ``parts`` are its UI parts as the
-    user sent them (``text`` and ``file``); ``ai@7`` clients show it in place."""
+    user sent them (``text`` and ``file``); ``ai@7`` clients show it in place.
+
+    Example::
+
+        async for chunk in executor.run(agent, "chat-1", "Weather in Paris?"):
+            if isinstance(chunk, SteeringMessage):
+                print("the user added:", chunk.parts)
+    """
 
     type: ClassVar[Literal["steering-message"]] = "steering-message"
     id: str
