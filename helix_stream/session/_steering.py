@@ -32,7 +32,7 @@ from typing import Any
 
 from ..chunks import Chunk, ErrorChunk, Finish, Start, SteeringMessage
 from ..errors import SessionNotFoundError
-from ..store import STEER_SOURCE, LogRecord, Store
+from ..store import STEER_SOURCE, LogRecord, Snapshot, Store
 from ._lease import FencedWriter
 from ._records import UserRecord
 from ._request import TurnRequest
@@ -47,6 +47,7 @@ __all__ = [
     "has_steered",
     "steer",
     "steering_chunks",
+    "without_steered",
 ]
 
 STEER_FLAG = "_steered"
@@ -134,6 +135,19 @@ def steering_chunks(records: Sequence[LogRecord]) -> list[Chunk]:
                 )
             )
     return chunks
+
+
+def without_steered(request: TurnRequest, snapshot: Snapshot) -> TurnRequest:
+    """``request`` without its message when that message (by the client's id) waits steered
+    in the queue: posted again once the turn it was steered to had ended, it is stored once,
+    delivered by the turn's first commit."""
+    message_id = UserRecord.decode(request.message).message_id if request.message else None
+    if message_id is None:
+        return request
+    for entry in snapshot.pending:
+        if entry.source == STEER_SOURCE and entry.key == f"steer:{message_id}":
+            return replace(request, message=None)
+    return request
 
 
 async def has_steered(store: Store, session_id: str) -> bool:

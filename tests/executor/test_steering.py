@@ -275,3 +275,19 @@ async def test_a_reload_shows_the_steered_message_where_it_was_delivered(
             "text": "Paris, Texas it is.",
             "state": "done",
         }
+
+
+async def test_a_steered_message_sent_again_as_a_turn_is_stored_once(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
+    loopback.script(text("hello"))
+    await executor.run(agent_for(loopback), SID, "hi").consume()
+    assert not (await executor.steer(SID, STEERED, message_id="m-again")).running
+
+    # The client, told no turn ran, sends the same message (its id) as a turn of its own.
+    again = {"role": "user", "content": STEERED, "_message_id": "m-again"}
+    loopback.script(text("Texas."))
+    await executor.run(agent_for(loopback), SID, again).consume()
+
+    assert user_texts(await executor.store.read_log(SID)) == ["hi", STEERED]
+    assert [m.get("content") for m in loopback.bodies()[-1]["messages"]].count(STEERED) == 1
