@@ -356,28 +356,3 @@ def test_the_context_panel_checks_its_input_before_sending(kind: str, words: str
         assert posted == []  # nothing was sent
         page.locator("#ctx-text").fill("get_time")
         expect(page.locator("#ctx-error")).to_be_hidden()
-
-
-# ---- typing while it answers ----------------------------------------------------------------
-
-
-def test_a_draft_typed_while_it_answers_is_kept_not_queued() -> None:
-    with _served(demo_agent("helix/demo-slow")) as (url, launched, watch):
-        page = _open(launched, watch, url)
-        _send(page, " ".join(f"word{i}" for i in range(60)))
-        expect(page.locator(".msg.assistant .text.streaming")).to_contain_text("word3 ")
-        expect(page.locator("#input")).to_be_editable()  # a draft can be written meanwhile
-        expect(page.locator("#send")).to_be_disabled()
-        page.locator("#input").fill("Next question")
-        page.locator("#input").press("Enter")
-        expect(page.locator("#notice")).to_have_text(
-            "Your message stays here until the answer ends: send it then, or press Stop first."
-        )
-        expect(page.locator("#input")).to_have_value("Next question")
-        expect(page.locator(".msg.user")).to_have_count(1)  # not sent, not pretended queued
-        expect(page.locator("#send")).to_be_enabled()  # the answer ended
-        expect(page.locator("#notice")).to_be_hidden()
-        page.locator("#input").press("Enter")
-        expect(page.locator(".msg.assistant").last.locator(".text")).to_have_text(
-            "You said: Next question"
-        )
