@@ -32,7 +32,7 @@ from typing import Any
 
 from ..chunks import Chunk, ErrorChunk, Finish, Start, SteeringMessage
 from ..errors import SessionNotFoundError
-from ..store import STEER_SOURCE, LogRecord, Snapshot, Store
+from ..store import STEER_SOURCE, LogRecord, SessionRecord, Snapshot, Store
 from ._lease import FencedWriter
 from ._records import UserRecord
 from ._request import TurnRequest
@@ -97,13 +97,17 @@ async def steer(
     Raises:
         SessionNotFoundError: no such session (nothing written).
     """
-    session = await store.get_session(session_id)
+    snapshot = await store.read_snapshot(session_id)
+    session = snapshot.session
     if session is None:
         raise SessionNotFoundError(
             f"no session {session_id!r} to steer; start it with a user message"
         )
     stored = UserRecord.decode(message)
     record = replace(stored, message_id=message_id or stored.message_id, steered=True)
+    if record.message_id is not None and _in_log(snapshot, record.message_id):
+        # Sent again (a retry of the message that started the turn, or of one delivered).
+        return Steered(recorded=False, running=_running(session))
     if not session.meta.get(STEER_FLAG):
         # Set before the message is queued: a turn that ends in between still sees the flag.
         await store.update_session_meta(session_id, {STEER_FLAG: True})
@@ -117,8 +121,19 @@ async def steer(
         on_key_conflict="ignore",
     )
     now = await store.get_session(session_id)
-    running = now is not None and now.status == "running" and not now.lease_expired()
-    return Steered(recorded=recorded > 0, running=running)
+    return Steered(recorded=recorded > 0, running=now is not None and _running(now))
+
+
+def _running(session: SessionRecord) -> bool:
+    return session.status == "running" and not session.lease_expired()
+
+
+def _in_log(snapshot: Snapshot, message_id: str) -> bool:
+    """A user message of that client id is in the session's log already."""
+    return any(
+        r.role == "user" and UserRecord.decode(r.payload).message_id == message_id
+        for r in snapshot.log
+    )
 
 
 def steering_chunks(records: Sequence[LogRecord]) -> list[Chunk]:

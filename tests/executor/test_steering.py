@@ -291,3 +291,21 @@ async def test_a_steered_message_sent_again_as_a_turn_is_stored_once(
 
     assert user_texts(await executor.store.read_log(SID)) == ["hi", STEERED]
     assert [m.get("content") for m in loopback.bodies()[-1]["messages"]].count(STEERED) == 1
+
+
+async def test_the_message_that_started_the_turn_is_not_steered_to_it_again(
+    executor: hs.Executor, loopback: LoopbackServer
+) -> None:
+    seen: list[hs.Steered] = []
+
+    async def prepare(step_in: Any) -> None:
+        if step_in.step_number == 0:  # the client retries the send that started this turn
+            seen.append(await executor.steer(SID, "Weather?", message_id="u-first"))
+
+    agent = agent_for(loopback, tools=[lookup], prepare_step=prepare)
+    loopback.script(tool_calls(("lookup", {"city": "Paris"})), text("ok"))
+    first = {"role": "user", "content": "Weather?", "_message_id": "u-first"}
+    await executor.run(agent, SID, first).consume()
+
+    assert seen == [hs.Steered(recorded=False, running=True)]
+    assert user_texts(await executor.store.read_log(SID)) == ["Weather?"]
