@@ -42,9 +42,9 @@ from ._parking import Parking
 from ._pending import check_answerable
 from ._records import interrupted_record, new_message_id
 from ._request import TurnRequest
-from ._steering import without_steered
 from ._said import streamed_text
 from ._sandbox import TurnSandbox
+from ._steering import without_steered
 from ._view import SessionView
 
 if TYPE_CHECKING:
