@@ -25,6 +25,7 @@ queued: the session's next turn takes it in with its first commit.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, replace
@@ -49,6 +50,8 @@ __all__ = [
     "steering_chunks",
     "without_steered",
 ]
+
+logger = logging.getLogger("helix_stream.session")
 
 STEER_FLAG = "_steered"
 """The session meta key :func:`steer` sets: a message was steered, and the turn that ends
@@ -175,6 +178,16 @@ async def has_steered(store: Store, session_id: str) -> bool:
     return False
 
 
+async def _still_steered(request: TurnRequest) -> bool:
+    """:func:`has_steered`, where a failure only leaves the message for the next turn: the
+    turn that ran has ended well, and its stream ends so."""
+    try:
+        return await has_steered(request.store, request.session_id)
+    except Exception:
+        logger.exception("could not look for steered messages of session %r", request.session_id)
+        return False
+
+
 OneTurn = Callable[[TurnRequest], AsyncGenerator[Chunk | FollowUp, None]]
 
 
@@ -205,7 +218,7 @@ async def follow_ups(request: TurnRequest, one_turn: OneTurn) -> AsyncGenerator[
                     continue
                 yield chunk
         current = None
-        if follow and finish is not None and await has_steered(request.store, request.session_id):
+        if follow and finish is not None and await _still_steered(request):
             current = replace(
                 request,
                 writer=FencedWriter(request.store),
