@@ -33,7 +33,8 @@ from typing import Any
 
 from ..chunks import Chunk, ErrorChunk, Finish, Start, SteeringMessage
 from ..errors import SessionNotFoundError
-from ..store import STEER_SOURCE, LogRecord, SessionRecord, Snapshot, Store
+from ..store import LogRecord, SessionRecord, Snapshot, Store
+from ..store._shared import STEER_SOURCE
 from ._lease import FencedWriter
 from ._records import UserRecord
 from ._request import TurnRequest

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..context import LogFold, apply_tools_item
-from ..store import STEER_SOURCE, Snapshot
+from ..store import Snapshot
+from ..store._shared import STEER_SOURCE
 from ._answers import ApprovalAnswer, ToolAnswer, by_call
 from ._meta import Answer, TurnMeta
 from ._pending import WaitingCall, waiting_calls

@@ -44,13 +44,11 @@ from helix_stream.store._records import (
     SessionRecord,
     SessionStatus,
 )
-from helix_stream.store._shared import STEER_SOURCE
 from helix_stream.store._turns import Lease, NewSession, Snapshot, TurnWrite, TurnWriteResult
 from helix_stream.store.postgres import PostgresStore
 from helix_stream.store.sqlite import SQLiteStore
 
 __all__ = [
-    "STEER_SOURCE",
     "Checkpoint",
     "Lease",
     "LogRecord",
