@@ -134,6 +134,12 @@ async function sendText(text) {
   render();
   const refusal = await post({ trigger: "submit-message" });
   if (!refusal) return;
+  if (refusal === "steered") {  // another tab's answer runs and took it in: follow that answer
+    state.messages = state.messages.filter((m) => m !== message);
+    state.steering.push(message);
+    await restoreRunning();
+    return;
+  }
   // Refused (the session is busy in another tab, a bad request...): the message was not sent,
   // so it leaves the list and its text goes back into the box.
   state.messages = state.messages.filter((m) => m !== message);
@@ -269,6 +275,7 @@ async function follow(label, request) {
   try {
     const res = await request(controller.signal);
     if (res.status === 204) return null;  // no running answer
+    if (res.status === 202) return "steered";  // taken by an answer running elsewhere (a tab)
     if (!res.ok) {
       refusal = refusalMessage(await res.text().catch(() => ""), res.status);
       return refusal;

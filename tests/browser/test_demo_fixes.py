@@ -54,7 +54,8 @@ def _open(launched: Any, watch: Watch, base_url: str, width: int = 1280, height:
 
 
 def _send(page: Page, text: str) -> None:
-    expect(page.locator("#send")).to_be_enabled()
+    # No answer runs (a message sent while one runs would steer it: test_demo_steering.py).
+    expect(page.locator("#stop")).to_be_hidden()
     page.locator("#input").fill(text)
     page.locator("#input").press("Enter")
 
@@ -119,7 +120,7 @@ def test_a_refused_send_clears_the_status_and_says_what_to_do(
         expect(page.locator("#status")).to_have_text("")  # not a stale "Thinking…"
         expect(page.locator(".msg")).to_have_count(0)  # the refused message left the list
         expect(page.locator("#input")).to_have_value(message)
-        expect(page.locator("#send")).to_be_enabled()
+        expect(page.locator("#stop")).to_be_hidden()
         _inside(page, "#notice", ".chat")  # the words wrap inside the chat column
         _shot(page, tmp_path, f"refused_{how}")
         page.unroute("**/api/chat")
