@@ -149,6 +149,7 @@ if TYPE_CHECKING:  # "X as X": explicit re-exports, so type checkers see the laz
     from .session import (
         ApprovalAnswer as ApprovalAnswer,
         Executor as Executor,
+        Steered as Steered,
         ToolAnswer as ToolAnswer,
     )
     from .state import (
@@ -211,7 +212,7 @@ _LAZY: dict[str, str] = {
         ],
         "context",
     ),
-    **dict.fromkeys(["ApprovalAnswer", "Executor", "ToolAnswer"], "session"),
+    **dict.fromkeys(["ApprovalAnswer", "Executor", "Steered", "ToolAnswer"], "session"),
     **dict.fromkeys(
         [
             "BubblewrapSandbox",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Generic
+from typing import TYPE_CHECKING, Any, Generic, Literal
 
 from pydantic import BaseModel
 from typing_extensions import TypeVar
@@ -28,10 +28,16 @@ from .tools import FINISH_TOOL_NAME, Tool, finish_tool, tools_by_name
 if TYPE_CHECKING:
     from .mcp import MCPServer
 
-__all__ = ["Agent", "OutputT", "StepContextLimits"]
+__all__ = ["TURN_POLICIES", "Agent", "OutputT", "StepContextLimits", "TurnPolicy"]
 
 OutputT = TypeVar("OutputT", bound=BaseModel, default=Any)
 """An agent's structured answer: its ``output_schema`` (``Any`` without one)."""
+
+
+TurnPolicy = Literal["steer", "queue", "reject"]
+"""What a chat server does with a user message that arrives while a turn of its session runs."""
+
+TURN_POLICIES: tuple[TurnPolicy, ...] = ("steer", "queue", "reject")
 
 
 def _check_run_options(agent: Agent[Any]) -> None:
@@ -40,12 +46,17 @@ def _check_run_options(agent: Agent[Any]) -> None:
     Raises:
         InvalidRequestError: a wrong retry count, ``prompt_cache``, ``max_tool_result_bytes``
             or usage limits.
+        ValueError: an unknown ``turn_policy``.
     """
     RetryPolicy(max_retries=agent.max_retries)
     check_prompt_cache(agent.prompt_cache)
     check_result_limit(agent.max_tool_result_bytes, argument="Agent(max_tool_result_bytes=...)")
     check_limits(agent.usage_limits, where="Agent(usage_limits=...)")
     check_limits(agent.session_limits, where="Agent(session_limits=...)")
+    if agent.turn_policy is not None and agent.turn_policy not in TURN_POLICIES:
+        raise ValueError(
+            f"turn_policy must be one of {list(TURN_POLICIES)}, not {agent.turn_policy!r}"
+        )
 
 
 @documents_options
@@ -107,6 +118,10 @@ class Agent(LoopOptions, Generic[OutputT]):
             counted from its stored totals (``executor.usage``): a turn whose next model call
             would cross one stops before it with ``UsageLimitExceededError``, and one that
             starts with a limit reached is refused before anything is written.
+        turn_policy: What the chat server does with a user message that arrives while a turn
+            runs: ``"steer"`` (the default) delivers it to that turn at its next step,
+            ``"queue"`` runs it as the next turn, ``"reject"`` refuses it (409). ``None``:
+            the server's ``turn_policy`` (docs/guides/serving.md, "Steering").
         settings: litellm params for every call (temperature, api_base, ...). A keyword that
             is the agent's own (``output_schema``, ``max_steps``...) or that litellm cannot
             send raises :class:`~helix_stream.errors.InvalidRequestError` here; one litellm
@@ -128,6 +143,7 @@ class Agent(LoopOptions, Generic[OutputT]):
     skills: Sequence[Skill] = ()
     sandbox_on_session: Callable[..., Any] | None = None
     session_limits: UsageLimits | None = None
+    turn_policy: TurnPolicy | None = None
     _skill_cache: tuple[tuple[Skill, ...], SkillSet] | None = field(
         default=None, init=False, repr=False, compare=False
     )

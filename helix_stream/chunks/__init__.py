@@ -21,6 +21,7 @@ from ._run import (
     ReasoningStart,
     Start,
     StartStep,
+    SteeringMessage,
     TextDelta,
     TextEnd,
     TextStart,
@@ -59,6 +60,7 @@ __all__ = [
     "SourceUrl",
     "Start",
     "StartStep",
+    "SteeringMessage",
     "TextDelta",
     "TextEnd",
     "TextStart",
@@ -104,6 +106,7 @@ Chunk = (
     | ToolSettled
     | SourceUrl
     | ContextRowChunk
+    | SteeringMessage
     | ContextSkipped
     | FinishStep
     | Finish

@@ -176,6 +176,24 @@ class ContextRowChunk:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SteeringMessage:
+    """A user's message sent while the turn ran was delivered to it (docs/guides/serving.md,
+    "Steering"): the model sees it from its next call on. ``parts`` are its UI parts as the
+    user sent them (``text`` and ``file``); ``ai@7`` clients show it in place.
+
+    Example::
+
+        async for chunk in executor.run(agent, "chat-1", "Weather in Paris?"):
+            if isinstance(chunk, SteeringMessage):
+                print("the user added:", chunk.parts)
+    """
+
+    type: ClassVar[Literal["steering-message"]] = "steering-message"
+    id: str
+    parts: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ContextSkipped:
     """A context source was skipped (hook raised, timed out, returned junk; memory too large).
 

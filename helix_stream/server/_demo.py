@@ -13,7 +13,7 @@ model string (the provider's key comes from the environment, as litellm reads it
 :func:`app_from_env` (uvicorn needs an import string for workers; the settings travel in the
 environment) and opens the store itself: a SQLite file (WAL) or PostgreSQL serves them all;
 a session still runs in one process at a time, because the store admits one running turn per
-session (a second POST gets 409).
+session (a second POST steers the running turn: docs/guides/serving.md, "Steering").
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict, TypeVar
 
+from ..agent import TurnPolicy
 from ._auth_callback import DEFAULT_AUTH_CALLBACK_PATH
 
 if TYPE_CHECKING:
@@ -143,6 +144,10 @@ class ServerOptions:
         auth_redirect: The app's page to send it on to (default: a page of ours).
         timeout: Turns' default limits (``SERVER_TIMEOUT``; README "Timeouts"; ``None``:
             none).
+        turn_policy: A user message that arrives while a turn of its session runs:
+            ``"steer"`` delivers it to that turn at its next step (answered ``202``),
+            ``"queue"`` runs it as the next turn (the response waits for it), ``"reject"``
+            refuses it (409). Default: the agent's ``turn_policy``, else ``"steer"``.
     """
 
     authorize: Authorize | None = None
@@ -163,6 +168,7 @@ class ServerOptions:
     auth_callback_path: str | None = DEFAULT_AUTH_CALLBACK_PATH
     auth_redirect: str | None = None
     timeout: Timeout | Literal["default"] | None = "default"
+    turn_policy: TurnPolicy | None = None
 
 
 class ServerKeywords(TypedDict, total=False):
@@ -192,6 +198,7 @@ class ServerKeywords(TypedDict, total=False):
     auth_callback_path: str | None
     auth_redirect: str | None
     timeout: Timeout | Literal["default"] | None
+    turn_policy: TurnPolicy | None
 
 
 def server_options(options: ServerOptions | None, keywords: ServerKeywords) -> ServerOptions:

@@ -31,7 +31,7 @@ from ..loop import Timeout
 from ..loop._options import timeout_over
 from ..models._litellm import expect_requests
 from ..models._pool import set_max_connections
-from ..session import Executor
+from ..session import Executor, Steered
 from ..session._records import UserRecord, new_message_id
 from ..transformers import UIMessageStreamResponse, to_ui_message_stream
 from ..transformers._sse import check_on_disconnect
@@ -49,6 +49,7 @@ from ._options import (
 )
 from ._shared_streams import SharedStreamRegistry
 from ._streams import StreamRegistry
+from ._turn_policy import check_turn_policy, start_or_steer, turn_policy
 from ._turns import RunningTurns
 
 __all__ = [
@@ -178,6 +179,7 @@ def routes(
     """
     opts = server_options(options, keywords)
     _check_startup(agent, opts.client_version, opts.max_connections)
+    check_turn_policy(opts.turn_policy)
     handlers = _Handlers(
         executor=executor,
         agent=agent,
@@ -292,10 +294,14 @@ class _Handlers:
         # for the stop route first, so that a stop finds the turn from its claim on.
         turn = self.turns.reserve(session_id)
         try:
-            result = await self.executor.start(
+            # A new message while a turn runs: steered to it, queued, or refused (409).
+            result = await start_or_steer(
+                self.executor,
                 self.agent,
                 session_id,
                 user_input,
+                policy=turn_policy(self.options.turn_policy, self.agent),
+                user_message_id=actions.user_message_id,
                 answers=[*actions.approvals, *actions.tool_answers],
                 message_id=message_id,
                 auth=auth,
@@ -307,6 +313,11 @@ class _Handlers:
         except BaseException:
             self.turns.release(turn)
             raise
+        if isinstance(result, Steered):
+            self.turns.release(turn)
+            # The running turn's stream carries it (ai@7: a steering-message part).
+            answer = {"steered": True, "recorded": result.recorded}
+            return JSONResponse({**answer, "messageId": actions.user_message_id}, 202)
         ui = to_ui_message_stream(
             self.turns.track(turn, result),
             client_version=self.options.client_version,

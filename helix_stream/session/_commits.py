@@ -22,6 +22,7 @@ from ..state import SessionScope, bind_scope
 from ..store import LogRecord, SessionStatus, TurnWrite
 from ._lease import TurnWriter
 from ._meta import TurnMeta
+from ._steering import steering_chunks
 from ._view import SessionView
 
 __all__ = ["RUNNABLE", "Commits", "Written", "busy", "last_seq", "opened_meta", "opening"]
@@ -133,11 +134,12 @@ class Commits:
 
     def taken(self, written: Written) -> StepCommit:
         """What the loop appends for a commit: its records as the model sees them (folded into
-        the pass), and the chunks of its rows and skips."""
+        the pass), and the chunks of the steered messages it delivered, its rows and skips."""
         messages = self.context_pass.take(written.records)
         rows: list[Chunk] = [
             ContextRowChunk(row=ContextRow.from_record(r))
             for r in written.records
             if r.role == "context"
         ]
-        return StepCommit(messages=messages, chunks=[*rows, *written.gathered.skipped])
+        steered = steering_chunks(written.records)
+        return StepCommit(messages=messages, chunks=[*steered, *rows, *written.gathered.skipped])

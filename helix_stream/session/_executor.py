@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from typing_extensions import Unpack
 
-from .._limits import check_json, check_key, check_session_id
-from .._media import check_content
+from .._limits import check_key, check_session_id
 from ..agent import Agent, OutputT
 from ..chunks import ErrorChunk
 from ..context import (
@@ -37,15 +36,18 @@ from ..tools import FINISH_TOOL_NAME
 from ._answers import ApprovalAnswer, ToolAnswer, by_call
 from ._authorization import DEFAULT_SIGN_IN_TTL, SessionAuthorization
 from ._history import SessionHistory, check_idle
+from ._input import Input, checked_input
 from ._lease import STOP_KEY, FencedWriter
 from ._mcp import SessionServers
 from ._meta import TurnMeta
 from ._pending import late_answer_row, waiting_calls
+from ._queued import QueuedTurns
 from ._request import TurnRequest
 from ._resolve import CallResolution
 from ._run_sync import SyncTurns
 from ._sandbox import close_sandboxes
 from ._turn import run_turn
+from ._turn_policies import TurnPolicies
 
 if TYPE_CHECKING:
     from ..auth import TokenStore
@@ -54,7 +56,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Executor", "default_identity"]
 
-Input = str | Mapping[str, Any] | None
 Answers = Sequence[ApprovalAnswer | ToolAnswer]
 
 
@@ -66,23 +67,9 @@ def default_identity(auth: Any) -> Any:
     return None
 
 
-def _input_message(value: Input) -> dict[str, Any] | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return {"role": "user", "content": value}
-    if (
-        isinstance(value, Mapping)
-        and value.get("role") in ("user", "system")
-        and "content" in value
-    ):
-        return dict(value)
-    raise InvalidRequestError(
-        "input must be a string or a message like {'role': 'user', 'content': '...'}"
-    )
-
-
-class Executor(SessionHistory, SessionAuthorization, SessionServers, SyncTurns, CallResolution):
+class Executor(
+    SessionHistory, SessionAuthorization, SessionServers, SyncTurns, CallResolution, TurnPolicies
+):
     """Runs agents in sessions stored in ``store``.
 
     Example::
@@ -130,6 +117,7 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers, SyncTurns, 
         # The sandbox providers of the agents run here, by agent name (close_sandbox).
         self._sandboxes: dict[str, SandboxProvider] = {}
         self._servers = {}  # the MCP servers of the agents run here, to close (SessionServers)
+        self._queued = QueuedTurns()  # messages waiting for the running turn to end (queue)
 
     # -- running ---------------------------------------------------------------------------
 
@@ -210,10 +198,9 @@ class Executor(SessionHistory, SessionAuthorization, SessionServers, SyncTurns, 
     ) -> StreamTextResult[Any]:
         """A turn of ``agent``, checked before anything runs (``parent``: of a sub-agent)."""
         check_session_id(session_id)
-        message = _input_message(input)
-        if message is not None:
-            check_json(message)  # no lone surrogate, no absurd nesting: refused before writing
-            check_content(message, "input")  # a file that is not what it says (README)
+        # No lone surrogate, no absurd nesting, no file that is not what it says (README):
+        # refused before writing.
+        message = None if input is None else checked_input(input)
         _check_identity(self.identify(auth))
         given, litellm_params = split_options(options or {})
         merged = options_over(agent, given, litellm_params)

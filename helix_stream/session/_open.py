@@ -46,6 +46,7 @@ from ._request import TurnRequest
 from ._said import streamed_text
 from ._sandbox import TurnSandbox
 from ._side_effects import mark_unknown, outcome_unknown_records, unsettled_calls
+from ._steering import without_steered
 from ._usage import check_budget, session_budget
 from ._view import SessionView
 
@@ -144,6 +145,7 @@ async def open_turn(request: TurnRequest) -> Opened:
 async def _prepare(request: TurnRequest) -> Opened:
     """Read the session once and refuse what cannot run; nothing is written here."""
     snapshot = await request.store.read_snapshot(request.session_id)
+    request = without_steered(request, snapshot)  # sent again after it was steered: once
     request, offers = await server_tools(request, snapshot)  # the agent's MCP servers' tools
     session_id, agent, setup = request.session_id, request.agent, request.setup
     view = SessionView(snapshot, agent, request.answers)

@@ -7,7 +7,8 @@ UI messages are rebuilt from (:mod:`._ui`). The bookkeeping keys start with ``_`
 stores on disk hold, so they never change:
 
 * user (and system) messages: ``_message_id`` (the client's UIMessage id), ``_parts`` (the UI
-  parts as the client sent them: files keep their media type and name);
+  parts as the client sent them: files keep their media type and name), ``_steered`` (sent
+  while a turn ran, and delivered to it: session/_steering.py);
 * assistant messages: ``_message_id`` (the turn's UI message id), ``_awaiting_approval`` (the
   calls waiting for an approval), ``_data`` (the ``data-*`` parts the step's tools wrote),
   ``_sources`` (the sources the model cited), ``_interrupted`` (the text of a step cut short),
@@ -29,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from .._messages import message_text
 from ..chunks import DataChunk, SourceUrl
 from ..steps import StepResult, ToolStatus
 from ..tools import Tool
@@ -52,8 +54,19 @@ _SOURCES = "_sources"
 _INTERRUPTED = "_interrupted"
 _FAILED = "_failed"
 _STATUS = "_status"
+_STEERED = "_steered"
 
-KEYS = (_MESSAGE_ID, _PARTS, _AWAITING_APPROVAL, _DATA, _SOURCES, _INTERRUPTED, _FAILED, _STATUS)
+KEYS = (
+    _MESSAGE_ID,
+    _PARTS,
+    _STEERED,
+    _AWAITING_APPROVAL,
+    _DATA,
+    _SOURCES,
+    _INTERRUPTED,
+    _FAILED,
+    _STATUS,
+)
 # How a stored call ended: a step's statuses, and "cancelled" (settled when a turn opens).
 StoredStatus = ToolStatus | Literal["cancelled"]
 _STATUSES: frozenset[str] = frozenset(get_args(ToolStatus)) | {"cancelled"}
@@ -82,11 +95,13 @@ class UserRecord:
         message: The message the model is sent (``role``, ``content``).
         message_id: The client's UIMessage id, if it gave one.
         parts: The UI parts as the client sent them, when they are more than text.
+        steered: The user sent it while a turn ran, which took it in at a step boundary.
     """
 
     message: Mapping[str, Any]
     message_id: str | None = None
     parts: Sequence[Mapping[str, Any]] | None = None
+    steered: bool = False
 
     def encode(self) -> dict[str, Any]:
         payload = dict(self.message)
@@ -94,6 +109,8 @@ class UserRecord:
             payload[_MESSAGE_ID] = self.message_id
         if self.parts is not None:
             payload[_PARTS] = [dict(p) for p in self.parts]
+        if self.steered:
+            payload[_STEERED] = True
         return payload
 
     @classmethod
@@ -102,7 +119,14 @@ class UserRecord:
             message=_message(payload),
             message_id=payload.get(_MESSAGE_ID),
             parts=payload.get(_PARTS),
+            steered=payload.get(_STEERED) is True,
         )
+
+    def ui_parts(self) -> list[dict[str, Any]]:
+        """Its UI parts: as the client sent them, or its text."""
+        if self.parts:
+            return [dict(p) for p in self.parts]
+        return [{"type": "text", "text": message_text(self.message)}]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -36,13 +36,23 @@ from ..loop._setup import RunSetup, loop_config
 from ._lease import TurnLease
 from ._open import open_turn
 from ._request import TurnRequest
+from ._steering import FOLLOW_UP, FollowUp, follow_ups
 from ._turn_env import turn_env
+from ._turn_log import TurnLog
 
 __all__ = ["run_turn"]
 
 
 async def run_turn(request: TurnRequest) -> AsyncGenerator[Chunk, None]:
-    """The chunks of one turn (the generator behind its ``StreamTextResult``)."""
+    """The chunks of one turn (the generator behind its ``StreamTextResult``), and of the
+    turns right after it that answer messages steered to it too late (:mod:`._steering`)."""
+    async with aclosing(follow_ups(request, _one_turn)) as chunks:
+        async for chunk in chunks:
+            yield chunk
+
+
+async def _one_turn(request: TurnRequest) -> AsyncGenerator[Chunk | FollowUp, None]:
+    """The chunks of one turn; :data:`FOLLOW_UP` last when its end saw a steered message."""
     lease = TurnLease(request.writer, request.session_id, request.on_stop_requested)
     lease.start()  # it renews once the claim applied
     try:
@@ -69,5 +79,7 @@ async def run_turn(request: TurnRequest) -> AsyncGenerator[Chunk, None]:
         async with aclosing(run_loop(config)) as chunks:
             async for chunk in chunks:
                 yield chunk
+        if isinstance(env.log, TurnLog) and env.log.follow_up:
+            yield FOLLOW_UP
     finally:
         await lease.stop()

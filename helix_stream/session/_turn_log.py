@@ -31,6 +31,7 @@ from ._finish import finish_turn
 from ._open import Opened
 from ._pending import ResumePlan
 from ._records import interrupted_record, step_records
+from ._steering import STEER_FLAG
 from ._usage import USAGE_KEY
 
 __all__ = ["TurnLog"]
@@ -61,6 +62,7 @@ class TurnLog:
         self._steps = 0  # steps begun
         # The session's usage totals as of the last step written (kept in its meta: _usage.py).
         self._usage = opened.budget.spent if opened.budget is not None else UsageTotals()
+        self._follow_up = False  # the final write saw a steered message's flag
 
     async def commit(
         self, step_number: int, *, retry: bool = False, resumed: Resumed | None = None
@@ -164,11 +166,18 @@ class TurnLog:
                 write = replace(write, status="idle", meta={**spent, **self._meta.done()})
         written = await self._writer.write_turn(self._session_id, write)
         self._usage = usage
+        self._follow_up = write.status == "idle" and bool(written.session.meta.get(STEER_FLAG))
         self._ended = final
         self._stepped = True
         self._in_step = False
         if written.records:  # the checkpoint is at the step's last record
             self._events.checkpointed(written.records[-1].seq)
+
+    @property
+    def follow_up(self) -> bool:
+        """The turn ended with its answer after a message was steered to it: the message may
+        wait still, for a turn right after (``_steering.follow_ups``)."""
+        return self._follow_up
 
     async def end(self, how: RunEnd) -> None:
         """End the turn unless its last step did (see :mod:`._finish`); never raises."""

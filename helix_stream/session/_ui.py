@@ -20,6 +20,7 @@ from ..chunks import (
     FinishStep,
     Start,
     StartStep,
+    SteeringMessage,
     TextDelta,
     TextEnd,
     TextStart,
@@ -70,7 +71,10 @@ def ui_messages(
 ) -> list[dict[str, Any]]:
     """The log as UIMessages: one per user message, one per assistant turn; no rows.
     ``sign_ins``: the calls still waiting for a sign-in (call id -> strategy, URL), whose
-    sign-in links are shown as the live stream showed them."""
+    sign-in links are shown as the live stream showed them. A steered message (sent while a
+    turn ran) is, for ``ai@7`` clients, a ``steering-message`` part of the answer it was
+    delivered to, in place, as the live stream showed it; for older clients a user message
+    between the answer's two halves (the second under an id of its own)."""
     assistant = functools.partial(
         _assistant,
         client_version=client_version,
@@ -78,29 +82,58 @@ def ui_messages(
         send_sources=send_sources,
         sign_ins=sign_ins or {},
     )
+    in_place = client_version >= 7
     out: list[dict[str, Any]] = []
-    turn: list[tuple[int, AssistantRecord | ToolRecord]] = []  # (seq, record) of one turn
+    turn: list[tuple[int, Stored]] = []  # (seq, record) of one turn
     for record in log:
         if record.role == "context":
             continue
         stored = _decode(record)
-        if isinstance(stored, UserRecord):
-            out.extend([assistant(turn)] if turn else [])
+        if isinstance(stored, UserRecord) and not (in_place and stored.steered):
+            out.extend([assistant(turn, _turn_id(turn, out))] if _answers(turn) else [])
             out.append(_user(record.seq, record.role, stored))
             turn = []
             continue
         if (
             isinstance(stored, AssistantRecord)
-            and turn
-            and _id(*turn[0]) != _id(record.seq, stored)
+            and _answers(turn)
+            and _turn_id(turn, ()) != _id(record.seq, stored)
         ):
-            out.append(assistant(turn))  # another turn's message: a new UI message
-            turn = []
-        if isinstance(stored, AssistantRecord) or turn:
+            # Another turn's message; the steered messages its first commit delivered open it
+            # (its stream showed them first).
+            kept, tail = _split_tail(turn)
+            out.append(assistant(kept, _turn_id(kept, out)))
+            turn = tail
+        if not isinstance(stored, ToolRecord) or turn:
             turn.append((record.seq, stored))
-    if turn:
-        out.append(assistant(turn))
+    if _answers(turn):
+        out.append(assistant(turn, _turn_id(turn, out)))
     return out
+
+
+def _split_tail(
+    turn: list[tuple[int, Stored]],
+) -> tuple[list[tuple[int, Stored]], list[tuple[int, Stored]]]:
+    """``turn`` without the steered messages it ends with, and those."""
+    end = len(turn)
+    while end and isinstance(turn[end - 1][1], UserRecord):
+        end -= 1
+    return turn[:end], turn[end:]
+
+
+def _answers(turn: Sequence[tuple[int, Stored]]) -> bool:
+    return any(isinstance(r, AssistantRecord) for _, r in turn)
+
+
+def _turn_id(turn: Sequence[tuple[int, Stored]], out: Sequence[Mapping[str, Any]]) -> str:
+    """The UI message id of a turn's records: its first answer's; one ``out`` has already
+    (the second half of an answer a steered message split, for older clients) gets its own."""
+    seq, first = next((s, r) for s, r in turn if isinstance(r, AssistantRecord))
+    assert isinstance(first, AssistantRecord)
+    message_id = _id(seq, first)
+    if any(m.get("id") == message_id for m in out):
+        return f"{message_id}-{seq}"
+    return message_id
 
 
 def _id(seq: int, record: AssistantRecord | ToolRecord) -> str:
@@ -117,7 +150,8 @@ def _user(seq: int, role: str, record: UserRecord) -> dict[str, Any]:
 
 
 def _assistant(
-    records: Sequence[tuple[int, AssistantRecord | ToolRecord]],
+    records: Sequence[tuple[int, Stored]],
+    message_id: str,
     *,
     client_version: int,
     on_error: OnError | None,
@@ -128,7 +162,6 @@ def _assistant(
     from ..transformers._fold import UIMessageFold
     from ..transformers._mapper import UIChunkMapper
 
-    message_id = _id(*records[0])
     fold = UIMessageFold(message_id=message_id)
     mapper = UIChunkMapper(
         client_version=client_version,
@@ -159,24 +192,32 @@ def _assistant(
 
 def _replay(
     message_id: str,
-    records: Sequence[tuple[int, AssistantRecord | ToolRecord]],
+    records: Sequence[tuple[int, Stored]],
     sign_ins: Mapping[str, tuple[str, str]],
 ) -> Iterator[Chunk]:
     """The chunks the live stream sent for one assistant turn's records."""
     yield Start(message_id=message_id)
     names: dict[str, str] = {}
     step_open = False
+    steered = False  # the open step began with a steered message (its commit's chunk)
     written: Sequence[DataChunk] = ()  # the step's data parts, shown after its tool results
     for seq, record in records:
         if isinstance(record, ToolRecord):
             yield _tool_result(names.get(record.call_id, ""), record)
             continue
-        yield from written
+        if not (steered and isinstance(record, AssistantRecord)):
+            yield from written
+            written = ()
+            if step_open:
+                yield FinishStep(step_number=0, finish_reason="tool-calls")
+            yield StartStep(step_number=0)
+            step_open = True
+        if isinstance(record, UserRecord):  # steered: delivered at this step's commit
+            yield SteeringMessage(id=ui_message_id(record.message_id, seq), parts=record.ui_parts())
+            steered = True
+            continue
+        steered = False
         written = record.data
-        if step_open:
-            yield FinishStep(step_number=0, finish_reason="tool-calls")
-        yield StartStep(step_number=0)
-        step_open = True
         yield from record.sources
         text = message_text(record.message)
         if text:

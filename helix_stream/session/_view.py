@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..context import LogFold, apply_tools_item
 from ..store import Snapshot
+from ..store._shared import STEER_SOURCE
 from ._answers import ApprovalAnswer, ToolAnswer, by_call
 from ._meta import Answer, TurnMeta
 from ._pending import WaitingCall, waiting_calls
@@ -64,6 +65,8 @@ class SessionView:
         without a new message would only store a second answer after the first (refused)."""
         if self.waiting or not self.meta.ended:
             return False
+        if any(entry.source == STEER_SOURCE for entry in self.snapshot.pending):
+            return False  # a message steered too late waits: the run answers it
         messages = [r for r in self.snapshot.log if r.role != "context"]
         return bool(messages) and messages[-1].role == "assistant"
 

@@ -8,6 +8,8 @@
 // to /api/chat/{id}/stop, which ends the turn on the server; the stream then ends with `abort`.
 // A call waiting for approval gets Approve and Deny (the answer continues that message); one
 // left waiting when a new message is sent is settled on its own message (`data-tool-settled`).
+// A message typed while an answer runs steers it (the server's turn_policy "steer"): posted at
+// once, answered 202, and shown where the answer took it in (its `steering-message` part).
 // The Context panel posts {sessionId, items, key?} to /context and says what happened.
 // Answers render as Markdown (markdown.js: DOM nodes, never HTML); refusals and failures are
 // put in words by refusal.js (the same module a useChat app can use); ui_stream.js reads and
@@ -34,6 +36,7 @@ const state = {
   sessionId: "", messages: [], controller: null, scheduled: false, started: false,
   follow: true, // the view follows a streaming answer only while the user is at the bottom
   tools: [],
+  steering: [], // messages sent while an answer runs, until the answer shows where it took them
 };
 
 const newId = (prefix) => `${prefix}-${Math.random().toString(36).slice(2, 10)}${Date.now().toString(36)}`;
@@ -104,11 +107,9 @@ function showNotice(text, kind = "bad") {
   els.notice.classList.toggle("info", kind === "info");
 }
 
-// While an answer runs the box stays open for a draft, but nothing is sent (or queued) until
-// the answer ends: the send button is off and the placeholder says so.
+// While an answer runs the box stays open: what is sent then steers the running answer.
 function setBusy(busy) {
-  els.send.disabled = busy;
-  els.input.placeholder = busy ? "You can write your next message; send it when the answer ends." : "Send a message…";
+  els.input.placeholder = busy ? "Add to your request — the answer takes it in as it goes…" : "Send a message…";
   els.stop.hidden = !busy;
   els.stop.disabled = false;
 }
@@ -135,6 +136,12 @@ async function sendText(text) {
   render();
   const refusal = await post({ trigger: "submit-message" });
   if (!refusal) return;
+  if (refusal === "steered") {  // another tab's answer runs and took it in: follow that answer
+    state.messages = state.messages.filter((m) => m !== message);
+    state.steering.push(message);
+    await restoreRunning();
+    return;
+  }
   // Refused (the session is busy in another tab, a bad request...): the message was not sent,
   // so it leaves the list and its text goes back into the box.
   state.messages = state.messages.filter((m) => m !== message);
@@ -144,6 +151,54 @@ async function sendText(text) {
   if (refusal.code === "state_session_busy") {  // another tab's answer runs: show it
     await loadMessages();
     await resume();
+  }
+}
+
+// Sent while an answer runs: the server hands it to the running turn (202), whose stream
+// shows it in place; shown as "sending" below the answer until then.
+async function steer(text) {
+  showNotice("");
+  state.follow = true;
+  const message = { id: newId("user"), role: "user", parts: [{ type: "text", text }] };
+  state.steering.push(message);
+  render();
+  let res = null;
+  try {
+    const body = { id: state.sessionId, messages: [...wireMessages(), message], trigger: "submit-message" };
+    res = await fetch("/api/chat", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  } catch (error) {
+    res = null;
+  }
+  if (res?.status === 202) return;  // taken: the running answer's stream shows it in place
+  if (res?.ok) {  // the answer had just ended: this request runs the turn that answers it
+    res.body?.cancel();  // the turn runs on; the page follows it as a resumed answer
+    state.steering = state.steering.filter((m) => m !== message);
+    if (!state.controller) await restoreRunning();
+    return;
+  }
+  state.steering = state.steering.filter((m) => m !== message);
+  render();
+  if (!els.input.value) els.input.value = text;
+  const refusal = res ? refusalMessage(await res.text().catch(() => ""), res.status) : { text: "The server could not be reached." };
+  showNotice(`Not sent. ${refusal.text} Your message is back in the box.`);
+}
+
+// The stored chat, then the running answer: after a steered message that a new turn answers,
+// or one the answer did not show (the turn was stopped before its next step).
+async function restoreRunning() {
+  await loadMessages();
+  await resume();
+}
+
+// The answer ended with steered messages it did not show (an older client's stream, a stop):
+// the stored chat shows where they went; one still waiting goes with the next answer.
+async function afterSteering() {
+  const sent = state.steering;
+  state.steering = [];
+  await restoreRunning();
+  const shown = JSON.stringify(state.messages);
+  if (sent.some((m) => !shown.includes(m.id))) {
+    showNotice("The answer ended before it took in what you added: the next answer will.", "info");
   }
 }
 
@@ -222,6 +277,7 @@ async function follow(label, request) {
   try {
     const res = await request(controller.signal);
     if (res.status === 204) return null;  // no running answer
+    if (res.status === 202) return "steered";  // taken by an answer running elsewhere (a tab)
     if (!res.ok) {
       refusal = refusalMessage(await res.text().catch(() => ""), res.status);
       return refusal;
@@ -244,6 +300,7 @@ async function follow(label, request) {
     setBusy(false);
     render();
     els.input.focus();
+    if (state.steering.length && !state.controller) afterSteering();
   }
   return refusal;
 }
@@ -286,12 +343,17 @@ function settleEarlier({ messageId, toolCallId, ...update }) {
   if (part) Object.assign(part, update);
 }
 
+// A steered message the answer took in: shown in place from now on.
+function steered(id) {
+  state.steering = state.steering.filter((m) => m.id !== id);
+}
+
 function applyChunk(message, chunk) {
   const t = chunk.type;
   if (t === "data-retry") setStatus(retryStatus(chunk.data));  // until text comes or it ends
   else if (/^(text|reasoning|tool-input)-(start|delta)$/.test(t)) setStatus("Writing…");
   else if (t === "start-step" && els.status.textContent === "Writing…") setStatus("Working…");
-  foldChunk(message, chunk, { start: (id) => place(message, id), settle: settleEarlier });
+  foldChunk(message, chunk, { start: (id) => place(message, id), settle: settleEarlier, steered });
   schedule();
 }
 
@@ -441,6 +503,15 @@ function messageActions(message, isLast) {
   return actions;
 }
 
+// A message the user sent while the answer ran, where the answer took it in.
+function renderSteered(part) {
+  const box = el("div", "steered");
+  box.dataset.messageId = part.id;
+  const text = part.parts.filter((p) => p.type === "text").map((p) => p.text).join("\n");
+  box.append(el("span", "label", "you added"), el("div", "text", text));
+  return box;
+}
+
 function renderMessage(message, isLast) {
   const row = el("div", `msg ${message.role}`);
   row.dataset.messageId = message.id;
@@ -452,6 +523,8 @@ function renderMessage(message, isLast) {
       bubble.append(el("div", "reasoning", part.text));
     } else if (part.type === "dynamic-tool" || part.type.startsWith("tool-")) {
       bubble.append(renderTool(message, part));
+    } else if (part.type === "steering-message") {
+      bubble.append(renderSteered(part));
     }
   }
   const failure = message.metadata?.error;
@@ -479,6 +552,12 @@ function render() {
   els.empty.hidden = state.messages.length > 0;
   const last = state.messages.length - 1;
   const nodes = state.messages.map((m, i) => renderMessage(m, i === last));
+  for (const message of state.steering) {  // sent, not yet taken in by the answer
+    const row = renderMessage(message, false);
+    row.classList.add("pending");
+    row.title = "Sent: the answer takes it in at its next step.";
+    nodes.push(row);
+  }
   box.replaceChildren(els.empty, ...nodes);
   box.scrollTop = follow ? box.scrollHeight : top;
   els.jump.hidden = follow || box.scrollHeight <= box.clientHeight;
@@ -502,12 +581,9 @@ els.form.addEventListener("submit", (event) => {
   event.preventDefault();
   const text = els.input.value.trim();
   if (!text) return;
-  if (state.controller) {  // nothing is queued: it stays a draft until the answer ends
-    showNotice("Your message stays here until the answer ends: send it then, or press Stop first.", "info");
-    return;
-  }
   els.input.value = "";
-  sendText(text);
+  if (state.controller) steer(text);  // an answer runs: it takes this in as it goes
+  else sendText(text);
 });
 els.input.addEventListener("keydown", (event) => {
   if (event.key === "Enter" && !event.shiftKey) {

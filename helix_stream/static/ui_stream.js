@@ -39,9 +39,10 @@ function toolPart(message, chunk) {
  * Folds one UI chunk into `message` (a UIMessage), as the AI SDK's readUIMessageStream does.
  * @param {object} message The assistant message being streamed (changed in place).
  * @param {object} chunk The chunk.
- * @param {{start: (messageId: string) => void, settle: (data: object) => void}} on What the
- *   page does with a `start` (the message's id) and a `data-tool-settled` part (an earlier
- *   message's call).
+ * @param {{start: (messageId: string) => void, settle: (data: object) => void,
+ *   steered?: (id: string) => void}} on What the page does with a `start` (the message's id),
+ *   a `data-tool-settled` part (an earlier message's call) and a `steering-message` part (the
+ *   id of a message the user steered in).
  */
 export function foldChunk(message, chunk, on) {
   const t = chunk.type;
@@ -78,6 +79,10 @@ export function foldChunk(message, chunk, on) {
     toolPart(message, chunk).state = "output-denied";
   } else if (t === "tool-approval-request") {
     Object.assign(toolPart(message, chunk), { state: "approval-requested", approval: { id: chunk.approvalId } });
+  } else if (t === "steering-message") {
+    // A message the user sent while this answer ran, taken in here (ai@7): shown in place.
+    message.parts.push({ type: t, id: chunk.id, parts: chunk.parts });
+    on.steered?.(chunk.id);
   } else if (t === "data-tool-settled") {
     on.settle(chunk.data);
   } else if (t.startsWith("data-") && !chunk.transient) {

@@ -37,7 +37,6 @@ from helix_stream.store._shared import (
     check_expect,
     check_status,
     checkpoint_id,
-    context_row,
     decode,
     duplicate_checkpoint,
     encode,
@@ -47,6 +46,7 @@ from helix_stream.store._shared import (
     merge_meta,
     message_role,
     queue_full,
+    queue_row,
     session_not_found,
 )
 from helix_stream.store._turns import Lease, NewSession, TurnWrite, TurnWriteResult
@@ -256,17 +256,21 @@ def _expect_holds(session: SessionRecord, write: CheckedWrite, now: float) -> bo
     return status in write.expect
 
 
-def _queue_rows(pending: Sequence[PendingRow], seq: int) -> tuple[list[str], list[tuple[int, int]]]:
-    """The rows of every queued item after ``seq``, and (queue id, seq of its first row)."""
-    texts: list[str] = []
+def _queue_rows(
+    pending: Sequence[PendingRow], seq: int
+) -> tuple[list[tuple[str, str]], list[tuple[int, int]]]:
+    """The (role, payload) of every queued item after ``seq``, and (queue id, seq of its first
+    row)."""
+    texts: list[tuple[str, str]] = []
     delivered: list[tuple[int, int]] = []
     for queue_id, items, source, key, origin_text in pending:
         delivered.append((queue_id, seq + len(texts) + 1))
         origin = decode(origin_text)
-        texts.extend(
-            encode(context_row(item, source=source, origin=origin, queue_id=queue_id, key=key))
-            for item in decode(items)
-        )
+        for item in decode(items):
+            role, payload = queue_row(
+                item, source=source, origin=origin, queue_id=queue_id, key=key
+            )
+            texts.append((role, encode(payload)))
     return texts, delivered
 
 
@@ -304,7 +308,7 @@ def plan_turn_write(state: TurnState, write: CheckedWrite) -> TurnPlan:
     delivered: list[tuple[int, int]] = []
     if write.deliver_queue:
         queued, delivered = _queue_rows(state.pending, state.last_seq + len(texts))
-        texts.extend(("context", text) for text in queued)
+        texts.extend(queued)
     texts.extend(("context", text) for text in write.rows)
     rows = tuple(
         PlannedRow(seq=state.last_seq + i, role=role, payload=text)

@@ -118,6 +118,12 @@ def plan_rewind(state: RewindState, to_seq: int) -> RewindPlan:
     for queue_id, key, origin, delivered_seq in state.entries:
         if delivered_seq is not None and delivered_seq <= to_seq:
             continue  # its rows survive
+        if origin.get("type") == "steer":
+            # A steered message cut away goes like any user message: it is not sent again.
+            dropped.append(queue_id)
+            if key is not None:
+                dropped_keys.append(key)
+            continue
         if origin.get("type") == "tool":
             calls = state.surviving_calls() if calls is None else calls
             if origin.get("tool_call_id") not in calls:

@@ -36,6 +36,7 @@ __all__ = [
     "LEASE_RENEW_SECONDS",
     "LEASE_SECONDS",
     "SESSION_COLUMNS",
+    "STEER_SOURCE",
     "check_conflict_mode",
     "check_expect",
     "check_lease_options",
@@ -56,6 +57,7 @@ __all__ = [
     "message_role",
     "queue_entries_from_rows",
     "queue_full",
+    "queue_row",
     "session_exists",
     "session_from_row",
     "session_not_found",
@@ -97,6 +99,21 @@ def items_digest(items: Sequence[JSON]) -> str:
         list(items), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
     )
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+STEER_SOURCE = "steer"
+"""The source of a queue entry that holds a user's message sent while a turn ran (a steered
+message): delivered like the queue's other entries, but as the ``user`` message it is."""
+
+
+def queue_row(
+    item: JSON, *, source: str, origin: JSON, queue_id: int, key: str | None
+) -> tuple[str, JSON]:
+    """The log role and payload committed for one queued item: a steered message is appended
+    as it was sent (a ``user`` message: the user wrote it), everything else as a context row."""
+    if source == STEER_SOURCE:
+        return "user", item
+    return "context", context_row(item, source=source, origin=origin, queue_id=queue_id, key=key)
 
 
 def context_row(item: JSON, *, source: str, origin: JSON, queue_id: int, key: str | None) -> JSON:

@@ -310,6 +310,7 @@ class UIMessageFold:
         "finish": _finish,
         "message-metadata": _metadata,
         "source-url": _source,
+        "steering-message": _source,  # the client stores it as a part, as it came
         "source-document": _source,
         "file": _source,
     }

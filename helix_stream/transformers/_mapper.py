@@ -30,6 +30,7 @@ from helix_stream.chunks import (
     SourceUrl,
     Start,
     StartStep,
+    SteeringMessage,
     TextDelta,
     TextEnd,
     TextStart,
@@ -71,7 +72,7 @@ _V5 = frozenset(
     }
 )  # fmt: skip
 _V6 = _V5 | {"tool-approval-request", "tool-output-denied"}
-_V7 = _V6 | {"tool-approval-response", "custom", "reasoning-file", "reset-step"}
+_V7 = _V6 | {"tool-approval-response", "custom", "reasoning-file", "reset-step", "steering-message"}
 # The UI chunk types (besides ``data-*``) that an ``ai`` client of each major accepts.
 _ALLOWED = {5: _V5, 6: _V6, 7: _V7}
 
@@ -151,6 +152,9 @@ class UIChunkMapper:
             ToolAuthorizationRequest: self._authorization,
             ToolOutputDenied: self._tool_result,
             ToolSettled: self._settled,
+            # ai@7 shows a steered message in place; ai@5/6 know no such part (their
+            # clients see it in the stored messages: GET .../messages).
+            SteeringMessage: self._steering if client_version >= 7 else drop,
             DataChunk: self._data,
             SourceUrl: self._source if send_sources else drop,
             StartStep: self._start_step,
@@ -213,6 +217,9 @@ class UIChunkMapper:
 
     def _drop(self, chunk: Any) -> None:
         pass
+
+    def _steering(self, chunk: SteeringMessage) -> None:
+        self._emit({"type": "steering-message", "id": chunk.id, "parts": list(chunk.parts)})
 
     def _drop_unknown(self, chunk: Any) -> None:
         if chunk.__class__ not in self._unknown:

@@ -51,14 +51,14 @@ def page(tmp_path: Path) -> Iterator[Page]:
 
 
 def _send(page: Page, text: str) -> None:
-    expect(page.locator("#send")).to_be_enabled()  # nothing is sent while an answer runs
+    expect(page.locator("#stop")).to_be_hidden()  # no answer runs (one that runs is steered)
     page.locator("#input").fill(text)
     page.locator("#input").press("Enter")
 
 
 def _screen(page: Page) -> list[Any]:
     """What the messages show: each message's text and tool cards' states."""
-    expect(page.locator("#send")).to_be_enabled()
+    expect(page.locator("#stop")).to_be_hidden()
     return [
         (m.inner_text(), m.locator(".tool").evaluate_all("ts => ts.map(t => t.dataset.state)"))
         for m in page.locator(".msg").all()

@@ -41,7 +41,8 @@ def page(tmp_path: Path) -> Iterator[Page]:
 
 
 def _send(page: Page, text: str) -> None:
-    expect(page.locator("#send")).to_be_enabled()  # nothing is sent while an answer runs
+    # No answer runs (a message sent while one runs would steer it: test_demo_steering.py).
+    expect(page.locator("#stop")).to_be_hidden()
     page.locator("#input").fill(text)
     page.locator("#input").press("Enter")
 
@@ -62,7 +63,7 @@ def test_chat_with_tools_and_steer_it_from_the_context_panel(page: Page, tmp_pat
     expect(tool.locator(".tool-input")).to_have_text('{\n  "city": "Paris"\n}')
     expect(tool.locator(".tool-output")).to_contain_text('"city": "Paris"')
     expect(answer.locator(".text")).to_contain_text('Done: get_weather returned {"city": "Paris"')
-    expect(page.locator("#send")).to_be_enabled()
+    expect(page.locator("#stop")).to_be_hidden()
 
     page.locator("#ctx-kind").select_option("instruction")
     page.locator("#ctx-text").fill("Answer in French.")
@@ -99,7 +100,7 @@ def test_chat_with_tools_and_steer_it_from_the_context_panel(page: Page, tmp_pat
     skipped = page.locator(".msg.assistant").nth(2).locator(".tool")
     expect(skipped.locator(".badge")).to_have_text("not executed")
     expect(skipped.locator(".tool-output")).to_contain_text("tool_inactive")
-    expect(page.locator("#send")).to_be_enabled()
+    expect(page.locator("#stop")).to_be_hidden()
 
     shot = tmp_path / "helix_demo.png"
     page.set_viewport_size({"width": 1280, "height": 1280})  # the whole conversation in view

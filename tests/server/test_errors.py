@@ -169,11 +169,12 @@ async def test_unknown_paths_and_methods_answer_json(app: Any, make_client: Any)
 
 
 async def test_a_busy_session_is_refused_before_a_stream_starts(
-    app: Any, executor: hs.Executor, make_client: Any
+    app: Any, executor: hs.Executor, agent: hs.Agent, make_client: Any
 ) -> None:
     await executor.store.set_status(SID, "running")
     before = await snapshot(executor.store, SID)
-    response = await make_client(app).post("/api/chat", json=chat(SID, user("Hi")))
+    rejecting = create_app(executor, agent, max_body_bytes=2048, turn_policy="reject")
+    response = await make_client(rejecting).post("/api/chat", json=chat(SID, user("Hi")))
     assert _error(response)[:2] == (409, "state_session_busy")
     assert await snapshot(executor.store, SID) == before
 

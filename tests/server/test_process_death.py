@@ -45,7 +45,8 @@ APP = textwrap.dedent(
         store = hs.SQLiteStore(where, **options)
     else:
         store = hs.PostgresStore(where, schema=schema, **options)
-    agent = hs.Agent(name="chat", model="openai/loopback", max_retries=0,
+    # A new chat waits (409) for a dead turn's lease, not steering a turn no process runs.
+    agent = hs.Agent(name="chat", model="openai/loopback", max_retries=0, turn_policy="reject",
                      settings={"api_base": api_base, "api_key": "k"})
     app = create_app(hs.Executor(store=store), agent)
     uvicorn.run(app, host="127.0.0.1", port=int(port), log_level="warning")

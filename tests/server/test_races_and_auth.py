@@ -34,7 +34,8 @@ async def test_two_posts_at_once_one_streams_the_other_gets_409_and_the_winner_r
     executor = hs.Executor(store=made)
     registry = StreamRegistry()
     agent = hs.Agent(name="race", model="helix/demo", tools=[wait_for_gate])
-    app = create_app(executor, agent, streams=registry)
+    # Two first messages race for the claim; refused, not steered, to count the winners.
+    app = create_app(executor, agent, streams=registry, turn_policy="reject")
     for run in range(10):
         sid = f"race-{run}"
         bodies = [chat(sid, user("Please wait for the gate", f"u{i}")) for i in range(2)]
