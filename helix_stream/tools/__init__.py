@@ -47,3 +47,10 @@ __all__ = [
     "tool",
     "tools_by_name",
 ]
+
+# The classes live in private modules; their public home is this package, so that their
+# qualified name (telemetry's ``error.type``, a repr, a pickle) does not name a private module.
+for _name in __all__:
+    _value = globals()[_name]
+    if isinstance(_value, type) and _value.__module__.startswith(__name__ + "._"):
+        _value.__module__ = __name__
