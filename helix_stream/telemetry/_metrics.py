@@ -26,7 +26,7 @@ from opentelemetry.metrics import Histogram, MeterProvider
 
 from ._filters import AttributeValue
 
-__all__ = ["CallMeter", "Instruments", "instruments_for", "meters_nothing"]
+__all__ = ["CallMeter", "Instruments", "call_meter", "instruments_for", "meters_nothing"]
 
 _SCOPE = "helix_stream"
 _SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
@@ -182,3 +182,41 @@ class CallMeter:
             attrs = {**self._call, "error.type": kind}
             self._instruments.duration.record(time.perf_counter() - self._call_t0, attrs)
             self._call = None
+
+
+class _NoMeter(CallMeter):
+    """The meter of a call whose metrics go nowhere: every moment is a no-op."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        pass
+
+    def call_started(self, provider: str, request_model: str) -> None:
+        pass
+
+    def step_started(self, attrs: Mapping[str, AttributeValue]) -> None:
+        pass
+
+    def first_chunk(self, elapsed: float) -> None:
+        pass
+
+    def step_finished(self, usage: Any, answered: Mapping[str, AttributeValue]) -> None:
+        pass
+
+    def call_finished(self, response_model: str | None) -> None:
+        pass
+
+    def failed(self, error: BaseException) -> None:
+        pass
+
+
+_NO_METER = _NoMeter()
+
+
+def call_meter(provider: MeterProvider | None) -> CallMeter:
+    """One call's meter; one that does nothing (and builds nothing) when no meter provider is
+    configured."""
+    if meters_nothing(provider):
+        return _NO_METER
+    return CallMeter(instruments_for(provider))
