@@ -29,6 +29,7 @@ __all__ = [
     "ReasoningDelta",
     "ReasoningEnd",
     "ReasoningStart",
+    "ResetStep",
     "SourceUrl",
     "Start",
     "StartStep",
@@ -270,6 +271,16 @@ class FinishStep:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ResetStep:
+    """The step's model call failed after it had streamed and the step is redone
+    (``stream_retries``): drop what the step showed since its ``StartStep``; the step's
+    chunks come again. The UI stream sends the AI SDK 7's ``reset-step``."""
+
+    type: ClassVar[Literal["reset-step"]] = "reset-step"
+    step_number: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Finish:
     """The run ended; ``usage`` is the total, ``output`` the finish tool's value (if any)."""
 
@@ -323,6 +334,7 @@ Chunk = (
     | ContextRowChunk
     | ContextSkipped
     | FinishStep
+    | ResetStep
     | Finish
     | ErrorChunk
     | Abort

@@ -37,6 +37,7 @@ from .._event_stream import (
     ToolCallEnded,
     ToolCallStarted,
 )
+from .._step_parts import Usage
 from ..steps import ModelCallPerformance, StepPerformance, StepResult, ToolCall, ToolResult
 
 __all__ = [
@@ -102,13 +103,20 @@ class ModelCallStartEvent:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelCallEndEvent:
-    """A step's model call ended; ``error`` is set when it failed (a timeout included)."""
+    """A step's model call ended; ``error`` is set when it failed (a timeout included).
+
+    ``usage`` is what the call used (a failed one's as far as the provider reported it);
+    ``retried``: it failed after text and the step's call is tried again
+    (``stream_retries``), so another end of this step's call follows.
+    """
 
     step_number: int
     model: str
     session_id: str | None
     performance: ModelCallPerformance
     error: BaseException | None = None
+    usage: Usage | None = None
+    retried: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -202,6 +210,8 @@ def _public_event(event: RunEvent) -> Any:
                 session_id=sid,
                 performance=event.performance,
                 error=event.error,
+                usage=event.usage if event.step is None else event.step.usage,
+                retried=event.retried,
             )
         case ToolCallStarted():
             return ToolCallStartEvent(

@@ -263,6 +263,14 @@ class UIMessageFold:
         self._text = {}
         self._reasoning = {}
 
+    def _reset_step(self, chunk: Mapping[str, Any]) -> None:
+        # ai@7: the parts the step added since its step-start go, with their open ids.
+        parts: list[UIPart] = self._message["parts"]
+        del parts[len(parts) - len(self._step_parts()) :]
+        self._text = {}
+        self._reasoning = {}
+        self._partial = {}
+
     def _start(self, chunk: Mapping[str, Any]) -> None:
         if chunk.get("messageId") is not None:
             self._message["id"] = chunk["messageId"]
@@ -306,6 +314,7 @@ class UIMessageFold:
         "tool-approval-request": _approval_request,
         "start-step": _start_step,
         "finish-step": _finish_step,
+        "reset-step": _reset_step,
         "start": _start,
         "finish": _finish,
         "message-metadata": _metadata,

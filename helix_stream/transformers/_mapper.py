@@ -27,6 +27,7 @@ from helix_stream.chunks import (
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
+    ResetStep,
     SourceUrl,
     Start,
     StartStep,
@@ -48,7 +49,7 @@ from helix_stream.chunks import (
     cancelled_text,
     not_executed_output,
 )
-from helix_stream.errors import ERROR_MASK, ToolFailedError
+from helix_stream.errors import ERROR_MASK, ModelUnavailableError, ToolFailedError
 from helix_stream.transformers._fold import UIMessageFold
 
 __all__ = ["ERROR_MASK", "UIChunk", "UIChunkMapper"]
@@ -83,6 +84,13 @@ _RESULT_STATES = {
     "tool-output-error": "output-error",
     "tool-output-denied": "output-denied",
 }
+
+
+# What a client before ai@7 gets for a redone step (it cannot drop the parts it has).
+_RESET_TEXT = (
+    "The model's answer broke off and was started again; this client (before ai@7) cannot "
+    "drop what it showed. Reload the chat to see the answer."
+)
 
 
 class UIChunkMapper:
@@ -153,6 +161,7 @@ class UIChunkMapper:
             SourceUrl: self._source if send_sources else drop,
             StartStep: self._start_step,
             FinishStep: self._finish_step,
+            ResetStep: self._reset_step,
             Start: self._start,
             Finish: self._finish,
             ErrorChunk: self._error_chunk,
@@ -278,6 +287,18 @@ class UIChunkMapper:
     def _finish_step(self, chunk: FinishStep) -> None:
         self._last_step_reason = chunk.finish_reason
         self._close_step()
+
+    def _reset_step(self, chunk: ResetStep) -> None:
+        """A redone step (``stream_retries``): an ``ai@7`` client drops the step's parts; an
+        older one cannot, so its stream ends with the failure instead of a glued answer."""
+        if self._version < 7:
+            self._error_chunk(ErrorChunk(error=ModelUnavailableError(_RESET_TEXT)))
+            return
+        # The dropped parts are not ended: the client forgets them with their ids.
+        self._text.clear()
+        self._reasoning.clear()
+        self._streaming.clear()
+        self._emit({"type": "reset-step"})
 
     def _finish(self, chunk: Finish) -> None:
         self._close_step()
