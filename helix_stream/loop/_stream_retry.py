@@ -159,7 +159,7 @@ class StreamRetry:
                             if chunk.__class__ is TextStart:
                                 continue  # the part the continuation extends is open
                             if trim and chunk.__class__ is TextDelta:
-                                kept = self._trimmed(chunk)  # type: ignore[arg-type]
+                                kept = self._trimmed(chunk)
                                 if kept is None:
                                     continue
                                 chunk, trim = kept, False
@@ -244,6 +244,4 @@ class StreamRetry:
         assistant = dict(last.assistant)
         if self._carried:
             assistant["content"] = text or None
-        return replace(
-            last, text=text, assistant=assistant, usage=self._failed_usage + last.usage
-        )
+        return replace(last, text=text, assistant=assistant, usage=self._failed_usage + last.usage)

@@ -305,7 +305,6 @@ def retry_delay(policy: RetryPolicy, number: int, error: BaseException) -> float
     return policy.delay(number, error)
 
 
-
 async def _close(stream: Any) -> None:
     close = getattr(stream, "aclose", None)
     if close is not None:

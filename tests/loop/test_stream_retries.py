@@ -48,6 +48,20 @@ def shown_text(ui: list[dict[str, Any]]) -> str:
     return "".join(p["text"] for p in fold.message["parts"] if p["type"] == "text")
 
 
+def raw_messages(body: bytes) -> str:
+    """The request's ``messages`` array exactly as it went over the wire."""
+    text = body.decode()
+    start = text.index("[", text.index('"messages"'))
+    _, end = json.JSONDecoder().raw_decode(text, start)
+    return text[start:end]
+
+
+def assert_prefix_kept(first: bytes, second: bytes) -> None:
+    """The retried request's messages start with the failed one's, byte for byte."""
+    before, after = raw_messages(first), raw_messages(second)
+    assert after.startswith(before[:-1]), (before, after)
+
+
 def assert_one_answer(text: str) -> None:
     assert text == ANSWER
     assert all(text.count(f"{w} ") + text.count(f"{w}.") == 1 for w in WORDS)
@@ -70,6 +84,7 @@ async def test_anthropic_continues_from_the_text_shown(loopback: LoopbackServer)
     steps = await result.steps()
     assert_one_answer(steps[-1].text)
     assert steps[-1].response_messages[0]["content"] == ANSWER
+    assert_prefix_kept(*loopback.requests)
     first, second = loopback.bodies()
     # The prefill: the failed request's messages unchanged, then the 40 words shown (without
     # the trailing space Anthropic refuses).
@@ -98,11 +113,7 @@ async def test_an_openai_compatible_server_continues_the_final_assistant_message
     assert body["messages"][:-1] == json.loads(one)["messages"]
     assert body["messages"][-1] == {"role": "assistant", "content": " ".join(WORDS[:40]) + " "}
     assert body["continue_final_message"] is True and body["add_generation_prompt"] is False
-    # The earlier content is byte-identical on the wire.
-    prefix = one[: one.index(b'"messages"')]
-    assert prefix in two or b'"messages"' in two
-    sent = json.dumps(json.loads(one)["messages"])[:-1].encode()
-    assert json.dumps(body["messages"]).encode().startswith(sent)
+    assert_prefix_kept(one, two)  # the earlier content is byte-identical on the wire
 
 
 async def test_stream_retries_0_keeps_the_failure(loopback: LoopbackServer) -> None:
@@ -129,9 +140,7 @@ async def test_a_family_without_prefill_redoes_the_step_with_reset_step(
     again = Reply(deltas=[{"content": w + " "} for w in WORDS[:-1]] + [{"content": "word59."}])
     loopback.script(first, again)
     ended: list[hs.ModelCallEndEvent] = []
-    result = hs.stream_text(
-        **llm, messages=USER, stream_retries=1, on_model_call_end=ended.append
-    )
+    result = hs.stream_text(**llm, messages=USER, stream_retries=1, on_model_call_end=ended.append)
     ui = [c async for c in result.to_ui_message_stream(client_version=7)]
     assert result.error is None
     kinds = [c["type"] for c in ui]
@@ -140,6 +149,7 @@ async def test_a_family_without_prefill_redoes_the_step_with_reset_step(
     assert_one_answer(await result.text())
     one, two = loopback.bodies()
     assert two["messages"] == one["messages"]  # redone: the same request, no prefill
+    assert raw_messages(loopback.requests[1]) == raw_messages(loopback.requests[0])
     assert "continue_final_message" not in two
     assert [e.retried for e in ended] == [True, False]
     assert isinstance(ended[0].error, ModelUnavailableError)
@@ -210,3 +220,31 @@ def test_the_prefill_table() -> None:
     made = prefill_request("anthropic", params, USER, "Hello ")
     assert made is not None and made.cut == " "
     assert made.params["messages"][-1] == {"role": "assistant", "content": "Hello"}
+
+
+async def test_the_failed_attempt_is_an_event_of_the_step_span(loopback: LoopbackServer) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from helix_stream.telemetry import TelemetrySettings
+
+    spans = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    loopback.script(*cut_then_continue(lead_space=True))
+    result = hs.stream_text(
+        model="anthropic/claude-sonnet-4-5",
+        api_base=loopback.anthropic_base,
+        api_key="sk-loopback",
+        messages=USER,
+        stream_retries=1,
+        telemetry=TelemetrySettings(tracer_provider=provider),
+    )
+    assert_one_answer(await result.text())
+    (chat,) = [s for s in spans.get_finished_spans() if s.name.startswith("chat")]
+    (event,) = [e for e in chat.events if e.name == "helix.attempt_failed"]
+    attributes = dict(event.attributes or {})
+    assert attributes["helix.attempt.after_text"] is True
+    assert attributes["helix.attempt.will_retry"] is True
+    assert attributes["helix.error.code"] == "model_unavailable"
