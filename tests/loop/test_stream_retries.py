@@ -248,3 +248,26 @@ async def test_the_failed_attempt_is_an_event_of_the_step_span(loopback: Loopbac
     assert attributes["helix.attempt.after_text"] is True
     assert attributes["helix.attempt.will_retry"] is True
     assert attributes["helix.error.code"] == "model_unavailable"
+
+
+async def test_a_chunk_stall_after_text_is_continued(loopback: LoopbackServer) -> None:
+    executor = hs.Executor(store=hs.MemoryStore())
+    agent = hs.Agent(
+        name="storyteller",
+        model="openai/loopback",
+        settings={"api_base": loopback.api_base, "api_key": "sk-loopback"},
+        timeout=hs.Timeout(chunk=0.5),
+    )
+    stall = Reply(
+        deltas=[{"content": w} for w in ("Once ", "upon ", "a ", "time")],
+        stall_after=3,
+        stall_for=2,
+    )
+    loopback.script(stall, Reply(deltas=[{"content": "time."}]))
+    result = executor.run(agent, "s-stall", "Tell a story")
+    assert await result.text() == "Once upon a time."
+    stored = await executor.ui_messages("s-stall")
+    assert [p["text"] for p in stored[-1]["parts"] if p["type"] == "text"] == ["Once upon a time."]
+    assert "metadata" not in stored[-1] or not stored[-1]["metadata"].get("interrupted")
+    second = loopback.bodies()[1]["messages"]
+    assert second[-1] == {"role": "assistant", "content": "Once upon a "}
