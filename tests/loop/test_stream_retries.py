@@ -271,3 +271,32 @@ async def test_a_chunk_stall_after_text_is_continued(loopback: LoopbackServer) -
     assert "metadata" not in stored[-1] or not stored[-1]["metadata"].get("interrupted")
     second = loopback.bodies()[1]["messages"]
     assert second[-1] == {"role": "assistant", "content": "Once upon a "}
+
+
+async def test_through_a_router_the_step_is_redone_on_its_group(loopback: LoopbackServer) -> None:
+    from helix_stream.models._litellm import litellm_module
+
+    # A model group's name says nothing of the family its deployments (or fallbacks) speak:
+    # a prefill could reach one that answers it anew, so the step is redone.
+    router = litellm_module().Router(
+        model_list=[
+            {
+                "model_name": "counter",
+                "litellm_params": {
+                    "model": "anthropic/claude-sonnet-4-5",
+                    "api_base": loopback.anthropic_base,
+                    "api_key": "sk-loopback",
+                },
+            }
+        ]
+    )
+    cut = Reply(deltas=[{"content": w + " "} for w in WORDS], fail_after=40)
+    whole = Reply(deltas=[{"content": w + " "} for w in WORDS[:-1]] + [{"content": "word59."}])
+    loopback.script(cut, whole)
+    result = hs.stream_text(model="counter", router=router, messages=USER, stream_retries=1)
+    ui = [c async for c in result.to_ui_message_stream(client_version=7)]
+    assert result.error is None
+    assert [c["type"] for c in ui].count("reset-step") == 1
+    assert_one_answer(shown_text(ui))
+    one, two = loopback.bodies()
+    assert texts(two["messages"]) == texts(one["messages"])
