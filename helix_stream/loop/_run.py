@@ -444,6 +444,7 @@ class _Run:
             step_number=step_number,
             retries=cfg.stream_retries,
             redo=cfg.options.stream_redo,
+            prefill=cfg.router is None,
             on_failed=lambda call, attempt, retry: attempt_failed(
                 self.events, cfg.recorder, cfg.session_id, step_number, call, attempt, retry
             ),

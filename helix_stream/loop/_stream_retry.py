@@ -117,6 +117,8 @@ class StreamRetry:
         retries: Retries after text (``stream_retries``, 1 or more).
         redo: The consumer drops a redone step's parts (``ResetStep``); else only a
             continuation is tried.
+        prefill: A continuation may be tried (not through a Router: a model group's
+            deployments and fallbacks may speak formats that answer a prefill anew).
         on_failed: Records a failed attempt.
         sleep: The wait between attempts (a test may record it instead).
     """
@@ -130,6 +132,7 @@ class StreamRetry:
         retries: int,
         redo: bool,
         on_failed: OnFailed,
+        prefill: bool = True,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._make = make
@@ -137,6 +140,7 @@ class StreamRetry:
         self._step_number = step_number
         self._policy = stream_retry_policy(retries)
         self._redo = redo
+        self._prefill = prefill
         self._on_failed = on_failed
         self._sleep = sleep
         self._call = make(params, True)
@@ -200,7 +204,7 @@ class StreamRetry:
         if not self._carried:  # the answer's first attempt: its messages are the prefix
             self._sent = call.sent_messages
         params = self._params
-        if call.only_text:
+        if self._prefill and call.only_text:
             family = await params_family(params["model"], params)
             prefill = prefill_request(family, params, self._sent, self.text)
             if prefill is not None:

@@ -21,6 +21,9 @@ mistral     no (redo)
 other       no (redo)
 =========== ================================================================================
 
+Through a Router the loop never asks for a prefill (a model group's deployments and fallbacks
+may speak formats that answer it anew): the step is redone.
+
 The prefill request is the failed request's messages, byte for byte, and one assistant
 message after them: the prompt prefix a provider cached stays valid.
 """

@@ -276,12 +276,12 @@ async def test_a_chunk_stall_after_text_is_continued(loopback: LoopbackServer) -
 async def test_through_a_router_the_step_is_redone_on_its_group(loopback: LoopbackServer) -> None:
     from helix_stream.models._litellm import litellm_module
 
-    # A model group's name says nothing of the family its deployments (or fallbacks) speak:
-    # a prefill could reach one that answers it anew, so the step is redone.
+    # A model group's deployments (or fallbacks) may speak formats that answer a prefill
+    # anew: the step is redone, even for a group named as an Anthropic model.
     router = litellm_module().Router(
         model_list=[
             {
-                "model_name": "counter",
+                "model_name": "claude-sonnet-4-5",
                 "litellm_params": {
                     "model": "anthropic/claude-sonnet-4-5",
                     "api_base": loopback.anthropic_base,
@@ -293,7 +293,9 @@ async def test_through_a_router_the_step_is_redone_on_its_group(loopback: Loopba
     cut = Reply(deltas=[{"content": w + " "} for w in WORDS], fail_after=40)
     whole = Reply(deltas=[{"content": w + " "} for w in WORDS[:-1]] + [{"content": "word59."}])
     loopback.script(cut, whole)
-    result = hs.stream_text(model="counter", router=router, messages=USER, stream_retries=1)
+    result = hs.stream_text(
+        model="claude-sonnet-4-5", router=router, messages=USER, stream_retries=1
+    )
     ui = [c async for c in result.to_ui_message_stream(client_version=7)]
     assert result.error is None
     assert [c["type"] for c in ui].count("reset-step") == 1
