@@ -105,9 +105,10 @@ class ModelCallStartEvent:
 class ModelCallEndEvent:
     """A step's model call ended; ``error`` is set when it failed (a timeout included).
 
-    ``usage`` is what the call used (a failed one's as far as the provider reported it);
-    ``retried``: it failed after text and the step's call is tried again
-    (``stream_retries``), so another end of this step's call follows.
+    ``usage`` is what the call used (a failed one's as far as the provider reported it; on
+    success the step's model usage, the attempts retried before included). ``retried``: it
+    failed after text and the step's call is tried again (``stream_retries``), so another end
+    of this step's call follows; its ``usage`` is that attempt's own.
     """
 
     step_number: int
