@@ -320,17 +320,6 @@ class ModelCall:
         return self._first is not None
 
     @property
-    def only_text(self) -> bool:
-        """What streamed is text alone (no reasoning, no tool call): it can be continued."""
-        parser = self._parser
-        return bool(parser.text) and not parser.reasoning and not parser.has_calls
-
-    @property
-    def params(self) -> dict[str, Any]:
-        """The request as the loop built it (before middleware and cache markers)."""
-        return self._params
-
-    @property
     def sent_messages(self) -> list[dict[str, Any]]:
         """The messages the last attempt sent (with the rows of its retries)."""
         return [*self._params["messages"], *self.retry_messages]

@@ -32,18 +32,46 @@ from dataclasses import replace
 from typing import Any
 
 from .._event_stream import EventStream, ModelCallEnded
-from ..chunks import Chunk, ResetStep, TextDelta, TextStart, Usage
+from .._timeout import RunClock, StreamTimer, Timeout
+from ..chunks import (
+    Chunk,
+    ReasoningDelta,
+    ReasoningStart,
+    ResetStep,
+    TextDelta,
+    TextStart,
+    ToolInputAvailable,
+    ToolInputDelta,
+    ToolInputStart,
+    Usage,
+)
 from ..errors import InvalidRequestError
+from ..middleware import ModelMiddleware
+from ..models._cache import PromptCache
 from ..models._family import params_family
 from ..models._prefill import prefill_request
 from ..models._retry import Attempt, RetryPolicy, retry_delay
 from ..steps import ModelCallPerformance
 from ..telemetry import Recorder
+from ._config import LoopConfig
+from ._env import StepCommit
 from ._options import LoopOptions
 from ._step import ModelCall, ModelResult
 
-__all__ = ["OnFailed", "StreamRetry", "attempt_failed", "stream_retries", "stream_retry_policy"]
+__all__ = [
+    "OnFailed",
+    "StepCall",
+    "StreamRetry",
+    "attempt_failed",
+    "step_call",
+    "stream_retries",
+    "stream_retry_policy",
+]
 
+# What an attempt may stream and still be continued by a prefill: text alone.
+_NOT_TEXT = frozenset(
+    {ReasoningStart, ReasoningDelta, ToolInputStart, ToolInputDelta, ToolInputAvailable}
+)
 # ``stream_retries`` when a run does not say: an agent's turns (the Executor, the chat server)
 # recover mid-answer once; ``stream_text``/``generate_text`` keep the AI SDK's default of 0.
 _DEFAULT_STREAM_RETRIES = {"invoke_agent": 1}
@@ -60,6 +88,7 @@ async def attempt_failed(
     recorder: Recorder,
     session_id: str | None,
     step_number: int,
+    model: str,
     call: ModelCall,
     attempt: Attempt,
     retry: dict[str, Any] | None,
@@ -74,7 +103,7 @@ async def attempt_failed(
         ModelCallEnded(
             session_id=session_id,
             step_number=step_number,
-            model=call.params["model"],
+            model=model,
             performance=call.performance(),
             error=attempt.error,
             usage=call.usage,
@@ -149,6 +178,7 @@ class StreamRetry:
         self._failed_usage = Usage()
         self._rows: list[dict[str, Any]] = []  # rows committed by earlier attempts
         self._sent: list[dict[str, Any]] = []  # the messages the answer's first attempt sent
+        self._only_text = True  # the attempt streamed text alone: it can be continued
 
     async def chunks(self) -> AsyncGenerator[Chunk, None]:
         """The step's model chunks, attempt after attempt (see the module docstring)."""
@@ -156,10 +186,13 @@ class StreamRetry:
         continuing, trim = False, False
         while True:
             call, began = self._call, time.perf_counter()
+            self._only_text = True
             try:
                 async with aclosing(call.chunks()) as chunks:
                     async for chunk in chunks:
-                        if continuing:
+                        if chunk.__class__ in _NOT_TEXT:
+                            self._only_text = False
+                        elif continuing:
                             if chunk.__class__ is TextStart:
                                 continue  # the part the continuation extends is open
                             if trim and chunk.__class__ is TextDelta:
@@ -204,7 +237,7 @@ class StreamRetry:
         if not self._carried:  # the answer's first attempt: its messages are the prefix
             self._sent = call.sent_messages
         params = self._params
-        if self._prefill and call.only_text:
+        if self._prefill and self._only_text and call.text:
             family = await params_family(params["model"], params)
             prefill = prefill_request(family, params, self._sent, self.text)
             if prefill is not None:
@@ -249,3 +282,53 @@ class StreamRetry:
         if self._carried:
             assistant["content"] = text or None
         return replace(last, text=text, assistant=assistant, usage=self._failed_usage + last.usage)
+
+
+StepCall = ModelCall | StreamRetry
+
+
+def step_call(
+    cfg: LoopConfig,
+    params: dict[str, Any],
+    middleware: tuple[ModelMiddleware, ...],
+    prompt_cache: PromptCache,
+    step_number: int,
+    *,
+    limits: Timeout,
+    clock: RunClock,
+    events: EventStream,
+    commit: Callable[[], Awaitable[StepCommit]],
+) -> StepCall:
+    """A step's model call: one :class:`ModelCall`, or with ``stream_retries`` a
+    :class:`StreamRetry` over them (each attempt with its own timer over ``limits``;
+    ``commit``: the session's commit before a retry before the first chunk)."""
+
+    def make(request: dict[str, Any], fresh: bool = True) -> ModelCall:
+        timer = StreamTimer(limits, clock)
+        return ModelCall(
+            request,
+            middleware,
+            cfg.recorder,
+            step_number,
+            prompt_cache,
+            router=cfg.router,
+            retry=cfg.retry,
+            where=cfg.where,
+            before_retry=commit if fresh else None,
+            timer=timer if timer.active else None,
+        )
+
+    if not cfg.stream_retries:
+        return make(params)
+    model = params["model"]
+    return StreamRetry(
+        make,
+        params,
+        step_number=step_number,
+        retries=cfg.stream_retries,
+        redo=cfg.options.stream_redo,
+        prefill=cfg.router is None,
+        on_failed=lambda call, attempt, retry: attempt_failed(
+            events, cfg.recorder, cfg.session_id, step_number, model, call, attempt, retry
+        ),
+    )

@@ -471,11 +471,6 @@ class StepParser:
             elif arguments and call.announced:
                 out.append(ToolInputDelta(tool_call_id=call.id, delta=arguments))
 
-    @property
-    def has_calls(self) -> bool:
-        """A tool call has begun streaming."""
-        return bool(self._calls)
-
     def finish(self) -> tuple[list[Chunk], list[ToolCall]]:
         """Close open parts; return the closing chunks and the complete tool calls."""
         out: list[Chunk] = []

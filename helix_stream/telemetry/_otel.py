@@ -302,8 +302,7 @@ class OtelRecorder(Recorder):
             )
 
     def attempt_failed(self, attempt: Any) -> None:
-        span = self._step
-        if span is None:
+        if (span := self._step) is None:
             return
         self._failed_attempts += 1
         error = getattr(attempt, "error", None)

@@ -263,14 +263,6 @@ class UIMessageFold:
         self._text = {}
         self._reasoning = {}
 
-    def _reset_step(self, chunk: Mapping[str, Any]) -> None:
-        # ai@7: the parts the step added since its step-start go, with their open ids.
-        parts: list[UIPart] = self._message["parts"]
-        del parts[len(parts) - len(self._step_parts()) :]
-        self._text = {}
-        self._reasoning = {}
-        self._partial = {}
-
     def _start(self, chunk: Mapping[str, Any]) -> None:
         if chunk.get("messageId") is not None:
             self._message["id"] = chunk["messageId"]
@@ -314,7 +306,6 @@ class UIMessageFold:
         "tool-approval-request": _approval_request,
         "start-step": _start_step,
         "finish-step": _finish_step,
-        "reset-step": _reset_step,
         "start": _start,
         "finish": _finish,
         "message-metadata": _metadata,
@@ -360,6 +351,17 @@ def read_ui_message(
     for chunk in chunks:
         add(chunk)
     return fold.message
+
+
+def _reset_step(fold: UIMessageFold, chunk: Mapping[str, Any]) -> None:
+    """ai@7's ``reset-step``: the parts the step added since its step-start go, with their
+    open ids (a step redone by ``stream_retries``; ``add`` flushed the deltas first)."""
+    parts: list[UIPart] = fold._message["parts"]
+    del parts[len(parts) - len(fold._step_parts()) :]
+    fold._text, fold._reasoning, fold._partial = {}, {}, {}
+
+
+UIMessageFold._handlers["reset-step"] = _reset_step
 
 
 def _is_tool(part: Mapping[str, Any]) -> bool:

@@ -86,11 +86,8 @@ _RESULT_STATES = {
 }
 
 
-# What a client before ai@7 gets for a redone step (it cannot drop the parts it has).
-_RESET_TEXT = (
-    "The model's answer broke off and was started again; this client (before ai@7) cannot "
-    "drop what it showed. Reload the chat to see the answer."
-)
+# What a client before ai@7 gets for a redone step: it cannot drop the parts it has.
+_RESET_TEXT = "The answer broke off and was started again; reload the chat to see it."
 
 
 class UIChunkMapper:
@@ -123,8 +120,7 @@ class UIChunkMapper:
         self._message_id = message_id
         self._generate_id = generate_message_id
         self._on_error = on_error
-        self._started = False
-        self._step_open = False
+        self._started = self._step_open = False
         self._last_step_reason: FinishReason | None = None
         self._text: dict[str, str] = {}  # source id -> wire id of the open text parts
         self._reasoning: dict[str, str] = {}
@@ -161,7 +157,7 @@ class UIChunkMapper:
             SourceUrl: self._source if send_sources else drop,
             StartStep: self._start_step,
             FinishStep: self._finish_step,
-            ResetStep: self._reset_step,
+            ResetStep: lambda chunk: _reset_step(self, chunk),
             Start: self._start,
             Finish: self._finish,
             ErrorChunk: self._error_chunk,
@@ -287,18 +283,6 @@ class UIChunkMapper:
     def _finish_step(self, chunk: FinishStep) -> None:
         self._last_step_reason = chunk.finish_reason
         self._close_step()
-
-    def _reset_step(self, chunk: ResetStep) -> None:
-        """A redone step (``stream_retries``): an ``ai@7`` client drops the step's parts; an
-        older one cannot, so its stream ends with the failure instead of a glued answer."""
-        if self._version < 7:
-            self._error_chunk(ErrorChunk(error=ModelUnavailableError(_RESET_TEXT)))
-            return
-        # The dropped parts are not ended: the client forgets them with their ids.
-        self._text.clear()
-        self._reasoning.clear()
-        self._streaming.clear()
-        self._emit({"type": "reset-step"})
 
     def _finish(self, chunk: Finish) -> None:
         self._close_step()
@@ -502,3 +486,14 @@ class UIChunkMapper:
         if chunk.transient:
             out["transient"] = True
         self._emit(out)
+
+
+def _reset_step(mapper: UIChunkMapper, chunk: ResetStep) -> None:
+    """A redone step: ai@7 drops its parts (open ones too); older clients get the failure."""
+    if mapper._version < 7:
+        mapper._error_chunk(ErrorChunk(error=ModelUnavailableError(_RESET_TEXT)))
+        return
+    mapper._text.clear()
+    mapper._reasoning.clear()
+    mapper._streaming.clear()
+    mapper._emit({"type": "reset-step"})
