@@ -3,12 +3,13 @@
 A model call is retried before its first chunk by :mod:`helix_stream.models._retry`. A
 failure after text has streamed (a retryable provider error, a ``chunk`` stall) is retried
 here, up to ``stream_retries`` times, by the same rule
-(:func:`~helix_stream.models._retry.retry_delay`), on the same model or the Router's
-fallback:
+(:func:`~helix_stream.models._retry.retry_delay`), through the same model (a Router picks
+the group's deployment, or its fallback, again):
 
 * where the provider continues a final assistant message
   (:func:`~helix_stream.models._prefill.prefill_request`: Anthropic, Bedrock,
-  OpenAI-compatible servers) and the attempt streamed text alone, the retry **continues**:
+  OpenAI-compatible servers; never through a Router) and the attempt streamed text alone,
+  the retry **continues**:
   the failed request's messages, byte for byte, and the text shown as an assistant message;
   the continuation's deltas extend the text part the UI has open, and the step's answer is
   the one text (no repeat);
@@ -68,7 +69,7 @@ __all__ = [
     "stream_retry_policy",
 ]
 
-# What an attempt may stream and still be continued by a prefill: text alone.
+# Chunks after which an attempt cannot be continued by a prefill (only text can).
 _NOT_TEXT = frozenset(
     {ReasoningStart, ReasoningDelta, ToolInputStart, ToolInputDelta, ToolInputAvailable}
 )
