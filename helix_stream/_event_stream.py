@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias
 
+from ._step_parts import Usage
 from .steps import ModelCallPerformance, StepPerformance, StepResult, ToolCall, ToolResult
 
 __all__ = [
@@ -129,7 +130,9 @@ class ModelCallStarted:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelCallEnded:
     """A model call ended. On success ``step`` is the step so far (no tool results yet) and
-    ``response`` who answered; on failure ``error`` is set and ``step`` is ``None``."""
+    ``response`` who answered; on failure ``error`` is set and ``step`` is ``None``. An
+    attempt that failed after text and is retried (``stream_retries``) ends with its
+    ``error``, its ``usage`` and ``retried=True``."""
 
     kind: Literal["model-call-ended"] = "model-call-ended"
     session_id: str | None
@@ -139,6 +142,8 @@ class ModelCallEnded:
     error: BaseException | None = None
     step: StepResult | None = None
     response: Any = None
+    usage: Usage | None = None
+    retried: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

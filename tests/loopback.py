@@ -293,11 +293,23 @@ class LoopbackServer:
                     if reply.stall_after is not None and sent == reply.stall_after:
                         time.sleep(reply.stall_for)
                         return
+                    if reply.fail_after is not None and sent == reply.fail_after:
+                        # Anthropic's own mid-stream failure: an error event, then the end.
+                        kind = reply.error or "overloaded_error"
+                        error = {"type": kind, "message": "Overloaded"}
+                        event("error", {"type": "error", "error": error})
+                        self.wfile.write(b"0\r\n\r\n")
+                        self.wfile.flush()
+                        return
                     piece = {"type": "text_delta", "text": delta.get("content", "")}
                     event(
                         "content_block_delta",
                         {"type": "content_block_delta", "index": 0, "delta": piece},
                     )
+                if reply.truncate:  # the body ends: no message_delta, no message_stop
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                    return
                 event("content_block_stop", {"type": "content_block_stop", "index": 0})
                 stop = "end_turn" if reply.finish_reason == "stop" else reply.finish_reason
                 event(

@@ -19,6 +19,7 @@ from ._run import (
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
+    ResetStep,
     Start,
     StartStep,
     SteeringMessage,
@@ -57,6 +58,7 @@ __all__ = [
     "ReasoningDelta",
     "ReasoningEnd",
     "ReasoningStart",
+    "ResetStep",
     "SourceUrl",
     "Start",
     "StartStep",
@@ -109,6 +111,7 @@ Chunk = (
     | SteeringMessage
     | ContextSkipped
     | FinishStep
+    | ResetStep
     | Finish
     | ErrorChunk
     | Abort

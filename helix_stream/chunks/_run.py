@@ -234,6 +234,26 @@ class FinishStep:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ResetStep:
+    """The step's model call failed after it had streamed and the step is redone
+    (``stream_retries``): drop what the step showed since its ``StartStep``; the step's
+    chunks come again. The UI stream sends the AI SDK 7's ``reset-step``.
+
+    Example::
+
+        shown: list[str] = []
+        async for chunk in hs.stream_text(model="helix/demo", prompt="Hi", stream_retries=1):
+            if isinstance(chunk, ResetStep):
+                shown.clear()  # the failed attempt's text goes
+            elif isinstance(chunk, TextDelta):
+                shown.append(chunk.delta)
+    """
+
+    type: ClassVar[Literal["reset-step"]] = "reset-step"
+    step_number: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Finish:
     """The run ended; ``usage`` is the total, ``output`` the finish tool's value (if any).
 

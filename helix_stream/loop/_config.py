@@ -131,6 +131,11 @@ class LoopConfig:
         return RetryPolicy(max_retries=self.options.max_retries)
 
     @property
+    def stream_retries(self) -> int:
+        """Retries of a model call after text has streamed (``loop/_stream_retry.py``)."""
+        return self.options.stream_retries or 0
+
+    @property
     def callbacks(self) -> Callbacks:
         return Callbacks.of(self.options)
 

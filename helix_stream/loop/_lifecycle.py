@@ -38,6 +38,7 @@ from .._event_stream import (
     ToolCallEnded,
     ToolCallStarted,
 )
+from .._step_parts import Usage
 from ..steps import ModelCallPerformance, StepPerformance, StepResult, ToolCall, ToolResult
 
 __all__ = [
@@ -132,6 +133,11 @@ class ModelCallEndEvent:
     ``cache`` is the call's prompt-cache ledger (:class:`~helix_stream.CacheLedger`; ``None``
     when the call failed).
 
+    ``usage`` is what the call used (a failed one's as far as the provider reported it; on
+    success the step's model usage, the attempts retried before included). ``retried``: it
+    failed after text and the step's call is tried again (``stream_retries``), so another end
+    of this step's call follows; its ``usage`` is that attempt's own.
+
     Example::
 
         def on_model_call_end(event: hs.ModelCallEndEvent) -> None:
@@ -148,6 +154,8 @@ class ModelCallEndEvent:
     performance: ModelCallPerformance
     error: BaseException | None = None
     cache: CacheLedger | None = None
+    usage: Usage | None = None
+    retried: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -282,6 +290,8 @@ def _public_event(event: RunEvent) -> Any:
                 performance=event.performance,
                 error=event.error,
                 cache=event.step.cache if event.step is not None else None,
+                usage=event.usage if event.step is None else event.step.usage,
+                retried=event.retried,
             )
         case ToolCallStarted():
             return ToolCallStartEvent(

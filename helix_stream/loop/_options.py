@@ -101,6 +101,16 @@ class LoopOptions:
             timeout, lost connection), with exponential backoff and jitter, honouring
             ``Retry-After``; never after a chunk was emitted. litellm's, the Router's and the
             OpenAI client's own retries are switched off. Default 2.
+        stream_retries: Retries of a model call that fails after text has streamed (a
+            retryable provider error or a ``chunk`` stall): where the provider continues a
+            final assistant message (Anthropic, Bedrock, OpenAI-compatible servers) the retry
+            continues the text shown; elsewhere the step is redone (a ``reset-step`` chunk).
+            Default 1 for an agent's turns (``Executor.run``, the chat server), 0 for
+            ``stream_text`` and ``generate_text``.
+        stream_redo: Whether a retry after text may redo the step where it cannot continue
+            (the consumer drops the parts of a ``ResetStep``, as an ``ai@7`` client does);
+            ``False``: only a continuation is tried (the chat server sets it for clients
+            before ``ai@7``). Default ``True``.
         prompt_cache: ``"auto"``: cache breakpoints where the provider needs them; ``False``:
             none; ``hs.PromptCache(ttl="5m" | "1h" | "auto")``: with a chosen cache lifetime
             (``"auto"`` is ``PromptCache(ttl="5m")``).
@@ -153,6 +163,8 @@ class LoopOptions:
     middleware: Sequence[ModelMiddleware] | None = ()
     router: Any = None  # a litellm.Router: typed Any so that the types never import litellm
     max_retries: int = DEFAULT_MAX_RETRIES
+    stream_retries: int | None = None
+    stream_redo: bool = True
     prompt_cache: PromptCacheOption = "auto"
     usage_limits: UsageLimits | None = None
     token_store: TokenStore | None = None
@@ -191,6 +203,8 @@ class RunOptions(TypedDict, total=False):
     middleware: Sequence[ModelMiddleware] | None
     router: Any
     max_retries: int
+    stream_retries: int | None
+    stream_redo: bool
     prompt_cache: PromptCacheOption
     usage_limits: UsageLimits | None
     token_store: TokenStore | None

@@ -22,6 +22,7 @@ from ..chunks import (
     Finish,
     FinishReason,
     FinishStep,
+    ResetStep,
     StartStep,
     TextDelta,
     ToolInputDelta,
@@ -228,8 +229,8 @@ class StreamTextResult(Generic[OutputT]):
         async for chunk in self:
             cls = chunk.__class__
             delta: str | None = None
-            if cls is StartStep:
-                partial, finish_call = PartialJSON(), None  # a new step: a new answer
+            if cls is StartStep or cls is ResetStep:
+                partial, finish_call = PartialJSON(), None  # a new step (or a redone one)
             elif cls is TextDelta and finish_call is None:
                 delta = chunk.delta  # type: ignore[union-attr]
             elif cls is ToolInputStart and chunk.tool_name == FINISH_TOOL_NAME:  # type: ignore[union-attr]

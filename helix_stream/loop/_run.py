@@ -31,7 +31,7 @@ from .._event_stream import (
     StepStarted,
     Subscriber,
 )
-from .._timeout import NO_CLOCK, RunClock, StreamTimer, as_timeout
+from .._timeout import NO_CLOCK, RunClock, as_timeout
 from .._transform import aclose_stream, apply_transforms
 from ..chunks import (
     Chunk,
@@ -61,7 +61,8 @@ from ._env import Resumed, RunEnd, StepCommit
 from ._lifecycle import AliasSubscriber, LifecycleSubscriber, ToolWatch, outcome_of
 from ._result import GenerateTextResult
 from ._resume import ResumeStep
-from ._step import ModelCall, cache_scope, model_name, request_params, step_performance, step_result
+from ._step import cache_scope, model_name, request_params, step_performance, step_result
+from ._stream_retry import StepCall, step_call
 from ._tools import ToolCalls, ToolRun
 
 __all__ = ["run_event_stream", "run_loop"]
@@ -152,7 +153,7 @@ class _Run:
         self.next = _STOP  # set by each step: go on, force the finish tool, or stop
         self.error: BaseException | None = None  # the run's error, once it failed
         self.finished = False  # the finish chunk was made
-        self.unfinished: ModelCall | None = None  # the model call of the step in progress
+        self.unfinished: StepCall | None = None  # the model call of the step in progress
         self.clock = NO_CLOCK  # the run's total limit, set when it starts
         self.scope = cfg.env.calls.scope  # the session binding around user code
         self.inactive: frozenset[str] = frozenset()  # the tool gate, as the last commit said
@@ -383,7 +384,7 @@ class _Run:
                 await watch.end(call, result, 0.0, outcome_of(result))
 
     async def _model_chunks(
-        self, step_number: int, call: ModelCall, prepared: _Prepared
+        self, step_number: int, call: StepCall, prepared: _Prepared
     ) -> AsyncGenerator[Chunk, None]:
         """The model call's chunks, after its ``model-call-started`` event; a call that fails
         ends with its ``model-call-ended`` (one that succeeds: when its step is built)."""
@@ -417,21 +418,17 @@ class _Run:
                 await events.emit(end)
             raise
 
-    def _model_call(self, step_number: int, prepared: _Prepared) -> ModelCall:
-        cfg = self.cfg
-        limits = self.clock.limits.for_step(prepared.timeout)
-        timer = StreamTimer(limits, self.clock)
-        return ModelCall(
+    def _model_call(self, step_number: int, prepared: _Prepared) -> StepCall:
+        return step_call(
+            self.cfg,
             prepared.params,
             prepared.middleware,
-            cfg.recorder,
+            cache_scope(self.cfg, step_number, prepared.params, prepared.prompt_cache),
             step_number,
-            cache_scope(cfg, step_number, prepared.params, prepared.prompt_cache),
-            router=cfg.router,
-            retry=cfg.retry,
-            where=cfg.where,
-            before_retry=lambda: self._commit(step_number, retry=True),
-            timer=timer if timer.active else None,
+            limits=self.clock.limits.for_step(prepared.timeout),
+            clock=self.clock,
+            events=self.events,
+            commit=lambda: self._commit(step_number, retry=True),
         )
 
     async def _prepare(self, step_number: int, forced: bool) -> _Prepared:

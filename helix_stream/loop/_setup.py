@@ -41,6 +41,7 @@ from ._config import LoopConfig, as_tuple
 from ._env import PLAIN, TurnEnv
 from ._options import LoopOptions
 from ._params import check_known, check_params
+from ._stream_retry import stream_retries
 
 __all__ = [
     "DEFAULT_MAX_STEPS",
@@ -144,6 +145,7 @@ def check_run(call: LoopCall, options: LoopOptions) -> RunCheck:
     check_params(options.settings, where=where)
     check_known(options.settings, where=where, model=call.model, own=CALL_KEYWORDS)
     RetryPolicy(max_retries=options.max_retries)  # InvalidRequestError for a wrong count
+    options = replace(options, stream_retries=stream_retries(call.operation, options))
     if options.prompt_cache is None:  # a caller's explicit None: the default
         options = replace(options, prompt_cache="auto")
     check_prompt_cache(options.prompt_cache)

@@ -353,6 +353,21 @@ class ModelCall:
         """The text streamed so far (all of it, once :meth:`chunks` has finished)."""
         return "".join(self._parser.text)
 
+    @property
+    def streamed(self) -> bool:
+        """Content has streamed: a failure now is one after text (``stream_retries``)."""
+        return self._first is not None
+
+    @property
+    def sent_messages(self) -> list[dict[str, Any]]:
+        """The messages the last attempt sent (with the rows of its retries)."""
+        return [*self._params["messages"], *self.retry_messages]
+
+    @property
+    def usage(self) -> Usage:
+        """The usage reported so far (a failed call's too, as far as it came)."""
+        return self._parser.usage
+
     def result(self) -> ModelResult:
         """The assembled call (after :meth:`chunks` has finished)."""
         parser, calls = self._parser, self._calls

@@ -1,11 +1,13 @@
 """The one retry policy of a model call: which failures are tried again, when, and how often.
 
-A step's model call is retried only while nothing of it has been emitted: :func:`open_stream`
+A step's model call is retried here only while nothing of it has been emitted: :func:`open_stream`
 makes the call and waits for the stream's first chunk; a failure up to there is retried if it
 is retryable (a 429, a 5xx, a timeout, a lost connection — the translated error's
 ``retryable``), after an exponential backoff with jitter, or after the provider's
 ``Retry-After``. Once the first chunk is in hand the stream is the caller's, and a failure
-after it is never retried: text already shown would be repeated.
+after it is not retried here: text already shown would be repeated. The loop's
+``stream_retries`` (``helix_stream/loop/_stream_retry.py``) retries such a failure by the same
+rule (:func:`retry_delay`), continuing the shown text or redoing the step.
 
 The retries underneath are switched off (litellm's, a Router's, the OpenAI client's: see
 ``NO_INNER_RETRIES``), so that ``max_retries=2`` means at most three requests, whatever the
@@ -38,6 +40,7 @@ __all__ = [
     "open_content_stream",
     "open_stream",
     "retry_after",
+    "retry_delay",
 ]
 
 logger = logging.getLogger("helix_stream.models")
@@ -107,12 +110,14 @@ class Attempt:
         delay: Seconds until the next attempt, or ``None`` when there is none (the error is
             not retryable, the retries are used up, or ``Retry-After`` asks too long).
         elapsed: Seconds the attempt took until it failed.
+        after_text: It failed after text had streamed (a ``stream_retries`` retry).
     """
 
     number: int
     error: BaseException
     delay: float | None
     elapsed: float
+    after_text: bool = False
 
     @property
     def will_retry(self) -> bool:
@@ -216,7 +221,7 @@ async def open_content_stream(
             error = translate_error(exc)
             if error is not exc:
                 error.__cause__ = exc
-            delay = _next_delay(policy, number, error)
+            delay = retry_delay(policy, number, error)
             attempt = Attempt(
                 number=number, error=error, delay=delay, elapsed=time.perf_counter() - started
             )
@@ -288,7 +293,11 @@ def _log_attempt(attempt: Attempt) -> None:
     )
 
 
-def _next_delay(policy: RetryPolicy, number: int, error: BaseException) -> float | None:
+def retry_delay(policy: RetryPolicy, number: int, error: BaseException) -> float | None:
+    """Seconds before retrying attempt ``number`` (1-based) that failed with ``error``;
+    ``None``: no retry (the one rule, before the first chunk and after text alike: a
+    retryable error, retries left, no ``step``/``total`` limit hit, no ``Retry-After`` longer
+    than the policy waits)."""
     if number > policy.max_retries or not is_retryable(error):
         return None
     if getattr(error, "limit", None) in ("step", "total"):

@@ -266,11 +266,14 @@ class _Handlers:
             await _maybe_await(self.options.authorize(auth, session_id))
 
     async def _run_options(self, request: Request, auth: Any) -> dict[str, Any]:
-        if self.options.run_options is None:
-            return self._limits({})
-        options = dict(await _maybe_await(self.options.run_options(request, auth)) or {})
-        if reserved := _RESERVED_RUN_OPTIONS & options.keys():
-            raise TypeError(f"run_options may not set {sorted(reserved)}")
+        options: dict[str, Any] = {}
+        if self.options.run_options is not None:
+            options = dict(await _maybe_await(self.options.run_options(request, auth)) or {})
+            if reserved := _RESERVED_RUN_OPTIONS & options.keys():
+                raise TypeError(f"run_options may not set {sorted(reserved)}")
+        if self.options.client_version < 7:
+            # A client before ai@7 cannot drop a redone step's parts (stream_retries).
+            options.setdefault("stream_redo", False)
         return self._limits(options)
 
     def _limits(self, options: dict[str, Any]) -> dict[str, Any]:

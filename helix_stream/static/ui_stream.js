@@ -51,6 +51,11 @@ export function foldChunk(message, chunk, on) {
     on.start(chunk.messageId);
   } else if (t === "start-step") {
     message.parts.push({ type: "step-start" });
+  } else if (t === "reset-step") {
+    // A step redone after its model call broke off (stream_retries): its parts go, as the
+    // AI SDK 7 client drops them.
+    const last = message.parts.map((p) => p.type).lastIndexOf("step-start");
+    message.parts.splice(last + 1);
   } else if (t === "text-start" || t === "reasoning-start") {
     message.parts.push({ type: t.split("-")[0], text: "", state: "streaming", _id: chunk.id });
   } else if (t === "text-delta" || t === "reasoning-delta") {

@@ -221,8 +221,7 @@ class OtelRecorder(Recorder):
         self._meter.step_started(request.metered)
 
     def attempt_failed(self, attempt: Any) -> None:
-        span = self._step
-        if span is None:
+        if (span := self._step) is None:
             return
         self._failed_attempts += 1
         error = getattr(attempt, "error", None)
@@ -231,6 +230,7 @@ class OtelRecorder(Recorder):
             "helix.attempt": int(getattr(attempt, "number", self._failed_attempts)),
             "helix.attempt.will_retry": delay is not None,
             "helix.attempt.duration_s": round(float(getattr(attempt, "elapsed", 0.0)), 6),
+            "helix.attempt.after_text": bool(getattr(attempt, "after_text", False)),
         }
         if delay is not None:
             event["helix.attempt.retry_delay_s"] = round(float(delay), 6)

@@ -354,6 +354,17 @@ def read_ui_message(
     return fold.message
 
 
+def _reset_step(fold: UIMessageFold, chunk: Mapping[str, Any]) -> None:
+    """ai@7's ``reset-step``: the parts the step added since its step-start go, with their
+    open ids (a step redone by ``stream_retries``; ``add`` flushed the deltas first)."""
+    parts: list[UIPart] = fold._message["parts"]
+    del parts[len(parts) - len(fold._step_parts()) :]
+    fold._text, fold._reasoning, fold._partial = {}, {}, {}
+
+
+UIMessageFold._handlers["reset-step"] = _reset_step
+
+
 def _is_tool(part: Mapping[str, Any]) -> bool:
     kind = part.get("type", "")
     return isinstance(kind, str) and (kind.startswith("tool-") or kind == "dynamic-tool")

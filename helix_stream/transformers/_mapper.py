@@ -27,6 +27,7 @@ from helix_stream.chunks import (
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
+    ResetStep,
     SourceUrl,
     Start,
     StartStep,
@@ -48,7 +49,7 @@ from helix_stream.chunks import (
     ToolResultChunk,
     ToolSettled,
 )
-from helix_stream.errors import ERROR_MASK
+from helix_stream.errors import ERROR_MASK, ModelUnavailableError
 from helix_stream.transformers._fold import UIMessageFold
 from helix_stream.transformers._tool_results import result_chunk
 
@@ -86,6 +87,10 @@ _RESULT_STATES = {
 }
 
 
+# What a client before ai@7 gets for a redone step: it cannot drop the parts it has.
+_RESET_TEXT = "The answer broke off and was started again; reload the chat to see it."
+
+
 class UIChunkMapper:
     """Maps one stream's internal chunks to UI chunk dicts (see the module docstring)."""
 
@@ -116,8 +121,7 @@ class UIChunkMapper:
         self._message_id = message_id
         self._generate_id = generate_message_id
         self._on_error = on_error
-        self._started = False
-        self._step_open = False
+        self._started = self._step_open = False
         self._last_step_reason: FinishReason | None = None
         self._text: dict[str, str] = {}  # source id -> wire id of the open text parts
         self._reasoning: dict[str, str] = {}
@@ -159,6 +163,7 @@ class UIChunkMapper:
             SourceUrl: self._source if send_sources else drop,
             StartStep: self._start_step,
             FinishStep: self._finish_step,
+            ResetStep: lambda chunk: _reset_step(self, chunk),
             Start: self._start,
             Finish: self._finish,
             ErrorChunk: self._error_chunk,
@@ -472,3 +477,14 @@ class UIChunkMapper:
         if chunk.transient:
             out["transient"] = True
         self._emit(out)
+
+
+def _reset_step(mapper: UIChunkMapper, chunk: ResetStep) -> None:
+    """A redone step: ai@7 drops its parts (open ones too); older clients get the failure."""
+    if mapper._version < 7:
+        mapper._error_chunk(ErrorChunk(error=ModelUnavailableError(_RESET_TEXT)))
+        return
+    mapper._text.clear()
+    mapper._reasoning.clear()
+    mapper._streaming.clear()
+    mapper._emit({"type": "reset-step"})

@@ -32,6 +32,7 @@ from helix_stream.chunks import (
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
+    ResetStep,
     Start,
     StartStep,
     TextDelta,
@@ -175,6 +176,17 @@ SCENARIOS: dict[str, Callable[[], list[Any]]] = {
         Finish(finish_reason="stop"),
     ],
     "litellm": _litellm_items,
+    # stream_retries redoing a step: the failed attempt's open text, reset-step, the answer.
+    "reset_step": lambda: [
+        Start(message_id="msg-reset"),
+        StartStep(step_number=0),
+        TextStart(id="text-0"),
+        TextDelta(id="text-0", delta="Hello, wor"),
+        ResetStep(step_number=0),
+        *_text("text-0", "Hello, ", "world!"),
+        FinishStep(step_number=0, finish_reason="stop"),
+        Finish(finish_reason="stop"),
+    ],
 }
 
 _CONTINUED = {
@@ -448,3 +460,24 @@ def test_the_harness_sees_what_the_client_rejects(base_url: str, version: int, c
         assert result["error"]["name"] == "AI_TypeValidationError"
     else:
         assert result["error"] is None
+
+
+def test_reset_step_drops_the_failed_attempt_on_ai7_and_fails_before(
+    base_url: str, version: int
+) -> None:
+    result = _chat(base_url, "reset_step", version)
+    if version >= 7:
+        assert result["error"] is None  # the real client accepts reset-step
+        assert "reset-step" in [c["type"] for c in result["chunks"]]
+        assert result["finalMessage"]["parts"] == [
+            {"type": "step-start"},
+            {"type": "text", "text": "Hello, world!", "state": "done"},
+        ]
+    else:
+        # An older client cannot drop parts: the failure, as before, never a glued answer.
+        assert result["errors"] == [{"name": "Error", "message": "An error occurred."}]
+        assert "reset-step" not in [c["type"] for c in result["chunks"]]
+        assert result["finalMessage"]["parts"] == [
+            {"type": "step-start"},
+            {"type": "text", "text": "Hello, wor", "state": "done"},
+        ]

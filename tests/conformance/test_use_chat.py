@@ -65,6 +65,8 @@ def server(
         model="openai/loopback",
         tools=[index_files, ask_user] + ([deploy] if version >= 6 else []),
         settings={"api_base": _loopback_server.api_base, "api_key": "sk-loopback"},
+        # What a failure stores and shows (recovery mid-answer: test_stream_retries.py).
+        stream_retries=0,
     )
     with serve_app(create_app(hs.Executor(), agent, client_version=version)) as base_url:
         yield version, base_url

@@ -36,7 +36,8 @@ async def test_a_stall_is_stored_interrupted_and_the_next_turn_works(
     loopback: LoopbackServer,
 ) -> None:
     executor = hs.Executor(store=hs.MemoryStore())
-    agent = loopback_agent(loopback, timeout=hs.Timeout(chunk=0.5))
+    # stream_retries=0: the stall after text ends the step (recovery: test_stream_retries.py).
+    agent = loopback_agent(loopback, timeout=hs.Timeout(chunk=0.5), stream_retries=0)
     stall = Reply(deltas=[{"content": w} for w in ("Once ", "upon ", "a ", "time")], stall_after=3)
     loopback.script(stall, text("Hello again"))
     started = time.monotonic()

@@ -51,7 +51,8 @@ async def test_a_stall_ends_the_turn_at_the_server_default_and_the_chat_goes_on(
     # The server's defaults, shortened for the test (routes() reads them when it is called).
     monkeypatch.setattr(routes_module, "SERVER_TIMEOUT", hs.Timeout(first_chunk=1, chunk=0.5))
     executor = hs.Executor(store=hs.MemoryStore())
-    client = make_client(create_app(executor, loopback_agent(loopback)))
+    # stream_retries=0: a stall after text ends the turn (recovery: test_stream_retries.py).
+    client = make_client(create_app(executor, loopback_agent(loopback, stream_retries=0)))
     loopback.script(_stall(), text("Hello again"))
     events, took = await _post(client, "s1", "tell me", "u1")
     assert [e["type"] for e in events][-1] in ("error", "finish")
@@ -80,7 +81,8 @@ async def test_the_agent_s_and_the_request_s_limits_go_over_the_defaults(
 ) -> None:
     monkeypatch.setattr(routes_module, "SERVER_TIMEOUT", hs.Timeout(first_chunk=30, chunk=30))
     executor = hs.Executor(store=hs.MemoryStore())
-    agent = loopback_agent(loopback, timeout=hs.Timeout(chunk=0.5))  # over the server's chunk
+    # Over the server's chunk; stream_retries=0: the stall after text ends the turn.
+    agent = loopback_agent(loopback, timeout=hs.Timeout(chunk=0.5), stream_retries=0)
     loopback.script(_stall())
     client = make_client(create_app(executor, agent))
     events, took = await _post(client, "s1", "hi", "u1")
