@@ -12,6 +12,7 @@ from typing_extensions import TypeVar
 
 from ._tool_source import FunctionTools, ToolSource
 from .context import StepContextLimits
+from .context._compaction import Compaction
 from .errors import InvalidRequestError
 from .loop._options import LoopOptions, documents_options
 from .loop._params import check_known, check_params, unknown_keyword
@@ -86,6 +87,9 @@ class Agent(LoopOptions, Generic[OutputT]):
             laid out in it under ``/workspace/skills/<name>/``.
         sandbox_on_session: ``fn(ctx)``, sync or async: called once when a session's sandbox
             is made, to prepare it (``await ctx.get_sandbox()``), inside the session scope.
+        compaction: ``hs.Compaction(trigger_tokens=..., keep_last_turns=...)``: compact a
+            session whose next request would exceed ``trigger_tokens`` by appending a
+            summary row, never rewriting the log (README, "Compaction that appends").
         settings: litellm params for every call (temperature, api_base, ...). A keyword that
             is the agent's own (``output_schema``, ``max_steps``...) or that litellm cannot
             send raises :class:`~helix_stream.errors.InvalidRequestError` here; one litellm
@@ -106,6 +110,7 @@ class Agent(LoopOptions, Generic[OutputT]):
     sandbox: SandboxProvider | None = None
     skills: Sequence[Skill] = ()
     sandbox_on_session: Callable[..., Any] | None = None
+    compaction: Compaction | None = None
     _skill_cache: tuple[tuple[Skill, ...], SkillSet] | None = field(
         default=None, init=False, repr=False, compare=False
     )
@@ -123,6 +128,8 @@ class Agent(LoopOptions, Generic[OutputT]):
         check_params(self.settings, where="Agent(settings=...)")
         check_known(self.settings, where="Agent(settings=...)", model=self.model)
         check_prompt_cache(self.prompt_cache)
+        if self.compaction is not None and not isinstance(self.compaction, Compaction):
+            raise InvalidRequestError("Agent(compaction=...) takes an hs.Compaction(...)")
         self._check_sandbox_and_skills()
 
     def _check_sandbox_and_skills(self) -> None:

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ModelCallPerformance",
+    "StepCompaction",
     "StepPerformance",
     "StepResult",
     "StopCondition",
@@ -111,6 +112,27 @@ class StepPerformance:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class StepCompaction:
+    """The compaction that ran before a step's model call (``StepResult.compaction``): its
+    summarizer call, reported apart from the step's own ``usage`` (the run's total counts
+    both).
+
+    Attributes:
+        model: The summarizer's model.
+        request_tokens: The triggering request's input tokens, as litellm counted them.
+        usage: The summarizer call's usage (its cache reads included).
+        summary_seq: The seq of the summary row it appended; ``None`` when it failed.
+        error: Why it failed (the session was left as it was), or ``None``.
+    """
+
+    model: str
+    request_tokens: int
+    usage: Usage = field(default_factory=Usage)
+    summary_seq: int | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StepResult:
     """One model call and the tool calls it made.
 
@@ -118,7 +140,9 @@ class StepResult:
     its messages do not hold: ``sources`` (the sources the model cited, once each) and
     ``data`` (the ``data-*`` parts its tools wrote with ``ctx.write_data``, transient ones
     left out), in the order they were streamed; ``performance`` where its time went
-    (:class:`StepPerformance`; not compared: two runs of one step differ in it).
+    (:class:`StepPerformance`; not compared: two runs of one step differ in it);
+    ``compaction`` the compaction that ran before its model call, if one did
+    (:class:`StepCompaction`).
     """
 
     step_number: int
@@ -135,6 +159,7 @@ class StepResult:
     data: list[DataChunk] = field(default_factory=list)
     # Timing differs between two runs of the same step: not part of what a step is.
     performance: StepPerformance | None = field(default=None, compare=False, repr=False)
+    compaction: StepCompaction | None = None
 
     @property
     def pending(self) -> list[ToolResult]:

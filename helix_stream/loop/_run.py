@@ -56,6 +56,7 @@ from ..telemetry import Recorder
 from ..telemetry._recorder import recorder_subscriber
 from ..tools import resolve_contexts
 from ._answer import finish_required, run_output_spec, structured_output
+from ._compaction import NOT_COMPACTED, Compacted, SummarizerCall, compact
 from ._config import Callbacks, LoopConfig, call_user
 from ._env import Resumed, RunEnd, StepCommit
 from ._lifecycle import AliasSubscriber, LifecycleSubscriber, ToolWatch, outcome_of
@@ -290,7 +291,8 @@ class _Run:
             await events.emit(StepStarted(session_id=cfg.session_id, step_number=step_number))
         prepared = await self._prepare(step_number, forced)
         yield StartStep(step_number=step_number)
-        for chunk in prepared.context.chunks:
+        prepared, compacted = await self._compact(step_number, forced, prepared)
+        for chunk in (*prepared.context.chunks, *compacted.chunks):
             yield chunk
         call = self._model_call(step_number, prepared)
         self.unfinished = call
@@ -310,7 +312,13 @@ class _Run:
                     model=prepared.params["model"],
                     performance=call.performance(),
                     step=step_result(
-                        step_number, model, [], [], self.runtime_context, performance=performance
+                        step_number,
+                        model,
+                        [],
+                        [],
+                        self.runtime_context,
+                        performance=performance,
+                        compaction=compacted.report,
                     ),
                     response=model.response,
                 )
@@ -333,9 +341,10 @@ class _Run:
             self.runtime_context,
             data=outcome.data,
             performance=performance,
+            compaction=compacted.report,
         )
         self.steps.append(step)
-        self.usage = self.usage + model.usage
+        self.usage = self.usage + model.usage + compacted.usage
         self.messages.extend(call.retry_messages)  # rows of a retried attempt, in log order
         # A `messages` override applies to its step only: the conversation goes on from the
         # loop's own messages, in the form a later turn reads them from the log in, so that
@@ -433,11 +442,40 @@ class _Run:
             timer=timer if timer.active else None,
         )
 
+    async def _compact(
+        self, step_number: int, forced: bool, prepared: _Prepared
+    ) -> tuple[_Prepared, Compacted]:
+        """Compact the session before this call if its agent says so (``_compaction.py``);
+        a compacted history makes the step's request anew (prepare_step runs again)."""
+        compactor = self.cfg.env.compactor
+        if compactor is None:
+            return prepared, NOT_COMPACTED
+        limits = self.clock.limits.for_step(prepared.timeout)
+        timer = StreamTimer(limits, self.clock)
+        how = SummarizerCall(
+            middleware=prepared.middleware,
+            prompt_cache=prepared.prompt_cache,
+            step_number=step_number,
+            router=self.cfg.router,
+            retry=self.cfg.retry,
+            where=self.cfg.where,
+            timer=timer if timer.active else None,
+        )
+        compacted = await compact(compactor, prepared.params, how)
+        if compacted.history is None:
+            return prepared, compacted
+        self.messages = list(compacted.history)
+        return await self._request(step_number, forced, prepared.context), compacted
+
     async def _prepare(self, step_number: int, forced: bool) -> _Prepared:
-        """Commit the session's context, run the prepare_step chain, build the request."""
-        cfg = self.cfg
+        """Commit the session's context, then build the request (:meth:`_request`)."""
         context, self.first = self.first or await self._commit(step_number), None
         self.messages.extend(context.messages)
+        return await self._request(step_number, forced, context)
+
+    async def _request(self, step_number: int, forced: bool, context: StepCommit) -> _Prepared:
+        """Run the prepare_step chain over the loop's messages and build the request."""
+        cfg = self.cfg
         step_in = StepInput(
             step_number=step_number,
             steps=tuple(self.steps),

@@ -27,7 +27,14 @@ from ..models._output import OutputSpec
 from ..models._parse import ResponseInfo, StepParser, has_content, map_finish_reason
 from ..models._retry import Attempt, RetryPolicy, open_content_stream
 from ..prepare_step import STEP_OVERRIDE_KEYS, StepInput
-from ..steps import ModelCallPerformance, StepPerformance, StepResult, ToolCall, ToolResult
+from ..steps import (
+    ModelCallPerformance,
+    StepCompaction,
+    StepPerformance,
+    StepResult,
+    ToolCall,
+    ToolResult,
+)
 from ..telemetry import Recorder
 from ..telemetry._filters import credential_strings
 from ..tools import Tool
@@ -342,6 +349,7 @@ def step_result(
     runtime_context: Mapping[str, Any],
     data: Sequence[DataChunk] = (),
     performance: StepPerformance | None = None,
+    compaction: StepCompaction | None = None,
 ) -> StepResult:
     """A finished step: the model's answer, the tools' results, the messages it adds."""
     return StepResult(
@@ -358,6 +366,7 @@ def step_result(
         sources=list(model.sources),
         data=list(data),
         performance=performance,
+        compaction=compaction,
     )
 
 

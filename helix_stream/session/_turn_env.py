@@ -20,6 +20,7 @@ from ..state import bind_scope
 from ..steps import ToolCall
 from ..store import Store
 from ..tools import Tool
+from ._compaction import compactor
 from ._open import Opened
 from ._pending import plan_resume
 from ._turn_log import TurnLog
@@ -65,6 +66,7 @@ def turn_env(opened: Opened) -> TurnEnv:
         calls=calls,
         begin=begin,
         resume=plan.resume if plan is not None else None,
+        compactor=compactor(opened),
     )
 
 

@@ -1,0 +1,154 @@
+"""Compaction before a model call: the trigger, the summarizer call, the compacted history.
+
+Between two model calls, never during one: once a step's request is built, :func:`compact`
+counts its input tokens with litellm's counter; over the agent's ``trigger_tokens`` it asks
+the session (its :class:`~._env.Compactor`) where the kept tail starts, and sends the
+**summarizer call**: this very request — same model, system, tools, history, cache markers
+and middleware — with one summarizing row appended, so that its input is read from the
+provider's prompt cache. Its text is appended by the session as a ``summary`` row, and the
+loop's history becomes the one the session renders from then on
+(:mod:`helix_stream.context._summary`). The summarizer's usage is reported apart, on the
+step's :class:`~helix_stream.steps.StepCompaction`.
+
+A summarizer that fails (an error, a time limit, an answer with no text) writes nothing: the
+step goes on with its request as it was, after a ``context_skipped`` chunk (reason
+``compaction_failed``, source ``compaction``); the session logs the failure.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._step_parts import Usage
+from .._timeout import StreamTimer
+from ..chunks import Chunk, ContextRowChunk, ContextSkipped
+from ..errors import ModelError
+from ..middleware import ModelMiddleware
+from ..models._cache import PromptCache
+from ..models._litellm import count_tokens
+from ..models._retry import RetryPolicy
+from ..steps import StepCompaction
+from ..telemetry._recorder import NOOP_RECORDER
+from ._env import Compactor
+from ._step import ModelCall
+
+__all__ = ["NOT_COMPACTED", "Compacted", "SummarizerCall", "compact", "summarizer_request"]
+
+# Per message, litellm's counter adds a few tokens beyond the content; per tool, the words of
+# its rendering. A request whose JSON bytes plus these cannot reach the trigger is not counted
+# (a token is at least one byte).
+_PER_MESSAGE, _PER_TOOL = 8, 64
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Compacted:
+    """What compacting before a model call did.
+
+    Attributes:
+        history: The loop's messages from now on (``None``: unchanged).
+        chunks: The summary row's chunk, or the ``context_skipped`` of a failure.
+        report: The step's :class:`~helix_stream.steps.StepCompaction` (``None``: none ran).
+    """
+
+    history: Sequence[dict[str, Any]] | None = None
+    chunks: Sequence[Chunk] = ()
+    report: StepCompaction | None = None
+
+    @property
+    def usage(self) -> Usage:
+        """The summarizer call's usage (none when it did not run)."""
+        return self.report.usage if self.report is not None else Usage()
+
+
+NOT_COMPACTED = Compacted()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SummarizerCall:
+    """How the summarizer call is sent: as the step's own call would be."""
+
+    middleware: Sequence[ModelMiddleware]
+    prompt_cache: PromptCache
+    step_number: int
+    router: Any = None
+    retry: RetryPolicy | None = None
+    where: str = "stream_text"
+    timer: StreamTimer | None = field(default=None, compare=False)
+
+
+def _may_exceed(params: Mapping[str, Any], trigger: int) -> bool:
+    messages = params.get("messages") or []
+    tools = params.get("tools") or []
+    size = len(json.dumps([messages, tools], ensure_ascii=False).encode())
+    return size + _PER_MESSAGE * len(messages) + _PER_TOOL * len(tools) >= trigger
+
+
+def summarizer_request(
+    params: Mapping[str, Any], row: Mapping[str, Any], model: str | None
+) -> dict[str, Any]:
+    """The summarizer's request: ``params`` (the step's) with ``row`` appended, and
+    ``model`` instead of the step's when given."""
+    request = {**params, "messages": [*params["messages"], dict(row)]}
+    if model is not None:
+        request["model"] = model
+    return request
+
+
+async def _summarize(request: dict[str, Any], how: SummarizerCall) -> tuple[str, Usage]:
+    call = ModelCall(
+        request,
+        how.middleware,
+        NOOP_RECORDER,  # the step's span is not open yet: the step reports it (StepCompaction)
+        how.step_number,
+        how.prompt_cache,
+        router=how.router,
+        retry=how.retry,
+        where=how.where,
+        timer=how.timer,
+    )
+    async with aclosing(call.chunks()) as chunks:
+        async for _ in chunks:  # nothing of it reaches the stream
+            pass
+    result = call.result()
+    text = result.text.strip()
+    if not text:
+        raise ModelError("the summarizer answered no text (a tool call or an empty answer)")
+    return text, result.usage
+
+
+async def compact(
+    compactor: Compactor, params: Mapping[str, Any], how: SummarizerCall
+) -> Compacted:
+    """Compact before the call of ``params`` if it is over the trigger (module docstring).
+
+    Raises:
+        Exception: what the session's write of the summary raised (the summarizer's own
+            failures are not raised: the step goes on uncompacted).
+    """
+    settings = compactor.settings
+    if not _may_exceed(params, settings.trigger_tokens):
+        return NOT_COMPACTED
+    tokens = count_tokens(params)
+    if tokens <= settings.trigger_tokens:
+        return NOT_COMPACTED
+    keep_from = await compactor.plan()
+    if keep_from is None:
+        return NOT_COMPACTED
+    request = summarizer_request(params, compactor.summarizer_message(), settings.model)
+    model = str(request["model"])
+    try:
+        text, usage = await _summarize(request, how)
+    except Exception as exc:
+        compactor.failed(exc)
+        skipped = ContextSkipped(reason="compaction_failed", source="compaction")
+        report = StepCompaction(model=model, request_tokens=tokens, error=str(exc)[:500])
+        return Compacted(chunks=[skipped], report=report)
+    commit = await compactor.append(text, keep_from=keep_from, model=model)
+    seqs = [c.row.seq for c in commit.chunks if isinstance(c, ContextRowChunk)]
+    seq = seqs[-1] if seqs else None
+    report = StepCompaction(model=model, request_tokens=tokens, usage=usage, summary_seq=seq)
+    return Compacted(history=list(commit.messages), chunks=list(commit.chunks), report=report)
