@@ -24,8 +24,8 @@ from ..store import LogRecord
 from ._log_fold import LogFold
 from ._memory import recall_memories
 from ._rows import render_record
-from ._summary import epoch_records
 from ._step_context import StepContextLimits, StepContextRequest, run_step_context
+from ._summary import epoch_records
 
 __all__ = ["ContextPass", "Gathered"]
 

@@ -152,7 +152,7 @@ async def test_epochs_are_prefix_chains_and_the_summarizer_shares_the_live_prefi
 async def test_a_branch_from_before_the_summary_sees_the_whole_history(
     wire: tuple[Family, Summarizing, dict[str, Any]],
 ) -> None:
-    family, server, llm = wire
+    _, server, llm = wire
     executor = hs.Executor(store=hs.MemoryStore())
     agent = agent_for(llm, [])
     await run_turns(executor, agent, server, range(8))
