@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._step_parts import Usage
-from .._timeout import StreamTimer
+from .._timeout import NO_CLOCK, RunClock, StreamTimer
 from ..chunks import Chunk, ContextRowChunk, ContextSkipped
 from ..errors import ModelError
 from ..middleware import ModelMiddleware
@@ -33,6 +33,7 @@ from ..models._litellm import count_tokens
 from ..models._retry import RetryPolicy
 from ..steps import StepCompaction
 from ..telemetry._recorder import NOOP_RECORDER
+from ._config import LoopConfig
 from ._env import Compactor
 from ._step import ModelCall
 
@@ -77,7 +78,32 @@ class SummarizerCall:
     router: Any = None
     retry: RetryPolicy | None = None
     where: str = "stream_text"
-    timer: StreamTimer | None = field(default=None, compare=False)
+    clock: RunClock = field(default=NO_CLOCK, compare=False)
+
+    @classmethod
+    def like_step(
+        cls,
+        cfg: LoopConfig,
+        clock: RunClock,
+        step_number: int,
+        middleware: Sequence[ModelMiddleware],
+        prompt_cache: PromptCache,
+    ) -> SummarizerCall:
+        """Sent as step ``step_number``'s call of the run ``cfg`` would be."""
+        return cls(
+            middleware=middleware,
+            prompt_cache=prompt_cache,
+            step_number=step_number,
+            router=cfg.router,
+            retry=cfg.retry,
+            where=cfg.where,
+            clock=clock,
+        )
+
+    def timer(self, timeout: Any) -> StreamTimer | None:
+        """The call's time limits: the step's (``timeout``: a prepare_step override)."""
+        timer = StreamTimer(self.clock.limits.for_step(timeout), self.clock)
+        return timer if timer.active else None
 
 
 def _may_exceed(params: Mapping[str, Any], trigger: int) -> bool:
@@ -98,7 +124,9 @@ def summarizer_request(
     return request
 
 
-async def _summarize(request: dict[str, Any], how: SummarizerCall) -> tuple[str, Usage]:
+async def _summarize(
+    request: dict[str, Any], how: SummarizerCall, timeout: Any
+) -> tuple[str, Usage]:
     call = ModelCall(
         request,
         how.middleware,
@@ -108,7 +136,7 @@ async def _summarize(request: dict[str, Any], how: SummarizerCall) -> tuple[str,
         router=how.router,
         retry=how.retry,
         where=how.where,
-        timer=how.timer,
+        timer=how.timer(timeout),
     )
     async with aclosing(call.chunks()) as chunks:
         async for _ in chunks:  # nothing of it reaches the stream
@@ -121,7 +149,7 @@ async def _summarize(request: dict[str, Any], how: SummarizerCall) -> tuple[str,
 
 
 async def compact(
-    compactor: Compactor, params: Mapping[str, Any], how: SummarizerCall
+    compactor: Compactor, params: Mapping[str, Any], how: SummarizerCall, *, timeout: Any = None
 ) -> Compacted:
     """Compact before the call of ``params`` if it is over the trigger (module docstring).
 
@@ -141,7 +169,7 @@ async def compact(
     request = summarizer_request(params, compactor.summarizer_message(), settings.model)
     model = str(request["model"])
     try:
-        text, usage = await _summarize(request, how)
+        text, usage = await _summarize(request, how, timeout)
     except Exception as exc:
         compactor.failed(exc)
         skipped = ContextSkipped(reason="compaction_failed", source="compaction")

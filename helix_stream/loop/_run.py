@@ -312,13 +312,7 @@ class _Run:
                     model=prepared.params["model"],
                     performance=call.performance(),
                     step=step_result(
-                        step_number,
-                        model,
-                        [],
-                        [],
-                        self.runtime_context,
-                        performance=performance,
-                        compaction=compacted.report,
+                        step_number, model, [], [], self.runtime_context, performance=performance
                     ),
                     response=model.response,
                 )
@@ -450,18 +444,10 @@ class _Run:
         compactor = self.cfg.env.compactor
         if compactor is None:
             return prepared, NOT_COMPACTED
-        limits = self.clock.limits.for_step(prepared.timeout)
-        timer = StreamTimer(limits, self.clock)
-        how = SummarizerCall(
-            middleware=prepared.middleware,
-            prompt_cache=prepared.prompt_cache,
-            step_number=step_number,
-            router=self.cfg.router,
-            retry=self.cfg.retry,
-            where=self.cfg.where,
-            timer=timer if timer.active else None,
+        how = SummarizerCall.like_step(
+            self.cfg, self.clock, step_number, prepared.middleware, prepared.prompt_cache
         )
-        compacted = await compact(compactor, prepared.params, how)
+        compacted = await compact(compactor, prepared.params, how, timeout=prepared.timeout)
         if compacted.history is None:
             return prepared, compacted
         self.messages = list(compacted.history)
