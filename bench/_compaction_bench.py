@@ -221,7 +221,8 @@ class _Peer:
             for m in self.history
         )
         self.summarizers.append(len(self.server.usage))
-        self.server.script(Say(text=prose(SUMMARY_TOKENS, -1)))
+        # Answered before the turn's own scripted reply, which the call after it takes.
+        self.server.replies.appendleft(Say(text=prose(SUMMARY_TOKENS, -1)))
         out = await hs.generate_text(
             **self.llm,
             system=PEER_SYSTEM,
