@@ -123,6 +123,13 @@ class StepCompaction:
         usage: The summarizer call's usage (its cache reads included).
         summary_seq: The seq of the summary row it appended; ``None`` when it failed.
         error: Why it failed (the session was left as it was), or ``None``.
+
+    Example::
+
+        result = executor.run(agent, "s1", "And the next order?")
+        for step in await result.steps():
+            if step.compaction is not None:
+                print(step.compaction.model, step.compaction.usage.cached_input_tokens)
     """
 
     model: str
