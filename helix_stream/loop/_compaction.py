@@ -40,9 +40,9 @@ from ._step import ModelCall
 __all__ = ["NOT_COMPACTED", "Compacted", "SummarizerCall", "compact", "summarizer_request"]
 
 # Per message, litellm's counter adds a few tokens beyond the content; per tool, the words of
-# its rendering. A request whose JSON bytes plus these cannot reach the trigger is not counted
-# (a token is at least one byte).
-_PER_MESSAGE, _PER_TOOL = 8, 64
+# its rendering; per image, a count from its size (at most a few thousand). A request whose
+# JSON bytes plus these cannot reach the trigger is not counted (a token is at least a byte).
+_PER_MESSAGE, _PER_TOOL, _PER_IMAGE = 8, 64, 8_192
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -109,7 +109,8 @@ class SummarizerCall:
 def _may_exceed(params: Mapping[str, Any], trigger: int) -> bool:
     messages = params.get("messages") or []
     tools = params.get("tools") or []
-    size = len(json.dumps([messages, tools], ensure_ascii=False).encode())
+    text = json.dumps([messages, tools], ensure_ascii=False)
+    size = len(text.encode()) + _PER_IMAGE * text.count('"image_url"')
     return size + _PER_MESSAGE * len(messages) + _PER_TOOL * len(tools) >= trigger
 
 

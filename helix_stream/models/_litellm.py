@@ -369,5 +369,7 @@ def count_tokens(params: Mapping[str, Any]) -> int:
             model=str(params.get("model", "")),
             messages=list(params.get("messages") or []),
             tools=list(params.get("tools") or []) or None,
+            # An image by URL is counted at litellm's default size, never fetched to measure.
+            use_default_image_token_count=True,
         )
     )

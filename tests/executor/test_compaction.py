@@ -65,6 +65,12 @@ async def test_the_summary_row_is_appended_and_survives_a_restart(
     # The summarizer's usage is its own, beside the step's, and in the run's total.
     assert compacted[0].compaction.usage.input_tokens == 777
     assert compacted[0].usage.input_tokens != 777
+    finish = [c for c in chunks if c.type == "finish"]
+    total = sum(
+        s.usage.input_tokens + (s.compaction.usage.input_tokens if s.compaction else 0)
+        for s in steps
+    )
+    assert sum(f.usage.input_tokens for f in finish) == total
     log = await store.read_log(SID)
     summaries = [r for r in log if r.role == "context" and r.payload["kind"] == "summary"]
     assert [r.seq for r in summaries] == [s.compaction.summary_seq for s in compacted]

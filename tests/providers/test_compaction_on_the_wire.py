@@ -140,6 +140,11 @@ async def test_epochs_are_prefix_chains_and_the_summarizer_shares_the_live_prefi
     assert INSTRUCTION in envelopes(last)[0][1]
     assert "SUMMARY:" in envelopes(last)[2][1]
     assert ran.count("forbidden") == 0 and ran.count("lookup") == TURNS  # the gate still acts
+    if isinstance(server, SummarizingAnthropic):
+        # The simulated cache: each summarizer call reads the whole request before it.
+        usage = server.usage
+        for index in summarizers:
+            assert usage[index].cache_read_input_tokens == usage[index - 1].total
     # The log was never rewritten: every message is still there, and the UI shows them all.
     log = await executor.store.read_log(SID)
     assert sum(r.role == "user" for r in log) == TURNS
