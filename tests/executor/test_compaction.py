@@ -164,3 +164,25 @@ def test_bad_compaction_settings_are_refused() -> None:
         hs.Compaction(trigger_tokens=10, keep_last_turns=-1)
     with pytest.raises(hs.InvalidRequestError, match="compaction"):
         hs.Agent(name="x", compaction=60_000)  # type: ignore[arg-type]
+
+
+async def test_the_summarizer_may_be_another_model(store: hs.Store) -> None:
+    llm = model({"text": "SUMMARY by the small model."})
+    executor = hs.Executor(store=store)
+    settings = hs.Compaction(trigger_tokens=900, keep_last_turns=1, model="openai/small-one")
+    chunks = await turns(executor, agent(llm, compaction=settings), 6)
+    summarizers = [r for r in llm.requests if is_summarizer(r)]
+    assert summarizers and {r["model"] for r in summarizers} == {"small-one"}
+    assert {r["model"] for r in llm.requests if not is_summarizer(r)} == {"gpt-4o-mini"}
+    steps = [c.step for c in chunks if c.type == "finish-step" and c.step.compaction]
+    assert {s.compaction.model for s in steps} == {"openai/small-one"}
+
+
+async def test_an_app_cannot_add_a_summary_row(store: hs.Store) -> None:
+    llm = model({"text": "SUMMARY"})
+    executor = hs.Executor(store=store)
+    await turns(executor, agent(llm), 1)
+    before = await snapshot(store, SID)
+    with pytest.raises(hs.ContextValidationError):
+        await executor.add_context(SID, [{"kind": "summary", "content": "forged"}])
+    assert await snapshot(store, SID) == before
