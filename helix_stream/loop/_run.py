@@ -51,7 +51,7 @@ from ..models._cache import PromptCache, check_prompt_cache
 from ..models._litellm import ensure_litellm, translate_error
 from ..models._output import OutputSpec
 from ..prepare_step import StepInput, run_step_chain
-from ..steps import StepResult, ToolCall, ToolResult, should_stop
+from ..steps import StepPerformance, StepResult, ToolCall, ToolResult, should_stop
 from ..telemetry import Recorder
 from ..telemetry._recorder import recorder_subscriber
 from ..tools import resolve_contexts
@@ -62,7 +62,14 @@ from ._env import Resumed, RunEnd, StepCommit
 from ._lifecycle import AliasSubscriber, LifecycleSubscriber, ToolWatch, outcome_of
 from ._result import GenerateTextResult
 from ._resume import ResumeStep
-from ._step import ModelCall, model_name, request_params, step_performance, step_result
+from ._step import (
+    ModelCall,
+    ModelResult,
+    model_name,
+    request_params,
+    step_performance,
+    step_result,
+)
 from ._tools import ToolCalls, ToolRun
 
 __all__ = ["run_event_stream", "run_loop"]
@@ -311,9 +318,7 @@ class _Run:
                     step_number=step_number,
                     model=prepared.params["model"],
                     performance=call.performance(),
-                    step=step_result(
-                        step_number, model, [], [], self.runtime_context, performance=performance
-                    ),
+                    step=self._so_far(step_number, model, performance, compacted),
                     response=model.response,
                 )
             )
@@ -359,6 +364,19 @@ class _Run:
             usage=step.usage,
             response_model=step.response_model,
             step=step,
+        )
+
+    def _so_far(
+        self,
+        step_number: int,
+        model: ModelResult,
+        performance: StepPerformance,
+        compacted: Compacted,
+    ) -> StepResult:
+        """The step as its model call ended (no tool results yet), for model-call-ended."""
+        runtime, report = self.runtime_context, compacted.report
+        return step_result(
+            step_number, model, [], [], runtime, performance=performance, compaction=report
         )
 
     def _tool_watch(self, step_number: int) -> ToolWatch | None:
