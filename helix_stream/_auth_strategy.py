@@ -44,6 +44,14 @@ class InteractiveAuth(Protocol):
 
     Attributes:
         name: Identifies the strategy (tools sharing it share one sign-in).
+
+    Example::
+
+        calendar = hs.oauth_auth(name="calendar", authorize_url="https://idp.example/authorize",
+                                 token_url="https://idp.example/token", client_id="app",
+                                 redirect_uri="https://chat.example/api/auth/callback")
+        strategy: InteractiveAuth = calendar           # what an interactive strategy offers
+        url = strategy.authorization_url("signed-state", code_challenge(make_code_verifier()))
     """
 
     # Read-only, so that a frozen dataclass (``hs.oauth_auth``'s) is one for a type checker.
@@ -61,7 +69,13 @@ class InteractiveAuth(Protocol):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TokenAuth:
-    """A token source with no sign-in step (see :func:`token_auth`)."""
+    """A token source with no sign-in step (see :func:`token_auth`).
+
+    Example::
+
+        crm = hs.token_auth(lambda request: hs.Token(token=os.environ["CRM_API_KEY"]), name="crm")
+        assert isinstance(crm, TokenAuth) and crm.name == "crm"
+    """
 
     name: str
     get_token: GetToken
@@ -91,9 +105,12 @@ def token_auth(get_token: GetToken, *, name: str | None = None) -> TokenAuth:
             return hs.Token(token=os.environ["CRM_API_KEY"])
 
         @hs.tool(auth=hs.token_auth(crm_key))
-        async def lookup(customer: str, ctx: hs.ToolContext) -> dict:
+        async def lookup(customer: str, ctx: hs.ToolContext) -> dict[str, object]:
             token = await ctx.get_token()
-            ...
+            response = await http.get(CRM_URL, params={"q": customer},
+                                      headers={"x-api-key": token.token})
+            found: dict[str, object] = response.json()
+            return found
 
     Args:
         get_token: ``get_token(request: hs.TokenRequest) -> hs.Token``, sync or async. It is
@@ -126,7 +143,16 @@ def _check_name(name: Any) -> None:
 
 
 def is_interactive(strategy: AuthStrategy) -> TypeGuard[InteractiveAuth]:
-    """Whether ``strategy`` gets its tokens from a sign-in."""
+    """Whether ``strategy`` gets its tokens from a sign-in.
+
+    Example::
+
+        calendar = hs.oauth_auth(name="calendar", authorize_url="https://idp.example/authorize",
+                                 token_url="https://idp.example/token", client_id="app",
+                                 redirect_uri="https://chat.example/api/auth/callback")
+        assert is_interactive(calendar)
+        assert not is_interactive(hs.token_auth(lambda request: hs.Token(token="k"), name="crm"))
+    """
     return not isinstance(strategy, TokenAuth)
 
 
@@ -135,6 +161,13 @@ def check_strategy(strategy: Any, *, tool_name: str) -> AuthStrategy:
 
     Raises:
         TypeError: it is neither a ``token_auth`` nor an interactive strategy.
+
+    Example::
+
+        calendar = hs.oauth_auth(name="calendar", authorize_url="https://idp.example/authorize",
+                                 token_url="https://idp.example/token", client_id="app",
+                                 redirect_uri="https://chat.example/api/auth/callback")
+        strategy = check_strategy(calendar, tool_name="list_events")   # refuses what is not one
     """
     if isinstance(strategy, TokenAuth):
         return strategy
@@ -154,6 +187,17 @@ def strategies_by_name(tools: Mapping[str, Any]) -> dict[str, AuthStrategy]:
     Raises:
         InvalidRequestError: two different strategies share a name (their tokens would be
             handed to each other's tools).
+
+    Example::
+
+        calendar = hs.oauth_auth(name="calendar", authorize_url="https://idp.example/authorize",
+                                 token_url="https://idp.example/token", client_id="app",
+                                 redirect_uri="https://chat.example/api/auth/callback")
+        @hs.tool(auth=calendar)
+        async def list_events(day: str, ctx: hs.ToolContext) -> str:
+            return day
+
+        assert set(strategies_by_name({"list_events": list_events})) == {"calendar"}
     """
     found: dict[str, AuthStrategy] = {}
     for tool in tools.values():

@@ -32,6 +32,12 @@ class SandboxResult:
         stderr: The same for stderr.
         truncated: Whether stdout or stderr went past the sandbox's output cap; the text
             is then the first bytes up to the cap, and the rest was dropped.
+
+    Example::
+
+        result = await sandbox.run("python3 --version", timeout=10)
+        if result.exit_code == 0 and not result.truncated:
+            print(result.stdout or result.stderr)
     """
 
     exit_code: int
@@ -47,6 +53,15 @@ class Sandbox(Protocol):
     Paths are logical: ``/workspace/...``, or relative to ``/workspace``. A path that leaves
     ``/workspace`` (``..``, an absolute path elsewhere, a symbolic link out) is refused with
     :class:`~helix_stream.errors.SandboxPathError` before anything is read, written or run.
+
+    Example::
+
+        @hs.tool(description="Run the tests under a path.")
+        async def run_tests(path: str, ctx: hs.ToolContext) -> str:
+            sandbox: hs.Sandbox = await ctx.get_sandbox()
+            await sandbox.write_file("/workspace/conftest.py", "")
+            result = await sandbox.run(f"python3 -m pytest -q {path}", timeout=300)
+            return result.stdout[-2000:]
     """
 
     @property
@@ -99,7 +114,14 @@ class Sandbox(Protocol):
 
 @runtime_checkable
 class SandboxProvider(Protocol):
-    """Makes and finds sandboxes: what ``Agent(sandbox=...)`` takes."""
+    """Makes and finds sandboxes: what ``Agent(sandbox=...)`` takes.
+
+    Example::
+
+        provider: hs.SandboxProvider = hs.LocalSandbox("/var/tmp/helix-sandboxes")
+        sandbox = await provider.create(session, "coder")
+        again = await provider.attach(session, sandbox.id)    # after a restart, by the stored id
+    """
 
     async def create(self, session: SessionInfo, agent: str) -> Sandbox:
         """A new sandbox for ``agent`` in ``session`` (the session engine calls it once)."""

@@ -33,6 +33,13 @@ class Usage:
             ``cache_creation_input_tokens``; 0 for providers that cache implicitly).
         reasoning_tokens: Output tokens spent on reasoning
             (``completion_tokens_details.reasoning_tokens``).
+
+    Example::
+
+        result = hs.stream_text(model="helix/demo", prompt="Hi")
+        print(await result.text())
+        usage = result.usage                      # an hs.Usage, summed over the run's model calls
+        print(usage.input_tokens, usage.output_tokens, usage.cached_input_tokens)
     """
 
     input_tokens: int = 0
@@ -57,7 +64,17 @@ class Usage:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SourceUrl:
-    """A source the model cited (a URL annotation, or a provider's ``citations``)."""
+    """A source the model cited (a URL annotation, or a provider's ``citations``).
+
+    Example::
+
+        from helix_stream.chunks import SourceUrl
+
+        result = hs.stream_text(model="helix/demo", prompt="Hi")
+        async for chunk in result:
+            if isinstance(chunk, SourceUrl):
+                print(chunk.title, chunk.url)            # a citation
+    """
 
     type: ClassVar[Literal["source-url"]] = "source-url"
     source_id: str
@@ -67,7 +84,22 @@ class SourceUrl:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DataChunk:
-    """An app-defined ``data-<name>`` part."""
+    """An app-defined ``data-<name>`` part.
+
+    Example::
+
+        from helix_stream.chunks import DataChunk
+
+        @hs.tool
+        async def report(topic: str, ctx: hs.ToolContext) -> str:
+            ctx.write_data("progress", {"percent": 50})   # a data-progress part in the UI stream
+            return f"report on {topic}"
+
+        result = hs.stream_text(model="helix/demo", prompt="Report on tea", tools=[report])
+        async for chunk in result:
+            if isinstance(chunk, DataChunk):
+                print(chunk.type, chunk.data)             # data-progress {'percent': 50}
+    """
 
     name: str
     data: Any

@@ -57,6 +57,12 @@ class Timeout:
 
     Raises:
         InvalidRequestError: a limit that is not a positive number.
+
+    Example::
+
+        result = hs.stream_text(model="helix/demo", prompt="Hi",
+                                timeout=hs.Timeout(total=120, first_chunk=30, chunk=15, tool=20,
+                                                   tools={"slow_report": 90}))
     """
 
     total: float | None = None

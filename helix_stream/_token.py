@@ -37,6 +37,13 @@ class Token:
         principal_type: Whom it acts for: ``"app"`` (an API key of the app) or ``"user"``
             (a user's own account, from a sign-in).
         refresh_token: What an OAuth strategy refreshes it with (never given to the model).
+
+    Example::
+
+        import time
+
+        token = hs.Token(token="t-1", expires_at=time.time() + 3600, scopes=("events.read",))
+        assert not token.expired()
     """
 
     token: str = field(repr=False)
@@ -93,6 +100,15 @@ class TokenRequest:
         session: The session the tool runs in (``None`` in a plain ``stream_text`` call).
         principal: Who the tool acts for: ``session.auth.current`` (``None`` without one).
         tool_name: The tool that asked first (a token serves every tool of its strategy).
+
+    Example::
+
+        def crm_key(request: hs.TokenRequest) -> hs.Token:
+            who = request.principal or "the app"   # session.auth.current, when a caller is known
+            print("token for", who, "asked by", request.tool_name)
+            return hs.Token(token=os.environ["CRM_API_KEY"])
+
+        crm = hs.token_auth(crm_key)
     """
 
     session: SessionInfo | None

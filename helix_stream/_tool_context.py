@@ -129,7 +129,8 @@ class ToolContext(Generic[ContextT]):
 
         @hs.tool(context_schema=WeatherContext)
         async def weather(city: str, ctx: hs.ToolContext[WeatherContext]) -> str:
-            return await fetch(city, key=ctx.context.api_key)
+            forecast = await fetch_weather(city, key=ctx.context.api_key)
+            return f"{forecast}"
 
     Attributes:
         context: This tool's validated, read-only context (``None`` without a context_schema).

@@ -69,7 +69,8 @@ def smooth_stream(
 
     Example::
 
-        result = hs.stream_text(..., transform=hs.smooth_stream(delay=0.02, chunking="line"))
+        result = hs.stream_text(model="helix/demo", prompt="Hi",
+                                transform=hs.smooth_stream(delay=0.02, chunking="line"))
 
     Args:
         delay: Seconds between two pieces (``None`` or ``0``: no wait).

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Generic
 from pydantic import BaseModel
 from typing_extensions import TypeVar
 
+from ._result_size import check_result_limit
 from ._tool_source import FunctionTools, ToolSource
 from .context import StepContextLimits
 from .context._compaction import Compaction
@@ -30,6 +31,17 @@ __all__ = ["Agent", "OutputT", "StepContextLimits"]
 
 OutputT = TypeVar("OutputT", bound=BaseModel, default=Any)
 """An agent's structured answer: its ``output_schema`` (``Any`` without one)."""
+
+
+def _check_run_options(agent: Agent[Any]) -> None:
+    """The run options an agent carries, checked as a run checks them.
+
+    Raises:
+        InvalidRequestError: a wrong retry count, ``prompt_cache`` or ``max_tool_result_bytes``.
+    """
+    RetryPolicy(max_retries=agent.max_retries)
+    check_prompt_cache(agent.prompt_cache)
+    check_result_limit(agent.max_tool_result_bytes, argument="Agent(max_tool_result_bytes=...)")
 
 
 @documents_options
@@ -122,12 +134,11 @@ class Agent(LoopOptions, Generic[OutputT]):
             raise ValueError("max_steps must be at least 1")
         _check_servers(self.servers)
         tools_by_name(self._own_tools)  # fail now on duplicate or non-Tool entries
-        RetryPolicy(max_retries=self.max_retries)  # InvalidRequestError for a wrong count
+        _check_run_options(self)
         if self.output_schema is not None:
             check_output_schema(self.output_schema, argument="output_schema")
         check_params(self.settings, where="Agent(settings=...)")
         check_known(self.settings, where="Agent(settings=...)", model=self.model)
-        check_prompt_cache(self.prompt_cache)
         if self.compaction is not None and not isinstance(self.compaction, Compaction):
             raise InvalidRequestError("Agent(compaction=...) takes an hs.Compaction(...)")
         self._check_sandbox_and_skills()

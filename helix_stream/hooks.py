@@ -91,6 +91,8 @@ class LifecycleEvent:
 
     Example::
 
+        from helix_stream.hooks import ActionResultEvent
+
         def on_event(event: hs.LifecycleEvent, ctx: hs.HookContext) -> None:
             if isinstance(event, ActionResultEvent):
                 print(event.data["tool_name"], event.data["status"])
@@ -172,7 +174,18 @@ class FailureData(TypedDict):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionStartedEvent(LifecycleEvent):
-    """``session.started``: the session's first turn opened it (``data["agent"]``)."""
+    """``session.started``: the session's first turn opened it (``data["agent"]``).
+
+    Example::
+
+        from helix_stream.hooks import HookContext, SessionStartedEvent
+
+        def handler(event: SessionStartedEvent, ctx: HookContext) -> None:
+            print("new session", ctx.session.id, "for", event.data["agent"])
+
+        hook = hs.define_hook(events={"session.started": handler})
+        agent = hs.Agent(name="support", model="helix/demo", hooks=[hook])
+    """
 
     type: Literal["session.started"] = "session.started"
     data: SessionStartedData
@@ -180,7 +193,18 @@ class SessionStartedEvent(LifecycleEvent):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnStartedEvent(LifecycleEvent):
-    """``turn.started``: ``data["turn"]`` is the turn's sequence."""
+    """``turn.started``: ``data["turn"]`` is the turn's sequence.
+
+    Example::
+
+        from helix_stream.hooks import HookContext, TurnStartedEvent
+
+        def handler(event: TurnStartedEvent, ctx: HookContext) -> None:
+            print("turn", event.data["turn"], "of", ctx.session.id)
+
+        hook = hs.define_hook(events={"turn.started": handler})
+        agent = hs.Agent(name="support", model="helix/demo", hooks=[hook])
+    """
 
     type: Literal["turn.started"] = "turn.started"
     data: TurnStartedData
@@ -188,7 +212,18 @@ class TurnStartedEvent(LifecycleEvent):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StepStartedEvent(LifecycleEvent):
-    """``step.started``: ``data["step"]`` is the step's number."""
+    """``step.started``: ``data["step"]`` is the step's number.
+
+    Example::
+
+        from helix_stream.hooks import HookContext, StepStartedEvent
+
+        def handler(event: StepStartedEvent, ctx: HookContext) -> None:
+            print("step", event.data["step"])
+
+        hook = hs.define_hook(events={"step.started": handler})
+        agent = hs.Agent(name="support", model="helix/demo", hooks=[hook])
+    """
 
     type: Literal["step.started"] = "step.started"
     data: StepStartedData
@@ -196,7 +231,18 @@ class StepStartedEvent(LifecycleEvent):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StepCompletedEvent(LifecycleEvent):
-    """``step.completed``: the step's number and finish reason."""
+    """``step.completed``: the step's number and finish reason.
+
+    Example::
+
+        from helix_stream.hooks import HookContext, StepCompletedEvent
+
+        def handler(event: StepCompletedEvent, ctx: HookContext) -> None:
+            print("step", event.data["step"], "ended:", event.data["finish_reason"])
+
+        hook = hs.define_hook(events={"step.completed": handler})
+        agent = hs.Agent(name="support", model="helix/demo", hooks=[hook])
+    """
 
     type: Literal["step.completed"] = "step.completed"
     data: StepCompletedData
@@ -204,7 +250,18 @@ class StepCompletedEvent(LifecycleEvent):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnCompletedEvent(LifecycleEvent):
-    """``turn.completed``: the last step's finish reason."""
+    """``turn.completed``: the last step's finish reason.
+
+    Example::
+
+        from helix_stream.hooks import HookContext, TurnCompletedEvent
+
+        def handler(event: TurnCompletedEvent, ctx: HookContext) -> None:
+            print("turn over:", event.data["finish_reason"])
+
+        hook = hs.define_hook(events={"turn.completed": handler})
+        agent = hs.Agent(name="support", model="helix/demo", hooks=[hook])
+    """
 
     type: Literal["turn.completed"] = "turn.completed"
     data: TurnCompletedData
@@ -212,7 +269,18 @@ class TurnCompletedEvent(LifecycleEvent):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MessageCompletedEvent(LifecycleEvent):
-    """``message.completed``: the step, its text and the model's message as stored."""
+    """``message.completed``: the step, its text and the model's message as stored.
+
+    Example::
+
+        from helix_stream.hooks import HookContext, MessageCompletedEvent
+
+        def handler(event: MessageCompletedEvent, ctx: HookContext) -> None:
+            print(event.data["text"])              # the assistant's text of that step
+
+        hook = hs.define_hook(events={"message.completed": handler})
+        agent = hs.Agent(name="support", model="helix/demo", hooks=[hook])
+    """
 
     type: Literal["message.completed"] = "message.completed"
     data: MessageCompletedData
@@ -220,7 +288,18 @@ class MessageCompletedEvent(LifecycleEvent):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ActionResultEvent(LifecycleEvent):
-    """``action.result``: a tool call ended (``data["result"]`` is the ``hs.ToolResult``)."""
+    """``action.result``: a tool call ended (``data["result"]`` is the ``hs.ToolResult``).
+
+    Example::
+
+        from helix_stream.hooks import HookContext, ActionResultEvent
+
+        def handler(event: ActionResultEvent, ctx: HookContext) -> None:
+            print(event.data["tool_name"], event.data["status"], event.data["output"])
+
+        hook = hs.define_hook(events={"action.result": handler})
+        agent = hs.Agent(name="support", model="helix/demo", hooks=[hook])
+    """
 
     type: Literal["action.result"] = "action.result"
     data: ActionResultData
@@ -228,7 +307,18 @@ class ActionResultEvent(LifecycleEvent):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ContextCommittedEvent(LifecycleEvent):
-    """``context.committed``: how many rows a step committed, their kinds and sources."""
+    """``context.committed``: how many rows a step committed, their kinds and sources.
+
+    Example::
+
+        from helix_stream.hooks import HookContext, ContextCommittedEvent
+
+        def handler(event: ContextCommittedEvent, ctx: HookContext) -> None:
+            print(event.data["count"], "rows:", event.data["kinds"], event.data["sources"])
+
+        hook = hs.define_hook(events={"context.committed": handler})
+        agent = hs.Agent(name="support", model="helix/demo", hooks=[hook])
+    """
 
     type: Literal["context.committed"] = "context.committed"
     data: ContextCommittedData
@@ -236,7 +326,18 @@ class ContextCommittedEvent(LifecycleEvent):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ContextSkippedEvent(LifecycleEvent):
-    """``context.skipped``: a context row was left out (``reason``, ``source``)."""
+    """``context.skipped``: a context row was left out (``reason``, ``source``).
+
+    Example::
+
+        from helix_stream.hooks import HookContext, ContextSkippedEvent
+
+        def handler(event: ContextSkippedEvent, ctx: HookContext) -> None:
+            print("skipped from", event.data["source"], ":", event.data["reason"])
+
+        hook = hs.define_hook(events={"context.skipped": handler})
+        agent = hs.Agent(name="support", model="helix/demo", hooks=[hook])
+    """
 
     type: Literal["context.skipped"] = "context.skipped"
     data: ContextSkippedData
@@ -244,7 +345,20 @@ class ContextSkippedEvent(LifecycleEvent):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionWaitingEvent(LifecycleEvent):
-    """``session.waiting``: the calls the turn waits on (and a sign-in's strategy and URL)."""
+    """``session.waiting``: the calls the turn waits on (and a sign-in's strategy and URL).
+
+    Example::
+
+        from helix_stream.hooks import HookContext, SessionWaitingEvent
+
+        def handler(event: SessionWaitingEvent, ctx: HookContext) -> None:
+            if event.data.get("wait") == "authorization":
+                print("sign in at", event.data.get("url"))
+            print("waiting on", event.data["pending"])
+
+        hook = hs.define_hook(events={"session.waiting": handler})
+        agent = hs.Agent(name="support", model="helix/demo", hooks=[hook])
+    """
 
     type: Literal["session.waiting"] = "session.waiting"
     data: SessionWaitingData
@@ -252,7 +366,18 @@ class SessionWaitingEvent(LifecycleEvent):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionCompletedEvent(LifecycleEvent):
-    """``session.completed``: the agent's finish tool gave its ``output``."""
+    """``session.completed``: the agent's finish tool gave its ``output``.
+
+    Example::
+
+        from helix_stream.hooks import HookContext, SessionCompletedEvent
+
+        def handler(event: SessionCompletedEvent, ctx: HookContext) -> None:
+            print("answer:", event.data["output"])
+
+        hook = hs.define_hook(events={"session.completed": handler})
+        agent = hs.Agent(name="support", model="helix/demo", hooks=[hook])
+    """
 
     type: Literal["session.completed"] = "session.completed"
     data: SessionCompletedData
@@ -261,7 +386,18 @@ class SessionCompletedEvent(LifecycleEvent):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FailureEvent(LifecycleEvent):
     """``turn.failed``, ``step.failed`` or ``session.failed``: the error's class name and
-    ``code``."""
+    ``code``.
+
+    Example::
+
+        from helix_stream.hooks import HookContext, FailureEvent
+
+        def handler(event: FailureEvent, ctx: HookContext) -> None:
+            print(event.type, event.data["code"], event.data["error"])
+
+        hook = hs.define_hook(events={"turn.failed": handler})
+        agent = hs.Agent(name="support", model="helix/demo", hooks=[hook])
+    """
 
     type: Literal["turn.failed", "step.failed", "session.failed"]
     data: FailureData
@@ -284,7 +420,15 @@ _EVENT_CLASSES: dict[str, type[LifecycleEvent]] = {
 
 
 def lifecycle_event(type: str, data: Mapping[str, Any] | None = None) -> LifecycleEvent:
-    """The event ``type`` as its own class (``data`` as given: a dict at run time)."""
+    """The event ``type`` as its own class (``data`` as given: a dict at run time).
+
+    Example::
+
+        from helix_stream.hooks import ActionResultEvent, lifecycle_event
+
+        event = lifecycle_event("turn.started", {"turn": 1})   # its own class: a hook's test
+        assert event.type == "turn.started" and not isinstance(event, ActionResultEvent)
+    """
     cls = _EVENT_CLASSES.get(type, LifecycleEvent)
     return cls(type=type, data=dict(data or {}))
 
@@ -292,7 +436,17 @@ def lifecycle_event(type: str, data: Mapping[str, Any] | None = None) -> Lifecyc
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentInfo:
     """The agent a hook runs for: ``name``; ``node_id`` names its node where the agent runs
-    as one node of a graph of agents (``None`` here: an agent runs on its own)."""
+    as one node of a graph of agents (``None`` here: an agent runs on its own).
+
+    Example::
+
+        from helix_stream.hooks import HookContext, LifecycleEvent
+
+        def handler(event: LifecycleEvent, ctx: HookContext) -> None:
+            print(ctx.agent.name)                      # the agent running the session
+
+        hook = hs.define_hook(events={"*": handler})
+    """
 
     name: str
     node_id: str | None = None
@@ -303,7 +457,17 @@ class ChannelInfo:
     """Where the turn came in: ``kind`` is ``"http"`` (the chat server), ``"python"``
     (``Executor.run`` called by your code) or ``"subagent"`` (a sub-agent's turn, run by its
     parent's tool call). ``continuation_token`` resumes the turn's stream where the channel
-    has one to give (``None`` where it does not apply)."""
+    has one to give (``None`` where it does not apply).
+
+    Example::
+
+        from helix_stream.hooks import HookContext, LifecycleEvent
+
+        def handler(event: LifecycleEvent, ctx: HookContext) -> None:
+            print(ctx.channel.kind)                    # "http", "python" or "subagent"
+
+        hook = hs.define_hook(events={"*": handler})
+    """
 
     kind: str
     continuation_token: str | None = None
@@ -318,6 +482,16 @@ class HookContext:
         session: The session the event belongs to.
         agent: The agent (``agent.name``).
         channel: Where the turn came in (``channel.kind``).
+
+    Example::
+
+        from helix_stream.hooks import HookContext, TurnStartedEvent
+
+        async def remind(event: TurnStartedEvent, ctx: HookContext) -> None:
+            if event.data["turn"] == 1:
+                await ctx.add_context([hs.instruction("Greet the user by name.")])   # a row
+
+        hook = hs.define_hook(events={"turn.started": remind})
     """
 
     session: SessionInfo
@@ -398,7 +572,14 @@ Example:
 
 @dataclass(frozen=True, slots=True)
 class Hook:
-    """A set of handlers made by :func:`define_hook`."""
+    """A set of handlers made by :func:`define_hook`.
+
+    Example::
+
+        hook = hs.define_hook(events={"turn.started": lambda event, ctx: print(event.data["turn"])})
+        assert "turn.started" in hook.handlers
+        agent = hs.Agent(name="support", model="helix/demo", hooks=[hook])
+    """
 
     handlers: Mapping[str, Handler]
 
@@ -415,7 +596,7 @@ def define_hook(events: HookHandlers) -> Hook:
 
         audit = hs.define_hook(events={
             "session.started": lambda event, ctx: print("started", ctx.session.id),
-            "*": record_everything,
+            "*": lambda event, ctx: print(event.type),
         })
 
     Raises:
@@ -441,7 +622,20 @@ async def dispatch(
     hook's ``*`` handler. A handler that raises never keeps the later ones from seeing the
     event; once all have run, the first failure is raised as :class:`HookError` (the others
     are logged). ``make_context(index)`` gets the handler's place in that order (which
-    identifies its call site)."""
+    identifies its call site).
+
+    Example::
+
+        from helix_stream.hooks import AgentInfo, ChannelInfo, HookContext
+        from helix_stream.hooks import dispatch, lifecycle_event
+
+        seen: list[str] = []
+        hook = hs.define_hook(events={"*": lambda event, ctx: seen.append(event.type)})
+        context = HookContext(session=session, agent=AgentInfo(name="support"),
+                              channel=ChannelInfo(kind="python"))
+        await dispatch([hook], lifecycle_event("turn.started", {"turn": 1}), lambda index: context)
+        assert seen == ["turn.started"]
+    """
     typed = [hook.handlers[event.type] for hook in hooks if event.type in hook.handlers]
     wildcard = [hook.handlers["*"] for hook in hooks if "*" in hook.handlers]
     failure: HookError | None = None

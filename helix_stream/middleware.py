@@ -36,8 +36,12 @@ class ModelMiddleware:
 
     Example::
 
+        from typing import Any
+
         class LogParams(hs.ModelMiddleware):
-            async def transform_params(self, params, *, stream):
+            async def transform_params(
+                self, params: dict[str, Any], *, stream: bool
+            ) -> dict[str, Any]:
                 print(params["model"])
                 return params
     """
@@ -61,7 +65,13 @@ class ModelMiddleware:
 
 @dataclass(frozen=True, slots=True)
 class WrappedModel:
-    """A model string with middleware around it (see :func:`wrap_model`)."""
+    """A model string with middleware around it (see :func:`wrap_model`).
+
+    Example::
+
+        model: hs.WrappedModel = hs.wrap_model("helix/demo", [hs.default_settings(temperature=0)])
+        result = hs.stream_text(model=model, prompt="Hi")     # the middleware runs around each call
+    """
 
     model: str
     middleware: tuple[ModelMiddleware, ...] = ()
@@ -84,6 +94,11 @@ def wrap_model(model: str | WrappedModel, middleware: Sequence[ModelMiddleware])
         model: A litellm model string (with ``router=``, a Router's model group), or an
             already wrapped model (its middleware stays innermost).
         middleware: The first is the outermost.
+
+    Example::
+
+        model = hs.wrap_model("openai/gpt-4o-mini", [hs.default_settings(temperature=0.2)])
+        agent = hs.Agent(name="support", model=model)
     """
     if isinstance(model, WrappedModel):
         return WrappedModel(model.model, (*middleware, *model.middleware))
@@ -95,7 +110,17 @@ async def call_with_middleware(
     middleware: Sequence[ModelMiddleware],
     params: Params,
 ) -> Any:
-    """Call ``acompletion(**params)`` through the middleware; streaming iff ``params["stream"]``."""
+    """Call ``acompletion(**params)`` through the middleware; streaming iff ``params["stream"]``.
+
+    Example::
+
+        import litellm
+
+        response = await call_with_middleware(
+            litellm.acompletion, [hs.default_settings(temperature=0)],
+            {"model": "openai/gpt-4o-mini", "messages": [{"role": "user", "content": "Hi"}]},
+        )
+    """
     stream = bool(params.get("stream"))
     for m in middleware:
         params = await m.transform_params(dict(params), stream=stream)
@@ -261,5 +286,11 @@ class _SimulateStreaming(ModelMiddleware):
 
 def simulate_streaming() -> ModelMiddleware:
     """Middleware for models that cannot stream: makes a non-streaming call and replays its
-    result as a stream (the AI SDK's ``simulateStreamingMiddleware``)."""
+    result as a stream (the AI SDK's ``simulateStreamingMiddleware``).
+
+    Example::
+
+        model = hs.wrap_model("helix/demo", [hs.simulate_streaming()])   # one call, replayed
+        result = hs.stream_text(model=model, prompt="Hi")
+    """
     return _SimulateStreaming()

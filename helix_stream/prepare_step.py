@@ -54,6 +54,16 @@ class StepInput:
         tools_context: The per-tool contexts, keyed by tool name.
         session_id: The executor session, or ``None`` for a plain ``stream_text`` call.
         forced_completion: This is the last call, which must call the finish tool.
+
+    Example::
+
+        def cheaper_later(step: hs.StepInput) -> dict[str, object] | None:
+            if step.step_number >= 2:                    # after two model calls, a smaller model
+                return {"model": "openai/gpt-4o-mini", "temperature": 0}
+            return None
+
+        result = hs.stream_text(model="openai/gpt-4o", prompt="Plan a trip",
+                                prepare_step=cheaper_later)
     """
 
     step_number: int
@@ -67,7 +77,16 @@ class StepInput:
 
 
 class PrepareStep(Protocol):
-    """``prepare_step(step)``, sync or async: ``None`` or a dict of overrides."""
+    """``prepare_step(step)``, sync or async: ``None`` or a dict of overrides.
+
+    Example::
+
+        def no_tools_after_three(step: StepInput) -> dict[str, object] | None:
+            return {"active_tools": []} if step.step_number >= 3 else None
+
+        chain: list[PrepareStep] = [no_tools_after_three]
+        result = hs.stream_text(model="helix/demo", prompt="Hi", prepare_step=chain)
+    """
 
     def __call__(
         self, step: StepInput, /
@@ -81,6 +100,16 @@ async def run_step_chain(
 
     Raises:
         TypeError: a link returned something that is neither ``None`` nor a dict.
+
+    Example::
+
+        def colder(step: StepInput) -> dict[str, object] | None:
+            return {"temperature": 0}
+
+        step = StepInput(step_number=0, steps=[], messages=[], model="helix/demo",
+                         runtime_context={}, tools_context={})
+        seen, overrides = await run_step_chain([colder], step)
+        assert overrides == {"temperature": 0}
     """
     merged: dict[str, Any] = {}
     for link in chain:

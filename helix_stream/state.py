@@ -46,7 +46,15 @@ RESERVED_PREFIX = "helix."
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnInfo:
-    """The turn being run: ``id`` (its UI message id) and ``sequence`` (1 for the first)."""
+    """The turn being run: ``id`` (its UI message id) and ``sequence`` (1 for the first).
+
+    Example::
+
+        @hs.tool(description="Who is asking, in which turn.")
+        def whoami() -> str:
+            info = hs.current_session()               # a SessionInfo, inside a session's tool
+            return f"turn {info.turn.sequence} ({info.turn.id}) of {info.id}"
+    """
 
     id: str
     sequence: int
@@ -55,7 +63,15 @@ class TurnInfo:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AuthInfo:
     """Who is acting: ``current`` (this request's caller) and ``initiator`` (who started the
-    session). Both ``None`` on an unprotected agent; set from the server's ``authenticate``."""
+    session). Both ``None`` on an unprotected agent; set from the server's ``authenticate``.
+
+    Example::
+
+        @hs.tool(description="Who is asking, in which turn.")
+        def whoami() -> str:
+            info = hs.current_session()               # a SessionInfo, inside a session's tool
+            return f"asked by {info.auth.current}, started by {info.auth.initiator}"
+    """
 
     current: Any = None
     initiator: Any = None
@@ -63,7 +79,17 @@ class AuthInfo:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ParentInfo:
-    """For a sub-agent's session: the tool call that started it and its parent session."""
+    """For a sub-agent's session: the tool call that started it and its parent session.
+
+    Example::
+
+        @hs.tool(description="Who is asking, in which turn.")
+        def whoami() -> str:
+            info = hs.current_session()               # a SessionInfo, inside a session's tool
+            if info.parent is not None:              # a sub-agent run by a parent's tool call
+                return f"sub-agent of {info.parent.session_id} (call {info.parent.call_id})"
+            return "top-level session"
+    """
 
     call_id: str
     session_id: str
@@ -73,7 +99,15 @@ class ParentInfo:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionInfo:
-    """The session a piece of your code runs in (``hs.current_session()``, ``ctx.session``)."""
+    """The session a piece of your code runs in (``hs.current_session()``, ``ctx.session``).
+
+    Example::
+
+        @hs.tool(description="Who is asking, in which turn.")
+        def whoami() -> str:
+            info = hs.current_session()               # a SessionInfo, inside a session's tool
+            return f"session {info.id}, turn {info.turn.sequence}"
+    """
 
     id: str
     turn: TurnInfo
@@ -83,7 +117,14 @@ class SessionInfo:
 
 class SubAgent(Protocol):
     """The agent a sub-agent's turn runs (an :class:`~helix_stream.Agent`; this module sits
-    below it, docs/architecture.md "The layers")."""
+    below it, docs/architecture.md "The layers").
+
+    Example::
+
+        researcher = hs.Agent(name="researcher", model="helix/demo")
+        child: SubAgent = researcher                # an Agent is what a sub-agent's turn runs
+        assert child.name == "researcher"
+    """
 
     @property
     def name(self) -> str:
@@ -93,7 +134,14 @@ class SubAgent(Protocol):
 
 class ChildRun(Protocol):
     """What a sub-agent's turn gives its caller (a
-    :class:`~helix_stream.StreamTextResult`)."""
+    :class:`~helix_stream.StreamTextResult`).
+
+    Example::
+
+        async def summarize(run: ChildRun) -> str:
+            text = await run.text()                   # the sub-agent's answer, once its turn ended
+            return text[:200]
+    """
 
     async def text(self) -> str:
         """The turn's text, once it ended."""
@@ -108,7 +156,16 @@ class ChildRun(Protocol):
 class RunChild(Protocol):
     """Runs a sub-agent's turn in a child session (what ``Agent.as_tool`` calls): ``agent`` in
     session ``session_id`` with the user message ``prompt``, for the caller ``auth``, started by
-    the tool call ``parent``."""
+    the tool call ``parent``.
+
+    Example::
+
+        async def run_researcher(run_child: RunChild, parent: ParentInfo) -> str:
+            researcher = hs.Agent(name="researcher", model="helix/demo")
+            run = run_child(researcher, f"{parent.session_id}/research", "Find three sources",
+                            auth=None, parent=parent)
+            return await run.text()
+    """
 
     def __call__(
         self, agent: SubAgent, session_id: str, prompt: str, *, auth: Any, parent: ParentInfo
@@ -118,7 +175,14 @@ class RunChild(Protocol):
 @dataclass(slots=True)
 class SessionScope:
     """What is bound while the executor runs code for one session: the session's info, how a
-    sub-agent of it runs, and its define_state values."""
+    sub-agent of it runs, and its define_state values.
+
+    Example::
+
+        @hs.tool(description="The turn this call runs in.")
+        def turn_number() -> int:
+            return current_scope("turn_number").info.turn.sequence
+    """
 
     info: SessionInfo
     run_child: RunChild
@@ -130,7 +194,14 @@ _SCOPE: ContextVar[SessionScope | None] = ContextVar("helix_stream_session", def
 
 @contextmanager
 def bind_scope(scope: SessionScope | None) -> Iterator[None]:
-    """Bind ``scope`` for the code run inside (and the tasks it creates)."""
+    """Bind ``scope`` for the code run inside (and the tasks it creates).
+
+    Example::
+
+        scope = SessionScope(info=session, run_child=run_child)
+        with bind_scope(scope):
+            assert hs.current_session() is session        # code in here runs "in" the session
+    """
     token = _SCOPE.set(scope)
     try:
         yield
@@ -166,6 +237,13 @@ def current_session() -> SessionInfo:
 
     Raises:
         NoActiveContextError: called outside a session run.
+
+    Example::
+
+        @hs.tool(description="Who is asking, in which turn.")
+        def whoami() -> str:
+            info = hs.current_session()               # a SessionInfo, inside a session's tool
+            return info.id
     """
     return current_scope("current_session()").info
 
@@ -179,7 +257,16 @@ def check_json(name: str, value: Any) -> None:
 
 
 class StateHandle(Generic[T]):
-    """A durable per-session slot (see :func:`define_state`)."""
+    """A durable per-session slot (see :func:`define_state`).
+
+    Example::
+
+        visits: StateHandle[int] = hs.define_state("myapp.visits", lambda: 0)
+
+        @hs.tool(description="Count this session's visits.")
+        def count_visit() -> int:
+            return visits.update(lambda n: n + 1)    # stored with the session, JSON-safe
+    """
 
     def __init__(self, name: str, initial: Callable[[], T]) -> None:
         self.name = name
@@ -214,7 +301,7 @@ def define_state(name: str, initial: Callable[[], T]) -> StateHandle[T]:
             if budget.get()["count"] >= 25:
                 raise RuntimeError("Query budget exhausted.")
             budget.update(lambda b: {**b, "count": b["count"] + 1})
-            ...
+            return f"ran {sql}"
 
     Args:
         name: A stable identifier, namespaced to your app; ``helix.`` is reserved.

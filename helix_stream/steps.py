@@ -32,7 +32,15 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCall:
-    """A tool call the model made (``input`` is the parsed JSON, or the raw text if invalid)."""
+    """A tool call the model made (``input`` is the parsed JSON, or the raw text if invalid).
+
+    Example::
+
+        result = hs.stream_text(model="helix/demo", prompt="Weather in Paris?", tools=[get_weather])
+        for step in await result.steps():
+            for call in step.tool_calls:                # the calls the model asked for
+                print(call.id, call.name, call.input, call.arguments)
+    """
 
     id: str
     name: str
@@ -54,6 +62,17 @@ class ToolResult:
     The result of an MCP server's tool also says where the tool lives: ``server`` is the
     server's name and ``server_tool`` the tool's own name on it (``tool_name`` is the name
     the model was offered, ``{prefix}__{tool}``); both are ``None`` for any other tool.
+
+    ``output`` is the tool's whole output; ``cut_bytes`` says how many bytes of it the model's
+    copy lacks (a result over ``max_tool_result_bytes``: the model read its start and a notice).
+
+    Example::
+
+        result = hs.stream_text(model="helix/demo", prompt="Weather in Paris?", tools=[get_weather])
+        for step in await result.steps():
+            for tool_result in step.tool_results:
+                r = tool_result
+                print(r.tool_name, r.status, r.output, r.error)
     """
 
     tool_call_id: str
@@ -64,6 +83,7 @@ class ToolResult:
     reason: str | None = None
     server: str | None = None
     server_tool: str | None = None
+    cut_bytes: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,6 +103,14 @@ class ModelCallPerformance:
             or ``"litellm"`` (litellm's stream wrapper: a callback, a cache, model
             middleware, or a provider without a direct reader; README, "Performance");
             ``None`` when no stream was opened.
+
+    Example::
+
+        result = hs.stream_text(model="helix/demo", prompt="Hi")
+        for step in await result.steps():
+            if step.performance is not None and step.performance.model is not None:
+                model = step.performance.model           # a ModelCallPerformance
+                print(model.time_to_first_chunk, model.longest_gap, model.read_path)
     """
 
     response_time: float
@@ -103,6 +131,14 @@ class StepPerformance:
         model_time: Seconds in the model call.
         tool_time: Seconds running the step's tools.
         model: The model call's own figures.
+
+    Example::
+
+        result = hs.stream_text(model="helix/demo", prompt="Hi")
+        for step in await result.steps():
+            if step.performance is not None:
+                p = step.performance
+                print(p.step_time, p.model_time, p.tool_time)
     """
 
     step_time: float
@@ -150,6 +186,12 @@ class StepResult:
     (:class:`StepPerformance`; not compared: two runs of one step differ in it);
     ``compaction`` the compaction that ran before its model call, if one did
     (:class:`StepCompaction`).
+
+    Example::
+
+        result = hs.stream_text(model="helix/demo", prompt="Weather in Paris?", tools=[get_weather])
+        for step in await result.steps():                # one StepResult per model call
+            print(step.step_number, step.finish_reason, step.text, step.usage.total_tokens)
     """
 
     step_number: int
@@ -180,7 +222,15 @@ StopCondition = Callable[[Sequence[StepResult]], bool | Awaitable[bool]]
 
 
 async def should_stop(conditions: Sequence[StopCondition], steps: Sequence[StepResult]) -> bool:
-    """Whether any of ``conditions`` (sync or async) says the run stops after ``steps``."""
+    """Whether any of ``conditions`` (sync or async) says the run stops after ``steps``.
+
+    Example::
+
+        from helix_stream.steps import should_stop
+
+        steps = await hs.stream_text(model="helix/demo", prompt="Hi").steps()
+        assert await should_stop([hs.step_count_is(1)], steps)
+    """
     for condition in conditions:
         out = condition(steps)
         if inspect.isawaitable(out):
@@ -195,7 +245,8 @@ def step_count_is(count: int) -> StopCondition:
 
     Example::
 
-        hs.stream_text(model="helix/demo", prompt="Hi", tools=[...], stop_when=hs.step_count_is(5))
+        result = hs.stream_text(model="helix/demo", prompt="Hi", tools=[get_weather],
+                                stop_when=hs.step_count_is(5))
     """
 
     def condition(steps: Sequence[StepResult]) -> bool:
@@ -210,7 +261,8 @@ def has_tool_call(name: str) -> StopCondition:
 
     Example::
 
-        hs.stream_text(..., stop_when=[hs.has_tool_call("submit"), hs.step_count_is(10)])
+        result = hs.stream_text(model="helix/demo", prompt="Fill in the form", tools=[submit],
+                                stop_when=[hs.has_tool_call("submit"), hs.step_count_is(10)])
     """
 
     def condition(steps: Sequence[StepResult]) -> bool:
@@ -226,9 +278,11 @@ def tool_result_from(result: ToolResult, tool: Tool | ToolServer) -> Any | None:
 
     What a hook uses to pick one tool's results out of all of them::
 
-        weather = hs.tool_result_from(result, get_weather)
-        if weather is not None:
-            print(weather["temperature"])
+        for step in await result.steps():
+            for tool_result in step.tool_results:
+                weather = hs.tool_result_from(tool_result, get_weather)
+                if weather is not None:
+                    print(weather["temperature"])
 
     The output is the value the tool returned, as the result carries it: a tool that returns
     a pydantic model has its JSON form here (``Weather.model_validate(weather)`` gives the
@@ -255,14 +309,34 @@ def tool_result_from(result: ToolResult, tool: Tool | ToolServer) -> Any | None:
 
 
 class ToolServer(Protocol):
-    """What :func:`tool_result_from` reads of a tool server (``hs.MCPServer``): its name."""
+    """What :func:`tool_result_from` reads of a tool server (``hs.MCPServer``): its name.
+
+    Example::
+
+        from helix_stream.steps import ToolServer
+
+        server: ToolServer = hs.MCPServer.stdio("python", ["weather_server.py"], name="weather")
+        for step in await result.steps():
+            for tool_result in step.tool_results:
+                output = hs.tool_result_from(tool_result, server)   # any of the server's tools
+    """
 
     @property
     def name(self) -> str: ...
 
 
 def with_origin(result: ToolResult, tool: Tool | None) -> ToolResult:
-    """``result`` saying which server's tool made it, when ``tool`` is an MCP server's."""
+    """``result`` saying which server's tool made it, when ``tool`` is an MCP server's.
+
+    Example::
+
+        from helix_stream.steps import with_origin
+
+        for step in await result.steps():
+            for tool_result in step.tool_results:
+                tagged = with_origin(tool_result, get_weather)   # not an MCP server's tool:
+                assert tagged.server is None                     # unchanged
+    """
     origin = tool.origin if tool is not None else None
     if origin is None or result.server is not None:
         return result

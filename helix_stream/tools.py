@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from typing_extensions import TypeVar
 
 from ._json_schema import JsonSchemaInput, json_schema_model
+from ._result_size import check_result_limit
 from ._tool_context import ContextT, ToolContext
 from .errors import ToolContextError, describe_validation
 
@@ -49,11 +50,28 @@ FINISH_TOOL_NAME = "__finish__"
 class ToolUnavailable(Exception):
     """Raised by a tool's body before it did anything: the tool is no longer there (its MCP
     server no longer lists it). The call gets a ``tool_unavailable`` not-executed result,
-    as a call to an undeclared tool does."""
+    as a call to an undeclared tool does.
+
+    Example::
+
+        async def call_remote(input: dict[str, object], ctx: hs.ToolContext) -> str:
+            if not await still_offered():
+                raise ToolUnavailable("search")   # nothing ran: the call gets tool_unavailable
+            return "found"
+
+        async def still_offered() -> bool:
+            return False
+    """
 
 
 def approval_id(tool_call_id: str) -> str:
-    """The approval id of a call (what ``tool-approval-request`` announces and answers name)."""
+    """The approval id of a call (what ``tool-approval-request`` announces and answers name).
+
+    Example::
+
+        assert approval_id("call_1") == "approval-call_1"
+        await executor.respond_to_approval("session-1", approval_id("call_1"), approved=True)
+    """
     return f"approval-{tool_call_id}"
 
 
@@ -90,6 +108,22 @@ class Tool(Generic[InputT, ContextT, OutputT]):
             ``tool_unavailable`` result and runs nothing: an MCP server no longer lists it.
         origin: ``(server, name)`` for an MCP server's tool: the server's name and the
             tool's own name on it (its results carry both); ``None`` for any other tool.
+        max_result_bytes: The most bytes of a result the model reads (the rest is cut, with
+            a notice); ``None``: the run's ``max_tool_result_bytes``.
+
+    Example::
+
+        from pydantic import BaseModel
+
+        class CityInput(BaseModel):
+            city: str
+
+        async def forecast(input: CityInput, ctx: hs.ToolContext) -> str:
+            return f"sunny in {input.city}"
+
+        tool: Tool[CityInput, None, str] = hs.tool(name="forecast", input_schema=CityInput,
+                                                   execute=forecast)
+        assert tool.name == "forecast"
     """
 
     name: str
@@ -102,9 +136,11 @@ class Tool(Generic[InputT, ContextT, OutputT]):
     context_key: str | None = None
     available: bool = True
     origin: tuple[str, str] | None = None
+    max_result_bytes: int | None = None
     _frozen_context: type[BaseModel] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        check_result_limit(self.max_result_bytes, argument=f"tool {self.name!r}: max_result_bytes")
         if self.auth is not None:
             from ._auth_strategy import check_strategy
 
@@ -246,7 +282,21 @@ SyncExecute = Callable[[InputT, "ToolContext[ContextT]"], OutputT]
 
 
 class ToolDecorator(Protocol):
-    """What ``@hs.tool(...)`` (with options, before the function) returns."""
+    """What ``@hs.tool(...)`` (with options, before the function) returns.
+
+    Example::
+
+        from pydantic import BaseModel
+
+        class Keys(BaseModel):
+            api_key: str
+
+        decorate: ToolDecorator = hs.tool(context_schema=Keys, needs_approval=True)
+
+        @decorate
+        async def delete_file(path: str, ctx: hs.ToolContext[Keys]) -> str:
+            return f"deleted {path}"
+    """
 
     @overload
     def __call__(
@@ -280,6 +330,7 @@ def tool(
     execute: AsyncExecute[InputT, ContextT, OutputT],
     needs_approval: bool = False,
     auth: AuthStrategy | None = None,
+    max_result_bytes: int | None = None,
 ) -> Tool[InputT, ContextT, OutputT]: ...
 @overload
 def tool(
@@ -291,6 +342,7 @@ def tool(
     execute: SyncExecute[InputT, ContextT, OutputT],
     needs_approval: bool = False,
     auth: AuthStrategy | None = None,
+    max_result_bytes: int | None = None,
 ) -> Tool[InputT, ContextT, OutputT]: ...
 @overload
 def tool(
@@ -302,6 +354,7 @@ def tool(
     execute: None = None,
     needs_approval: bool = False,
     auth: AuthStrategy | None = None,
+    max_result_bytes: int | None = None,
 ) -> Tool[InputT, ContextT, Any]: ...
 @overload
 def tool(
@@ -313,6 +366,7 @@ def tool(
     execute: ExecuteFn | None = None,
     needs_approval: bool = False,
     auth: AuthStrategy | None = None,
+    max_result_bytes: int | None = None,
 ) -> ToolDecorator: ...
 def tool(
     fn: ExecuteFn | None = None,
@@ -325,19 +379,32 @@ def tool(
     execute: ExecuteFn | None = None,
     needs_approval: bool = False,
     auth: AuthStrategy | None = None,
+    max_result_bytes: int | None = None,
 ) -> Any:
     """Define a tool, directly or as a decorator.
 
     Examples::
 
-        @hs.tool(context_schema=WeatherContext)
-        async def weather(input: WeatherInput, ctx: hs.ToolContext) -> dict:
-            '''Get the weather in a city.'''
-            ...
+        from pydantic import BaseModel
 
-        lookup = hs.tool(name="lookup", input_schema=LookupInput, execute=do_lookup)
-        ask_user = hs.tool(name="ask_user", input_schema=Question)   # no execute: client tool
-        search = hs.tool(name="search", input_schema={"type": "object", ...}, execute=fn)
+        class WeatherContext(BaseModel):
+            api_key: str
+
+        class WeatherInput(BaseModel):
+            city: str
+
+        @hs.tool(context_schema=WeatherContext)
+        async def weather(input: WeatherInput, ctx: hs.ToolContext[WeatherContext]) -> str:
+            '''Get the weather in a city.'''
+            return f"sunny in {input.city}"            # ctx.context.api_key: this tool's own
+
+        async def do_lookup(input: WeatherInput, ctx: hs.ToolContext) -> str:
+            return input.city
+
+        lookup = hs.tool(name="lookup", input_schema=WeatherInput, execute=do_lookup)
+        ask_user = hs.tool(name="ask_user", input_schema=WeatherInput)   # no execute: client tool
+        search = hs.tool(name="search", execute=do_lookup,
+                         input_schema={"type": "object", "properties": {"q": {"type": "string"}}})
 
     Args:
         name: Defaults to the function's name.
@@ -351,6 +418,9 @@ def tool(
         needs_approval: Pause each call until the app approves or denies it.
         auth: The tool's auth strategy: ``hs.token_auth(get_token)`` or
             ``hs.oauth_auth(...)``; the tool reads its token with ``await ctx.get_token()``.
+        max_result_bytes: The most bytes of a result the model reads; a larger one is cut
+            with a notice (the app still gets all of it). Default: the run's
+            ``max_tool_result_bytes``.
     """
 
     def build(f: ExecuteFn | None) -> Tool:
@@ -378,6 +448,7 @@ def tool(
             execute=run,
             needs_approval=needs_approval,
             auth=auth,
+            max_result_bytes=max_result_bytes,
         )
 
     if fn is not None:
@@ -401,7 +472,18 @@ def _body(f: ExecuteFn, schema: type[BaseModel] | None = None) -> ExecuteFn:
 
 def finish_tool(schema: type[BaseModel]) -> Tool:
     """The ``__finish__`` tool of a structured answer: its input is the answer (``schema``);
-    its output is the answer as JSON (what the log keeps; the loop returns the instance)."""
+    its output is the answer as JSON (what the log keeps; the loop returns the instance).
+
+    Example::
+
+        from pydantic import BaseModel
+
+        class City(BaseModel):
+            name: str
+
+        finish = finish_tool(City)                 # what output=City offers the model
+        assert finish.name == "__finish__"
+    """
     return Tool(
         name=FINISH_TOOL_NAME,
         description="Call this once, with the final answer, to finish.",
@@ -411,7 +493,13 @@ def finish_tool(schema: type[BaseModel]) -> Tool:
 
 
 def tools_by_name(tools: Sequence[Tool] | Mapping[str, Tool] | None) -> dict[str, Tool]:
-    """Normalize ``tools=`` (a list or a ``{name: Tool}`` dict) to a dict by name."""
+    """Normalize ``tools=`` (a list or a ``{name: Tool}`` dict) to a dict by name.
+
+    Example::
+
+        assert list(tools_by_name([get_weather])) == ["get_weather"]
+        assert tools_by_name({"weather": get_weather})["weather"].name == "weather"   # its key
+    """
     if tools is None:
         return {}
     if isinstance(tools, Mapping):
@@ -432,12 +520,24 @@ def tools_by_name(tools: Sequence[Tool] | Mapping[str, Tool] | None) -> dict[str
 
 
 def resolve_contexts(tools: Mapping[str, Tool], tools_context: Any) -> dict[str, Any]:
-    """Each tool's validated, frozen context (raises ToolContextError naming the tool)."""
+    """Each tool's validated, frozen context (raises ToolContextError naming the tool).
+
+    Example::
+
+        contexts = resolve_contexts({"get_weather": get_weather}, {})   # no context_schema: None
+        assert contexts == {"get_weather": None}
+    """
     return {name: t.resolve_context(tools_context) for name, t in tools.items()}
 
 
 def dump_output(output: Any) -> str:
-    """A tool result as the tool message's content: strings as they are, the rest as JSON."""
+    """A tool result as the tool message's content: strings as they are, the rest as JSON.
+
+    Example::
+
+        assert dump_output("plain text") == "plain text"
+        assert dump_output({"temperature": 21}) == '{"temperature": 21}'
+    """
     if isinstance(output, str):
         return output
     if isinstance(output, BaseModel):

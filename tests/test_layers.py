@@ -30,6 +30,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "_messages",
                 "_json_schema",
                 "_limits",
+                "_result_size",
                 "_media",
                 "prepare_step",
                 "state",

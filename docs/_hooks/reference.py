@@ -5,7 +5,7 @@ Each public module (``PUBLIC_MODULES``) gets a page with one entry per name of i
 (mkdocstrings renders the signature and the docstring); ``helix_stream`` itself is split by the
 subpackage that defines each name. The errors page is a table built from the error classes'
 ``code``, ``http_status`` and ``retryable``, with the advice in ``ADVICE``: a class without
-advice fails the build, so the page cannot drift from ``helix_stream/errors.py``.
+advice fails the build, so the page cannot drift from ``helix_stream/errors/``.
 tests/docs/test_reference.py checks the same lists against the package.
 """
 
@@ -228,7 +228,7 @@ def _errors_page() -> str:
         "Every error the package raises is an `hs.HelixError` with a `code`, an `http_status` and",
         "`retryable`. The chat server answers with that status and the body",
         '`{"error": {"code": ..., "message": ...}}`. This table is generated from',
-        "`helix_stream/errors.py`; see also [Errors](../guides/wrapping-litellm.md#errors) in the",
+        "`helix_stream/errors/`; see also [Errors](../guides/wrapping-litellm.md#errors) in the",
         "wrapping guide (litellm's `except` clauses keep working).",
         "",
         "| class | code | HTTP | retryable | what it means | what to do |",

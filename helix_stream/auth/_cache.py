@@ -54,6 +54,11 @@ class AuthSettings:
             (the loop guard).
         cannot_wait: Why a run that does not park cannot wait for a sign-in (the end of the
             error a miss gives).
+
+    Example::
+
+        settings = AuthSettings(token_store=MemoryTokenStore(), identify=lambda who: who)
+        steps = StepTokens(settings)                    # a step's token cache under these settings
     """
 
     token_store: TokenStore = field(default_factory=MemoryTokenStore)
@@ -83,7 +88,14 @@ class _Resolution:
 
 
 class StepTokens:
-    """One step's token cache (see the module docstring)."""
+    """One step's token cache (see the module docstring).
+
+    Example::
+
+        steps = StepTokens()                            # one step's cache: one fetch per strategy
+        call = steps.for_call(None, tool_call_id="call-1", tool_name="get_weather", session=None)
+        assert call is None                             # a tool without auth= holds nothing
+    """
 
     def __init__(self, settings: AuthSettings = DEFAULT_AUTH, recorder: Recorder = NOOP_RECORDER):
         self.settings = settings
@@ -191,7 +203,15 @@ class StepTokens:
 
 
 class CallAuth:
-    """What one tool call holds of its step's token cache (behind ``ctx.get_token()``)."""
+    """What one tool call holds of its step's token cache (behind ``ctx.get_token()``).
+
+    Example::
+
+        crm = hs.token_auth(lambda request: hs.Token(token="crm-key"), name="crm")
+        call = StepTokens().for_call(crm, tool_call_id="call-1", tool_name="lookup", session=None)
+        assert isinstance(call, CallAuth)
+        token = await call.get_token()                  # what ctx.get_token() returns in the tool
+    """
 
     def __init__(
         self,

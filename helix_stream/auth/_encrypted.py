@@ -35,7 +35,14 @@ methods, ``get``, ``set`` and ``delete``; a session store's ``token_table`` is o
 
 
 class MemoryKeyValueStore:
-    """A :class:`KeyValueStore` in a dict (tests, and one process's worth of tokens)."""
+    """A :class:`KeyValueStore` in a dict (tests, and one process's worth of tokens).
+
+    Example::
+
+        key = hs.EncryptedTokenStore.generate_key()
+        tokens = hs.EncryptedTokenStore(MemoryKeyValueStore(), key=key)
+        await tokens.put("calendar", "user-1", hs.Token(token="t-1"))
+    """
 
     def __init__(self) -> None:
         self.rows: dict[str, bytes] = {}
@@ -93,7 +100,8 @@ class EncryptedTokenStore:
 
         sessions = hs.SQLiteStore("helix.db")
         tokens = hs.EncryptedTokenStore(sessions, key=os.environ["HELIX_TOKEN_KEY"])
-        executor = hs.Executor(sessions, token_store=tokens, auth_secret=...)
+        executor = hs.Executor(sessions, token_store=tokens,
+                               auth_secret=os.environ["HELIX_AUTH_SECRET"])
 
     Args:
         table: Where the ciphertext rows go: a :class:`KeyValueStore`, or a session store,

@@ -52,7 +52,17 @@ _ERROR_CODE = re.compile(r"[a-z0-9_.-]{1,64}")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ParkForSignIn:
-    """The call waits for the user to sign in to ``strategy`` (for ``owner``'s token)."""
+    """The call waits for the user to sign in to ``strategy`` (for ``owner``'s token).
+
+    Example::
+
+        calendar = hs.oauth_auth(name="calendar", authorize_url="https://idp.example/authorize",
+                                 token_url="https://idp.example/token", client_id="app",
+                                 redirect_uri="https://chat.example/api/auth/callback")
+        outcome = decide_failure(hs.AuthorizationRequiredError("sign in"), strategy=calendar,
+                                 owner="user-1", tool_call_id="call-1", after_sign_in=False)
+        assert isinstance(outcome, ParkForSignIn)        # the call waits; the turn pauses
+    """
 
     strategy: InteractiveAuth
     owner: str
@@ -73,6 +83,16 @@ def decide_failure(
     token was evicted already) of an interactive strategy parks the call, unless the call
     is the re-run right after its sign-in (``after_sign_in``): then it gets an error result,
     so a user is never sent round a sign-in loop. Anything else is the call's error as is.
+
+    Example::
+
+        calendar = hs.oauth_auth(name="calendar", authorize_url="https://idp.example/authorize",
+                                 token_url="https://idp.example/token", client_id="app",
+                                 redirect_uri="https://chat.example/api/auth/callback")
+        error = hs.AuthorizationRequiredError("sign in to calendar")
+        again = decide_failure(error, strategy=calendar, owner="user-1", tool_call_id="call-1",
+                               after_sign_in=True)        # right after a sign-in: no second loop
+        assert isinstance(again, hs.AuthorizationRequiredError)
     """
     auth_error = isinstance(error, (AuthorizationRequiredError, TokenRejectedError))
     if not auth_error or not is_interactive(strategy):
@@ -93,7 +113,18 @@ def decide_failure(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SignIn:
-    """A parked call's sign-in: the ``url`` to show the user, the record to keep."""
+    """A parked call's sign-in: the ``url`` to show the user, the record to keep.
+
+    Example::
+
+        calendar = hs.oauth_auth(name="calendar", authorize_url="https://idp.example/authorize",
+                                 token_url="https://idp.example/token", client_id="app",
+                                 redirect_uri="https://chat.example/api/auth/callback")
+        sign_in = begin_authorization(calendar, session_id="session-1", tool_call_id="call-1",
+                                      owner="user-1", signer=StateSigner("s" * 32))
+        print(sign_in.url)                               # the link the user follows
+        await MemoryPendingAuthorizations().add(sign_in.pending)
+    """
 
     url: str
     pending: PendingAuthorization
@@ -115,6 +146,15 @@ def begin_authorization(
     The verifier goes into the returned record only; the URL carries its S256 challenge.
     ``verifier(nonce)`` makes it from the nonce (``signer.code_verifier``: a store that keeps
     the record makes it again rather than keeping it); by default it is random.
+
+    Example::
+
+        calendar = hs.oauth_auth(name="calendar", authorize_url="https://idp.example/authorize",
+                                 token_url="https://idp.example/token", client_id="app",
+                                 redirect_uri="https://chat.example/api/auth/callback")
+        sign_in = begin_authorization(calendar, session_id="session-1", tool_call_id="call-1",
+                                      owner="user-1", signer=StateSigner("s" * 32), ttl=600)
+        assert sign_in.url.startswith("https://idp.example/authorize?")
     """
     created = time.time() if now is None else now
     claims = StateClaims(
@@ -150,6 +190,14 @@ class AuthorizationResult:
             after sign-in). ``"refused"``: the user said no; ``"failed"``: the code exchange
             failed. Either way the call gets ``error_text`` as its error result.
         error_text: The call's error result when it is not authorized (no secret in it).
+
+    Example::
+
+        result = await executor.complete_authorization(state, code)   # from the callback's query
+        if result.status == "authorized":
+            print("signed in to", result.strategy, "for call", result.tool_call_id)
+        else:
+            print(result.status, result.error_text)
     """
 
     session_id: str
@@ -183,6 +231,22 @@ async def complete_authorization(
         InvalidRequestError: neither or both of ``code`` and ``error``, or an absurd code.
         AuthorizationStateError: the state is malformed, forged, expired, or was used
             before (replayed). Nothing was written: a refused state takes nothing.
+
+    Example::
+
+        calendar = hs.oauth_auth(name="calendar", authorize_url="https://idp.example/authorize",
+                                 token_url="https://idp.example/token", client_id="app",
+                                 redirect_uri="https://chat.example/api/auth/callback")
+        from urllib.parse import parse_qs, urlsplit
+
+        signer, pending = StateSigner("s" * 32), MemoryPendingAuthorizations()
+        sign_in = begin_authorization(calendar, session_id="session-1", tool_call_id="call-1",
+                                      owner="user-1", signer=signer)
+        await pending.add(sign_in.pending)
+        state = parse_qs(urlsplit(sign_in.url).query)["state"][0]   # what the callback gets
+        result = await complete_authorization(state, error="access_denied", signer=signer,
+                                              pending=pending, strategies={"calendar": calendar},
+                                              token_store=MemoryTokenStore())
     """
     _check_callback(code, error)
     claims = signer.verify(state, now=now)

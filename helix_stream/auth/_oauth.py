@@ -42,19 +42,40 @@ _ERROR_CODE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
 def make_code_verifier() -> str:
-    """A fresh PKCE code verifier: 64 characters of [A-Za-z0-9_-] (RFC 7636 §4.1)."""
+    """A fresh PKCE code verifier: 64 characters of [A-Za-z0-9_-] (RFC 7636 §4.1).
+
+    Example::
+
+        verifier = make_code_verifier()                 # PKCE: kept by the app, never in the URL
+        challenge = code_challenge(verifier)            # S256: what the authorize URL carries
+    """
     return secrets.token_urlsafe(48)
 
 
 def code_challenge(verifier: str) -> str:
-    """The S256 code challenge of ``verifier`` (RFC 7636 §4.2)."""
+    """The S256 code challenge of ``verifier`` (RFC 7636 §4.2).
+
+    Example::
+
+        challenge = code_challenge(make_code_verifier())
+        assert "=" not in challenge                     # base64url without padding
+    """
     digest = hashlib.sha256(verifier.encode("ascii")).digest()
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OAuthStrategy:
-    """An interactive OAuth 2.0 strategy (see :func:`oauth_auth`)."""
+    """An interactive OAuth 2.0 strategy (see :func:`oauth_auth`).
+
+    Example::
+
+        calendar = hs.oauth_auth(name="calendar", authorize_url="https://idp.example/authorize",
+                                 token_url="https://idp.example/token", client_id="app",
+                                 redirect_uri="https://chat.example/api/auth/callback")
+        assert isinstance(calendar, OAuthStrategy)
+        url = calendar.authorization_url("signed-state", code_challenge(make_code_verifier()))
+    """
 
     name: str
     authorize_url: str
@@ -202,9 +223,12 @@ def oauth_auth(
         )
 
         @hs.tool(auth=github)
-        async def list_issues(repo: str, ctx: hs.ToolContext) -> list[dict]:
+        async def list_issues(repo: str, ctx: hs.ToolContext) -> list[dict[str, object]]:
             token = await ctx.get_token()
-            ...
+            response = await http.get(f"https://api.github.com/repos/{repo}/issues",
+                                      headers={"Authorization": f"Bearer {token.token}"})
+            issues: list[dict[str, object]] = response.json()
+            return issues
 
     Args:
         name: Identifies the strategy; tools sharing it share one sign-in.

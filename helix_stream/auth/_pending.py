@@ -32,6 +32,16 @@ class PendingAuthorization:
         code_verifier: The PKCE verifier (server-side only; never in a URL or a log).
         created_at: When the call parked (seconds since the epoch).
         expires_at: When the state stops being accepted.
+
+    Example::
+
+        calendar = hs.oauth_auth(name="calendar", authorize_url="https://idp.example/authorize",
+                                 token_url="https://idp.example/token", client_id="app",
+                                 redirect_uri="https://chat.example/api/auth/callback")
+        sign_in = begin_authorization(calendar, session_id="session-1", tool_call_id="call-1",
+                                      owner="user-1", signer=StateSigner("s" * 32))
+        record: PendingAuthorization = sign_in.pending
+        assert PendingAuthorization.from_dict(record.to_dict()) == record
     """
 
     nonce: str
@@ -63,7 +73,13 @@ class PendingAuthorization:
 
 
 class PendingAuthorizations(Protocol):
-    """Where pending authorizations are kept until their callback comes."""
+    """Where pending authorizations are kept until their callback comes.
+
+    Example::
+
+        pending: PendingAuthorizations = MemoryPendingAuthorizations()
+        assert await pending.take("unknown-nonce") is None
+    """
 
     async def add(self, pending: PendingAuthorization) -> None:
         """Keep ``pending`` under its nonce."""
@@ -75,7 +91,20 @@ class PendingAuthorizations(Protocol):
 
 
 class MemoryPendingAuthorizations:
-    """Pending authorizations in memory (one process)."""
+    """Pending authorizations in memory (one process).
+
+    Example::
+
+        calendar = hs.oauth_auth(name="calendar", authorize_url="https://idp.example/authorize",
+                                 token_url="https://idp.example/token", client_id="app",
+                                 redirect_uri="https://chat.example/api/auth/callback")
+        pending = MemoryPendingAuthorizations()
+        sign_in = begin_authorization(calendar, session_id="session-1", tool_call_id="call-1",
+                                      owner="user-1", signer=StateSigner("s" * 32))
+        await pending.add(sign_in.pending)
+        assert await pending.take(sign_in.pending.nonce) == sign_in.pending
+        assert await pending.take(sign_in.pending.nonce) is None          # once
+    """
 
     def __init__(self) -> None:
         self.records: dict[str, PendingAuthorization] = {}

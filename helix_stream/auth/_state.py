@@ -30,7 +30,17 @@ _VERSION = "v1"
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StateClaims:
-    """What a verified state names."""
+    """What a verified state names.
+
+    Example::
+
+        import time
+
+        signer = StateSigner("s" * 32)
+        claims = StateClaims(session_id="session-1", tool_call_id="call-1", nonce="n-1",
+                             expires_at=time.time() + 600)
+        assert signer.verify(signer.sign(claims)) == claims
+    """
 
     session_id: str
     tool_call_id: str
@@ -56,6 +66,12 @@ class StateSigner:
 
     Raises:
         InvalidRequestError: the secret is shorter than 32 bytes.
+
+    Example::
+
+        import secrets
+
+        signer = StateSigner(secrets.token_urlsafe(32))   # the same secret in every process
     """
 
     def __init__(self, secret: str | bytes) -> None:

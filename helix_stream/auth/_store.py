@@ -26,7 +26,26 @@ APP_OWNER = "app"
 
 
 class TokenStore(Protocol):
-    """Where tokens are kept between steps, turns and sessions (one per strategy and owner)."""
+    """Where tokens are kept between steps, turns and sessions (one per strategy and owner).
+
+    Example::
+
+        class CountingTokenStore:                       # any object with these three methods
+            def __init__(self, inner: TokenStore) -> None:
+                self.inner, self.reads = inner, 0
+
+            async def get(self, strategy: str, owner: str) -> hs.Token | None:
+                self.reads += 1
+                return await self.inner.get(strategy, owner)
+
+            async def put(self, strategy: str, owner: str, token: hs.Token) -> None:
+                await self.inner.put(strategy, owner, token)
+
+            async def delete(self, strategy: str, owner: str) -> None:
+                await self.inner.delete(strategy, owner)
+
+        executor = hs.Executor(store=store, token_store=CountingTokenStore(MemoryTokenStore()))
+    """
 
     async def get(self, strategy: str, owner: str) -> Token | None:
         """The token kept for ``owner`` under ``strategy``, or ``None``."""
@@ -42,7 +61,14 @@ class TokenStore(Protocol):
 
 
 class MemoryTokenStore:
-    """Tokens in memory, for as long as the process lives (the default token store)."""
+    """Tokens in memory, for as long as the process lives (the default token store).
+
+    Example::
+
+        tokens = MemoryTokenStore()                     # this process only; tests and one-shot runs
+        await tokens.put("calendar", "user-1", hs.Token(token="t-1"))
+        assert (await tokens.get("calendar", "user-1")) is not None
+    """
 
     def __init__(self) -> None:
         self._tokens: dict[tuple[str, str], Token] = {}
@@ -58,7 +84,12 @@ class MemoryTokenStore:
 
 
 def token_key(strategy: str, owner: str) -> str:
-    """One string for (strategy, owner): the key of a key-value row."""
+    """One string for (strategy, owner): the key of a key-value row.
+
+    Example::
+
+        assert token_key("calendar", "user-1") != token_key("calendar", "user-2")
+    """
     return json.dumps([strategy, owner], ensure_ascii=False, separators=(",", ":"))
 
 
@@ -75,6 +106,11 @@ def token_owner(
     session without a caller, the app's (:data:`APP_OWNER`). A caller without an id, and an
     anonymous session's sign-in, keep their token to their own session: sharing it would hand
     one person's account to another.
+
+    Example::
+
+        app = token_owner(None, None, interactive=True)   # no session: the app's own token
+        assert app == token_owner(None, None, interactive=False)
     """
     if session is None:
         return APP_OWNER

@@ -118,7 +118,13 @@ class ContextItem(
         ]
     ]
 ):
-    """Any context item; ``ContextItem.model_validate({...}).root`` is the typed item."""
+    """Any context item; ``ContextItem.model_validate({...}).root`` is the typed item.
+
+    Example::
+
+        item = ContextItem.model_validate({"kind": "instruction", "content": "Be brief."}).root
+        assert item.kind == "instruction"
+    """
 
 
 def instruction(text: str) -> dict[str, Any]:
@@ -180,6 +186,10 @@ def item_size(item: Mapping[str, Any]) -> int:
 
     Raises:
         ValueError: a string of the item holds a lone surrogate (it has no UTF-8 form).
+
+    Example::
+
+        assert item_size(hs.instruction("Be brief.")) < 32 * 1024   # the per-item limit
     """
     text = json.dumps(item, ensure_ascii=False, separators=(",", ":"))
     problem = text_problem(text)
@@ -201,6 +211,11 @@ def validate_items(
     Raises:
         ContextValidationError: any item is invalid, or there are more than ``max_items``
             (the message says which and why); nothing has been queued.
+
+    Example::
+
+        items = validate_items([hs.instruction("Be brief."), hs.disable_tools(["search"])])
+        assert [item["source"] for item in items] == ["app", "app"]
     """
     if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
         raise ContextValidationError(
@@ -260,6 +275,11 @@ class ContextAdded:
         recorded: How many items were recorded (0 for a retry under the same key).
         warnings: What the items say that the agent cannot act on, e.g. ``"unknown tool
             'x'"``. The items were recorded all the same.
+
+    Example::
+
+        added = await executor.add_context_for(agent, "session-1", [hs.disable_tools(["serach"])])
+        print(added.recorded, added.warnings)       # 1 ("unknown tool 'serach'",)
     """
 
     recorded: int
@@ -268,7 +288,13 @@ class ContextAdded:
 
 def unknown_tools(items: Sequence[Mapping[str, Any]], tools: Collection[str]) -> tuple[str, ...]:
     """A warning for each tool that validated ``items`` switch off or on and ``tools`` lacks
-    (once a name, in order): ``"unknown tool 'x'"``."""
+    (once a name, in order): ``"unknown tool 'x'"``.
+
+    Example::
+
+        items = validate_items([hs.disable_tools(["serach"])])
+        assert unknown_tools(items, ["search"]) == ("unknown tool 'serach'",)
+    """
     names = (n for item in items if item["kind"] == "tools" for n in _switched(item))
     unknown = dict.fromkeys(n for n in names if n not in tools)
     return tuple(f"unknown tool {name!r}" for name in unknown)

@@ -26,6 +26,12 @@ class LogFold:
         cursor: The step_context cursor of the last hook batch that reached the log (``None``
             before any).
         memory_ids: Ids of memories already recalled into the session (and skipped ones).
+
+    Example::
+
+        fold = LogFold()
+        fold.add(await store.read_log("session-1"))
+        print(fold.inactive, fold.cursor, fold.memory_ids)
     """
 
     def __init__(self) -> None:
@@ -54,6 +60,13 @@ def apply_tools_item(inactive: set[str], item: Mapping[str, Any]) -> None:
 
     Only the app and hooks may switch a tool on: an ``enable`` from any other source (a tool)
     has no effect (the executor logs it when the tool adds it).
+
+    Example::
+
+        inactive: set[str] = set()
+        apply_tools_item(inactive, {"kind": "tools", "source": "app", "disable": ["search"]})
+        apply_tools_item(inactive, {"kind": "tools", "source": "tool", "enable": ["search"]})
+        assert inactive == {"search"}                   # a tool may only switch off
     """
     inactive.update(item.get("disable") or [])
     if item.get("source") in SYSTEM_FORM_SOURCES:

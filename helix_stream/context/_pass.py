@@ -32,7 +32,13 @@ __all__ = ["ContextPass", "Gathered"]
 
 @dataclass(frozen=True, slots=True)
 class Gathered:
-    """What the hook and the memory recall bring for one model call (not yet committed)."""
+    """What the hook and the memory recall bring for one model call (not yet committed).
+
+    Example::
+
+        gathered = Gathered()                            # nothing from the hook or memory this call
+        assert gathered.rows == [] and gathered.skipped == []
+    """
 
     rows: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[ContextSkipped] = field(default_factory=list)
@@ -52,6 +58,12 @@ class ContextPass:
 
     Attributes:
         fold: What the log adds up to so far (active tools, cursor, memory ids).
+
+    Example::
+
+        snapshot = await store.read_snapshot("session-1")
+        context_pass = ContextPass("session-1", snapshot.log, family="anthropic")
+        print(context_pass.fold.inactive)               # the tools the log has switched off
     """
 
     def __init__(

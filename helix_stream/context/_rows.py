@@ -60,6 +60,11 @@ class ContextRow(BaseModel):
         cursor: The step_context hook's cursor stored with its batch, if any.
         origin: Which queue entry, request key or call site produced it.
         created_at: Unix time of the commit.
+
+    Example::
+
+        for row in await executor.context_rows("session-1"):   # audit: what the model was told
+            print(row.seq, row.kind, row.source, row.content or row.disable or row.memories)
     """
 
     model_config = ConfigDict(frozen=True)
@@ -110,20 +115,38 @@ def _body(payload: dict[str, Any]) -> str:
 
 
 def row_role(source: str, family: Family = "openai") -> str:
-    """The message role a row of ``source`` is sent with to a ``family`` provider."""
+    """The message role a row of ``source`` is sent with to a ``family`` provider.
+
+    Example::
+
+        assert row_role("app", "openai") == "system"       # operator authority, mid-conversation
+        assert row_role("tool", "openai") == "user"         # what a tool adds has none
+    """
     if source in SYSTEM_FORM_SOURCES and traits(family).row_form == "system":
         return "system"
     return "user"
 
 
 def render_row(payload: dict[str, Any], family: Family = "openai") -> dict[str, Any]:
-    """The model message for a row payload sent to a ``family`` provider (module docstring)."""
+    """The model message for a row payload sent to a ``family`` provider (module docstring).
+
+    Example::
+
+        message = render_row({"kind": "instruction", "source": "app", "content": "Be brief."})
+        assert message["role"] == "system" and "Be brief." in message["content"]
+    """
     text = envelope(payload["kind"], payload["source"], escape_envelopes(_body(payload)))
     return {"role": row_role(payload["source"], family), "content": text}
 
 
 def render_row_payload(payload: dict[str, Any]) -> dict[str, Any]:
-    """The model message for a row payload on the OpenAI wire format (``render_row``)."""
+    """The model message for a row payload on the OpenAI wire format (``render_row``).
+
+    Example::
+
+        payload = {"kind": "notice", "source": "tool", "content": "The order shipped."}
+        assert render_row_payload(payload) == render_row(payload, "openai")
+    """
     return render_row(payload, "openai")
 
 
@@ -131,13 +154,28 @@ def model_message(message: Mapping[str, Any]) -> dict[str, Any]:
     """A message as the model is sent it, whether the loop just made it or a turn read it from
     the log: without the bookkeeping keys of stored records (those starting with ``_``: see
     :mod:`helix_stream.session._records`) and with its text escaped so that it cannot open or
-    close an envelope. The one rule for both, so a message is the same bytes on every call."""
+    close an envelope. The one rule for both, so a message is the same bytes on every call.
+
+    Example::
+
+        stored = {"role": "user", "content": "Hi", "_ui_id": "m1"}   # a record's bookkeeping key
+        assert model_message(stored) == {"role": "user", "content": "Hi"}
+    """
     return escape_message({k: v for k, v in message.items() if not k.startswith("_")})
 
 
 def render_record(record: LogRecord, family: Family = "openai") -> dict[str, Any]:
     """A log record as a ``family`` provider is sent it: a row rendered (:func:`render_row`),
-    a message as :func:`model_message` makes it."""
+    a message as :func:`model_message` makes it.
+
+    Example::
+
+        from helix_stream.store import LogRecord
+
+        record = LogRecord(seq=3, role="context", created_at=0.0,
+                           payload={"kind": "instruction", "source": "app", "content": "Be brief."})
+        assert render_record(record, "anthropic")["role"] == "user"   # no mid-conversation system
+    """
     if record.role == "context":
         return render_row(record.payload, family)
     return model_message(record.payload)

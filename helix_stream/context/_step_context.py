@@ -33,7 +33,16 @@ logger = logging.getLogger("helix_stream.context")
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StepContextLimits:
     """Limits for the ``step_context`` hook: the batch's JSON size (cursor included) and the
-    hook's run time in seconds."""
+    hook's run time in seconds.
+
+    Example::
+
+        async def ticket_feed(req: hs.StepContextRequest) -> dict[str, object] | None:
+            return None
+
+        agent = hs.Agent(name="support", model="helix/demo", step_context=ticket_feed,
+                         step_context_limits=hs.StepContextLimits(max_bytes=16_384, timeout=2.0))
+    """
 
     max_bytes: int = 32_768
     timeout: float = 5.0
@@ -49,6 +58,15 @@ class StepContextRequest:
         step_number: The step about to run.
 
     Cancellation is asyncio's: at the time limit the hook's ``await`` raises CancelledError.
+
+    Example::
+
+        async def ticket_feed(req: hs.StepContextRequest) -> dict[str, object] | None:
+            updates = await ticket_updates(req.session_id, since=req.cursor or 0)
+            if not updates:
+                return None                              # nothing new this step
+            items = [hs.notice(u.summary) for u in updates]
+            return {"items": items, "cursor": updates[-1].sequence}
     """
 
     session_id: str

@@ -241,6 +241,14 @@ class StreamTextSyncResult(SyncStream[Chunk], Generic[OutputT]):
     Iterate it for the chunks; ``text``, ``steps``, ``usage`` and ``output`` run it to its
     end first if it is not consumed yet (and raise the run's error, if any). ``close()`` (or a
     ``with`` block) stops it early.
+
+    Example::
+
+        def summarize() -> str:                 # plain code, no event loop (a script, a view)
+            result = hs.stream_text_sync(model="helix/demo", prompt="Hi")
+            for chunk in result:
+                print(chunk.type)
+            return result.text
     """
 
     def __init__(self, result: StreamTextResult[OutputT]) -> None:

@@ -76,7 +76,15 @@ LIFECYCLE_NAMES = (
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StartEvent:
-    """The run starts. ``session_id`` is ``None`` outside a session."""
+    """The run starts. ``session_id`` is ``None`` outside a session.
+
+    Example::
+
+        def on_start(event: hs.StartEvent) -> None:
+            print("run on", event.model, event.runtime_context.get("request_id"))
+
+        result = hs.stream_text(model="helix/demo", prompt="Hi", on_start=on_start)
+    """
 
     model: str
     session_id: str | None
@@ -85,7 +93,15 @@ class StartEvent:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StepStartEvent:
-    """A step starts (before its ``prepare_step``)."""
+    """A step starts (before its ``prepare_step``).
+
+    Example::
+
+        def on_step_start(event: hs.StepStartEvent) -> None:
+            print("step", event.step_number, "of session", event.session_id)
+
+        result = hs.stream_text(model="helix/demo", prompt="Hi", on_step_start=on_step_start)
+    """
 
     step_number: int
     session_id: str | None
@@ -93,7 +109,17 @@ class StepStartEvent:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelCallStartEvent:
-    """A step's model call is about to be sent."""
+    """A step's model call is about to be sent.
+
+    Example::
+
+        def on_model_call_start(event: hs.ModelCallStartEvent) -> None:
+            print("calling", event.model, "for step", event.step_number)
+
+        result = hs.stream_text(model="helix/demo", prompt="Hi",
+
+                                on_model_call_start=on_model_call_start)
+    """
 
     step_number: int
     model: str
@@ -102,7 +128,18 @@ class ModelCallStartEvent:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelCallEndEvent:
-    """A step's model call ended; ``error`` is set when it failed (a timeout included)."""
+    """A step's model call ended; ``error`` is set when it failed (a timeout included).
+
+    Example::
+
+        def on_model_call_end(event: hs.ModelCallEndEvent) -> None:
+            p = event.performance
+            print(event.model, p.time_to_first_chunk, p.output_tokens_per_second, event.error)
+
+        result = hs.stream_text(model="helix/demo", prompt="Hi",
+
+                                on_model_call_end=on_model_call_end)
+    """
 
     step_number: int
     model: str
@@ -113,7 +150,17 @@ class ModelCallEndEvent:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCallStartEvent:
-    """A tool call starts running."""
+    """A tool call starts running.
+
+    Example::
+
+        def on_tool_call_start(event: hs.ToolCallStartEvent) -> None:
+            print("running", event.call.name, event.call.input)
+
+        result = hs.stream_text(model="helix/demo", prompt="Hi",
+
+                                on_tool_call_start=on_tool_call_start)
+    """
 
     step_number: int
     call: ToolCall
@@ -130,6 +177,13 @@ class ToolCallEndEvent:
             invalid input), ``"timed_out"``, or ``"pending"`` (it waits for an approval or
             the client).
         approved: The call ran on an approval.
+
+    Example::
+
+        def on_tool_call_end(event: hs.ToolCallEndEvent) -> None:
+            print(event.call.name, event.outcome, f"{event.duration:.2f} s", event.result.status)
+
+        result = hs.stream_text(model="helix/demo", prompt="Hi", on_tool_call_end=on_tool_call_end)
     """
 
     step_number: int
@@ -143,7 +197,15 @@ class ToolCallEndEvent:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StepEndEvent:
-    """A step ended; ``performance`` is ``step.performance``."""
+    """A step ended; ``performance`` is ``step.performance``.
+
+    Example::
+
+        def on_step_end(event: hs.StepEndEvent) -> None:
+            print(event.step.step_number, event.step.finish_reason, event.performance.step_time)
+
+        result = hs.stream_text(model="helix/demo", prompt="Hi", on_step_end=on_step_end)
+    """
 
     step: StepResult
     performance: StepPerformance
@@ -152,7 +214,15 @@ class StepEndEvent:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EndEvent:
-    """The run finished (its ``finish`` chunk); ``result`` is what ``generate_text`` returns."""
+    """The run finished (its ``finish`` chunk); ``result`` is what ``generate_text`` returns.
+
+    Example::
+
+        def on_end(event: hs.EndEvent) -> None:
+            print("done", event.session_id, event.result)
+
+        result = hs.stream_text(model="helix/demo", prompt="Hi", on_end=on_end)
+    """
 
     result: Any
     session_id: str | None
@@ -160,7 +230,15 @@ class EndEvent:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AbortEvent:
-    """The run was closed or cancelled before its end; ``steps``: the steps it finished."""
+    """The run was closed or cancelled before its end; ``steps``: the steps it finished.
+
+    Example::
+
+        def on_abort(event: hs.AbortEvent) -> None:
+            print("closed early after", len(event.steps), "steps")
+
+        result = hs.stream_text(model="helix/demo", prompt="Hi", on_abort=on_abort)
+    """
 
     steps: Sequence[StepResult]
     session_id: str | None

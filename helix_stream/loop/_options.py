@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
+from .._result_size import DEFAULT_MAX_TOOL_RESULT_BYTES
 from ..models._retry import DEFAULT_MAX_RETRIES
 
 if TYPE_CHECKING:
@@ -106,6 +107,11 @@ class LoopOptions:
         timeout: Time limits: seconds (the total) or a ``Timeout`` (``total``, ``step``,
             ``first_chunk``, ``chunk``, ``tool``, ``tools``; README, "Timeouts"). A run's
             limits go over an agent's, limit by limit.
+        max_tool_result_bytes: The most bytes of a tool's result the model reads (its
+            tool message as rendered): a larger result is cut, with a notice saying how much
+            was cut, and the app still gets all of it (``ToolResult.output``, the
+            ``action.result`` hook); a tool's own ``max_result_bytes`` wins. ``None`` on an
+            agent or ``stream_text``: no limit. Default 100,000.
         transform: Stream transforms (the AI SDK's ``experimental_transform``): an async
             generator function over the chunk stream, or a list of them applied in order,
             after the loop and before every consumer (``hs.smooth_stream()``).
@@ -143,6 +149,7 @@ class LoopOptions:
     prompt_cache: PromptCache = "auto"
     token_store: TokenStore | None = None
     timeout: float | Timeout | None = None
+    max_tool_result_bytes: int | None = DEFAULT_MAX_TOOL_RESULT_BYTES
     transform: StreamTransform | Sequence[StreamTransform] | None = None
     provider_options: Mapping[str, Any] | None = None
     on_chunk: Callable[[Chunk], object] | None = None
@@ -179,6 +186,7 @@ class RunOptions(TypedDict, total=False):
     prompt_cache: PromptCache
     token_store: TokenStore | None
     timeout: float | Timeout | None
+    max_tool_result_bytes: int | None
     transform: StreamTransform | Sequence[StreamTransform] | None
     provider_options: Mapping[str, Any] | None
     on_chunk: Callable[[Chunk], object] | None

@@ -107,6 +107,13 @@ class StreamTextResult(Generic[OutputT]):
     iterating early, the run is closed — the litellm stream and any running tool are cancelled
     — as soon as the iterator is dropped; ``await result.aclose()`` (or ``async with result``)
     does it at once.
+
+    Example::
+
+        result = hs.stream_text(model="helix/demo", prompt="Hi")
+        async for chunk in result:                      # once; or await result.text() directly
+            print(chunk.type)
+        print(await result.text(), result.usage.output_tokens)
     """
 
     def __init__(self, factory: Callable[[], AsyncGenerator[Chunk, None]]) -> None:
@@ -289,6 +296,11 @@ class GenerateTextResult(Generic[OutputT]):
         response_messages: The assistant and tool messages of all steps (OpenAI format).
         output: The structured answer, an instance of ``output=`` or of the agent's
             ``output_schema``; else ``None``.
+
+    Example::
+
+        result = await hs.generate_text(model="helix/demo", prompt="Hi")   # the finished run
+        print(result.text, result.finish_reason, result.usage.total_tokens, len(result.steps))
     """
 
     text: str

@@ -286,7 +286,7 @@ class _Run:
             auth=cfg.env.calls.auth or cfg.auth,
             signed_in=signed_in,
             can_park=can_park,
-            run=ToolRun(clock=self.clock, watch=self._tool_watch(step_number)),
+            run=ToolRun(clock=self.clock, watch=self._tool_watch(step_number), options=cfg.options),
         )
 
     async def _step(self, step_number: int, forced: bool) -> AsyncGenerator[Chunk, None]:

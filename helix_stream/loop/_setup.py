@@ -24,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from .._auth_strategy import strategies_by_name
+from .._result_size import check_result_limit
 from .._timeout import as_timeout
 from .._transform import as_transforms
 from ..errors import InvalidRequestError
@@ -144,6 +145,7 @@ def check_run(call: LoopCall, options: LoopOptions) -> RunCheck:
     if options.prompt_cache is None:  # a caller's explicit None: the default
         options = replace(options, prompt_cache="auto")
     check_prompt_cache(options.prompt_cache)
+    check_result_limit(options.max_tool_result_bytes, argument="max_tool_result_bytes")
     options = replace(options, timeout=as_timeout(options.timeout))  # InvalidRequestError
     as_transforms(options.transform)  # InvalidRequestError for one that is not a function
     tools = tools_by_name(call.tools)

@@ -10,6 +10,10 @@ A call whose tool needs the user to sign in first, in a session that can wait fo
 no tool message, like a call waiting for its approval, so the turn pauses after the step;
 the session keeps the sign-in and its ``tool-authorization-request`` chunk shows the URL. The
 step's other calls finish as usual and keep their results.
+
+A result over its size limit is cut before it becomes the tool message (``_result_size.py``):
+the model, the stored log and the UI get the cut text with its notice; ``ToolResult.output``
+keeps the whole output for the app.
 """
 
 from __future__ import annotations
@@ -18,11 +22,12 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncGenerator, Coroutine, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from .._result_size import cut_content, cut_text
 from .._timeout import NO_CLOCK, RunClock, describe_seconds
 from .._tool_context import ToolContext
 from ..auth._cache import DEFAULT_AUTH, AuthSettings, CallAuth, StepTokens
@@ -42,6 +47,7 @@ from ..telemetry._filters import redact, secret_strings
 from ..tools import FINISH_TOOL_NAME, Tool, ToolUnavailable, approval_id
 from ._env import PLAIN, CallContexts, Parker
 from ._lifecycle import ToolWatch, outcome_of
+from ._options import LoopOptions
 from ._tool_media import ToolContent, tool_content
 
 __all__ = [
@@ -56,10 +62,12 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolRun:
-    """How a run's tool calls run: its limits (``timeout=``) and its tool callbacks."""
+    """How a run's tool calls run: its limits (``timeout=``, ``max_tool_result_bytes``) and
+    its tool callbacks."""
 
     clock: RunClock = NO_CLOCK
     watch: ToolWatch | None = None
+    options: LoopOptions = field(default_factory=LoopOptions)  # its max_tool_result_bytes
 
 
 NO_TOOL_RUN = ToolRun()
@@ -133,6 +141,7 @@ class ToolCalls:
         self._watch = run.watch  # lifecycle callbacks (on_tool_call_start/_end)
         self.executed: set[str] = set()  # the calls that ran (their events are sent live)
         self._clock = run.clock  # the run's tool limits (timeout=)
+        self._max_bytes = run.options.max_tool_result_bytes
         self._tools = tools
         self._contexts = contexts
         self._recorder = recorder
@@ -263,7 +272,9 @@ class ToolCalls:
                 job = _execute(
                     tool,
                     parsed,
-                    _Call(ctx, tokens, self._factory.park),
+                    _Call(
+                        ctx, tokens, self._factory.park, tool.max_result_bytes or self._max_bytes
+                    ),
                     call,
                     self._recorder,
                     self._secrets,
@@ -300,7 +311,7 @@ class ToolCalls:
                     result, content = task.result()
                     self._settle(result, content)
                     if result.status != "pending":  # a parked call: its sign-in link came
-                        yield _output_chunk(result)
+                        yield _output_chunk(result, content)
         finally:
             written.cancel()
 
@@ -312,24 +323,30 @@ class ToolCalls:
         return chunks
 
 
-def _output_chunk(result: ToolResult) -> Chunk:
+def _output_chunk(result: ToolResult, content: ToolContent | None = None) -> Chunk:
     if result.status == "output":
-        return ToolOutputAvailable(tool_call_id=result.tool_call_id, output=result.output)
+        # A cut result shows what the model read (what a reload of the chat shows too).
+        shown = content if result.cut_bytes and content is not None else result.output
+        return ToolOutputAvailable(tool_call_id=result.tool_call_id, output=shown)
     if result.status == "not_executed":  # its tool is no longer there (ToolUnavailable)
         return ToolNotExecuted(
             tool_call_id=result.tool_call_id, tool_name=result.tool_name, reason="tool_unavailable"
         )
+    if result.cut_bytes and isinstance(content, str):
+        return ToolOutputError(tool_call_id=result.tool_call_id, error_text=content)
     return ToolOutputError(tool_call_id=result.tool_call_id, error_text=result.error or "")
 
 
 @dataclass(frozen=True, slots=True)
 class _Call:
     """One running call: its ``ctx``, its share of the step's token cache (``None``: its tool
-    has no ``auth=``) and where it parks on a sign-in (``None``: nothing can wait)."""
+    has no ``auth=``), where it parks on a sign-in (``None``: nothing can wait) and the most
+    bytes of its result or error the model reads (``None``: no limit)."""
 
     ctx: ToolContext[Any]
     tokens: CallAuth | None
     park: Parker | None
+    max_bytes: int | None = None
 
 
 async def _execute(
@@ -371,14 +388,18 @@ async def _execute(
             return result, text
         except Exception as exc:
             return await _failed(exc, running, call, recorder, secrets, handle)
-        content = tool_content(output)
+        cut = cut_content(tool_content(output), running.max_bytes)
         if isinstance(output, BaseModel):
             output = output.model_dump(mode="json")
         result = ToolResult(
-            tool_call_id=call.id, tool_name=call.name, status="output", output=output
+            tool_call_id=call.id,
+            tool_name=call.name,
+            status="output",
+            output=output,
+            cut_bytes=cut.cut_bytes,
         )
         recorder.tool_finished(handle, result=result)
-        return result, content
+        return result, cut.content
 
 
 async def _park(
@@ -450,6 +471,9 @@ async def _failed(
         error = decided if decided is not None else exc
         hidden |= tokens.secrets
     text = redact(f"Tool {call.name!r} failed: {type(error).__name__}: {error}", hidden)
-    result = ToolResult(tool_call_id=call.id, tool_name=call.name, status="error", error=text)
+    shown, cut = cut_text(text, running.max_bytes)  # an MCP isError of 10 MB is an error too
+    result = ToolResult(
+        tool_call_id=call.id, tool_name=call.name, status="error", error=text, cut_bytes=cut
+    )
     recorder.tool_finished(handle, result=result, error=error)
-    return result, text
+    return result, shown

@@ -8,7 +8,7 @@
                                request_headers={"Authorization"})
     async with github:
         tools = await github.tools(context={"headers": {"Authorization": token}})
-        result = hs.stream_text(model=..., prompt="...", tools=tools,
+        result = hs.stream_text(model="helix/demo", prompt="Open issues?", tools=tools,
                                 tools_context={"github": {"headers": {"Authorization": token}}})
 
 Importing this package does not import the ``mcp`` package: that happens at the first

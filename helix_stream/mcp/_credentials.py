@@ -20,11 +20,17 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, create_model
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, create_model
 
-from ..errors import InvalidRequestError
+from ..errors import InvalidRequestError, ToolContextError, describe_validation
 
-__all__ = ["NO_CREDENTIALS", "Credentials", "credentials_of", "request_schema"]
+__all__ = [
+    "NO_CREDENTIALS",
+    "Credentials",
+    "checked_credentials",
+    "credentials_of",
+    "request_schema",
+]
 
 Kind = Literal["headers", "env"]
 
@@ -84,3 +90,28 @@ def credentials_of(context: Any) -> Credentials:
     headers: Mapping[str, str] = getattr(context, "headers", None) or {}
     env: Mapping[str, str] = getattr(context, "env", None) or {}
     return Credentials(headers=tuple(sorted(headers.items())), env=tuple(sorted(env.items())))
+
+
+def checked_credentials(
+    server: str, schema: type[BaseModel] | None, context: Mapping[str, Any] | None
+) -> Credentials:
+    """The credentials a caller passed for ``server`` (its ``tools_context`` entry), checked
+    against the server's ``request_headers=``/``request_env=`` schema.
+
+    Raises:
+        InvalidRequestError: the server takes no per-request credentials.
+        ToolContextError: the entry does not fit the schema.
+    """
+    if context is None:
+        return NO_CREDENTIALS
+    if schema is None:
+        raise InvalidRequestError(
+            f"MCP server {server!r} takes no per-request credentials: declare them "
+            "with request_headers= (HTTP) or request_env= (stdio)"
+        )
+    try:
+        return credentials_of(schema.model_validate(context))
+    except ValidationError as exc:
+        raise ToolContextError(
+            f"the context for MCP server {server!r} is invalid: {describe_validation(exc)}"
+        ) from None

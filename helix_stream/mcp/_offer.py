@@ -17,16 +17,24 @@ Everything here is pure: no connection, no ``mcp`` package.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..errors import InvalidRequestError, describe_validation
+from ..errors import (
+    InvalidRequestError,
+    ToolProviderAuthError,
+    ToolProviderError,
+    describe_validation,
+)
 from ._names import check_server_name, offered_names
 
-__all__ = ["OFFER_FORMAT", "MCPOffer", "MCPToolSpec", "make_offer"]
+__all__ = ["OFFER_FORMAT", "MCPOffer", "MCPToolSpec", "make_offer", "offer_and_gone"]
+
+_log = logging.getLogger("helix_stream.mcp")
 
 OFFER_FORMAT = "helix.mcp.offer/1"
 
@@ -49,6 +57,13 @@ class MCPToolSpec:
             bytes the model is offered).
         annotations_json: The server's hints (``readOnlyHint``, ``destructiveHint``...) as
             JSON text; ``"{}"`` when it gave none.
+
+    Example::
+
+        weather = hs.MCPServer.stdio("python", ["weather_server.py"], name="weather")
+        offer = await weather.offer()
+        for spec in offer.tools:            # offered name, then its name on the server
+            print(spec.name, spec.remote_name, spec.description)
     """
 
     name: str
@@ -94,6 +109,13 @@ class MCPOffer:
     Attributes:
         server: The server's name.
         tools: The offered tools, sorted by ``name``.
+
+    Example::
+
+        weather = hs.MCPServer.stdio("python", ["weather_server.py"], name="weather")
+        offer = await weather.offer()                    # a snapshot: store it with the session
+        stored = offer.encode()
+        tools = await weather.tools(MCPOffer.decode(stored))   # exactly those tools, in that order
     """
 
     server: str
@@ -188,3 +210,32 @@ def make_offer(server: str, prefix: str, listed: Iterable[Mapping[str, Any]]) ->
         key=lambda spec: spec.name,
     )
     return MCPOffer(server=server, tools=tuple(specs))
+
+
+async def offer_and_gone(
+    server: str, stored: MCPOffer | None, list_now: Callable[[], Awaitable[MCPOffer]]
+) -> tuple[MCPOffer, frozenset[str]]:
+    """The offer to build tools from, and its names the server no longer lists.
+
+    ``stored``: a session's offer (its tools, in its order, are what is offered), else the
+    server's list now. A server that cannot be listed now does not fail a turn with a stored
+    offer: its tools are offered all the same, and their calls fail until it is back (logged
+    at WARNING on ``helix_stream.mcp``). Refused credentials always raise.
+
+    Raises:
+        InvalidRequestError: ``stored`` is another server's.
+        ToolProviderError: without a stored offer, the server cannot be listed.
+    """
+    if stored is not None and stored.server != server:
+        raise InvalidRequestError(f"that offer is MCP server {stored.server!r}'s, not {server!r}'s")
+    try:
+        current = await list_now()
+    except ToolProviderAuthError:
+        raise
+    except ToolProviderError as exc:
+        if stored is None:
+            raise
+        _log.warning("%s; offering the stored tools, whose calls fail until it is back", exc)
+        current = stored
+    offer = stored or current
+    return offer, offer.unavailable(spec.remote_name for spec in current.tools)

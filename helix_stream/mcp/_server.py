@@ -10,33 +10,24 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import logging
 import os
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from .._tool_source import SourcedTools, ToolRequest
 from ..errors import (
     FrameworkNotSupportedError,
-    InvalidRequestError,
-    ToolContextError,
-    ToolFailedError,
-    ToolProviderAuthError,
-    ToolProviderError,
-    describe_validation,
 )
-from ..telemetry import annotate_tool_call, mcp_attributes
 from ..tools import Tool
 from ._auth import split_auth, with_listing_token, with_token
-from ._connection import Connection
-from ._credentials import NO_CREDENTIALS, Credentials, credentials_of, request_schema
+from ._client import ServerClient
+from ._credentials import checked_credentials, request_schema
 from ._names import check_server_name
-from ._offer import MCPOffer, make_offer
-from ._pool import Pool
-from ._tool import ApprovalRule, CheckFn, build_tool, check_approval_rule, needs_approval
-from ._transport import HttpTransport, StdioTransport, Transport
+from ._offer import MCPOffer, make_offer, offer_and_gone
+from ._tool import ApprovalRule, ToolBuilder, check_approval_rule
+from ._transport import Transport, http_transport, stdio_transport
 
 if TYPE_CHECKING:
     import httpx2
@@ -45,7 +36,6 @@ if TYPE_CHECKING:
 
 __all__ = ["MCPServer"]
 
-_log = logging.getLogger("helix_stream.mcp")
 
 Protocol = Literal["auto", "legacy"]
 
@@ -63,13 +53,6 @@ def _require_sdk() -> None:
         )
 
 
-def _strings(value: Mapping[str, str] | None, what: str) -> tuple[tuple[str, str], ...]:
-    items = dict(value or {})
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in items.items()):
-        raise InvalidRequestError(f"{what}= takes a mapping of strings to strings")
-    return tuple(items.items())
-
-
 class MCPServer:
     """A Model Context Protocol server whose tools a run can use.
 
@@ -78,7 +61,7 @@ class MCPServer:
         server = hs.MCPServer.stdio("python", ["weather_server.py"], name="weather")
         async with server:
             tools = await server.tools()          # weather__forecast, ...
-            result = hs.stream_text(model=..., prompt="...", tools=tools)
+            result = hs.stream_text(model="helix/demo", prompt="Forecast?", tools=tools)
 
     Attributes:
         name: Keys the server's ``tools_context`` entry and its stored offer, and is the
@@ -107,27 +90,22 @@ class MCPServer:
         self.prefix = self.name if prefix is None else prefix
         if self.prefix:
             check_server_name(self.prefix, what="prefix")
-        if protocol not in ("auto", "legacy"):
-            raise InvalidRequestError(f"protocol= is 'auto' or 'legacy', not {protocol!r}")
-        if not connect_timeout > 0 or not (isinstance(max_connections, int) and max_connections):
-            raise InvalidRequestError("connect_timeout= and max_connections= must be positive")
         self.context_schema = context_schema
         self.auth = auth
-        self._transport = transport
-        self._approval = check_approval_rule(needs_approval)
-        secrets = {value for _, value in getattr(transport, "headers", ())}
-        secrets |= {value for _, value in getattr(transport, "env", ())}
-
-        def connect(credentials: Credentials) -> Connection:
-            return Connection(
-                server=self.name,
-                transport=transport,
-                credentials=credentials,
-                protocol=protocol,
-                secrets=frozenset(secrets),
-            )
-
-        self._pool = Pool(connect, limit=max_connections, timeout=connect_timeout)
+        self._client = ServerClient.make(
+            server=self.name,
+            transport=transport,
+            protocol=protocol,
+            connect_timeout=connect_timeout,
+            max_connections=max_connections,
+        )
+        self._tools = ToolBuilder(
+            server=self.name,
+            call=self._client.call,
+            context_schema=context_schema,
+            approval=check_approval_rule(needs_approval),
+            auth=auth,
+        )
 
     @classmethod
     def stdio(
@@ -166,16 +144,7 @@ class MCPServer:
             max_connections: Processes (credential sets) kept at once; the least recently
                 used is closed past it.
         """
-        if not isinstance(command, str) or not command:
-            raise InvalidRequestError("MCPServer.stdio() needs a command")
-        if isinstance(args, str) or not all(isinstance(arg, str) for arg in args):
-            raise InvalidRequestError("args= takes a list of strings")
-        transport = StdioTransport(
-            command=command,
-            args=tuple(args),
-            env=_strings(env, "env"),
-            cwd=os.fspath(cwd) if cwd is not None else None,
-        )
+        transport = stdio_transport(command, args, env, cwd)
         return cls(
             name=name,
             transport=transport,
@@ -220,19 +189,8 @@ class MCPServer:
             transport: ``"streamable-http"`` (current servers) or ``"sse"`` (older ones).
             max_connections: Connections (credential sets) kept at once.
         """
-        if not isinstance(url, str) or not url.lower().startswith(("http://", "https://")):
-            raise InvalidRequestError("MCPServer.http() needs an http:// or https:// URL")
-        if transport not in ("streamable-http", "sse"):
-            raise InvalidRequestError(
-                f"transport= is 'streamable-http' or 'sse', not {transport!r}"
-            )
         strategy, http_auth = split_auth(auth, request_headers)
-        spec = HttpTransport(
-            url=url,
-            headers=_strings(headers, "headers"),
-            auth=http_auth,
-            kind="sse" if transport == "sse" else "http",
-        )
+        spec = http_transport(url, headers, http_auth, transport)
         return cls(
             name=name,
             transport=spec,
@@ -246,7 +204,7 @@ class MCPServer:
         )
 
     def __repr__(self) -> str:
-        return f"MCPServer(name={self.name!r}, {self._transport.describe()})"
+        return f"MCPServer(name={self.name!r}, {self._client.transport.describe()})"
 
     async def __aenter__(self) -> MCPServer:
         return self
@@ -257,7 +215,7 @@ class MCPServer:
     async def aclose(self) -> None:
         """Close every connection (a stdio server's process exits). A later use connects
         again."""
-        await self._pool.aclose()
+        await self._client.pool.aclose()
 
     async def offer(
         self, *, context: Mapping[str, Any] | None = None, token: Token | None = None
@@ -274,12 +232,12 @@ class MCPServer:
             ToolProviderError: the server cannot be used (naming it and what to check).
             AuthorizationRequiredError: the server's strategy needs a sign-in first.
         """
-        credentials = self._credentials(context)
+        credentials = checked_credentials(self.name, self.context_schema, context)
         if self.auth is not None and token is None:
             return await with_listing_token(
                 self.auth, lambda t: self.offer(context=context, token=t), server=self.name
             )
-        listed = await self._list(with_token(credentials, token))
+        listed = await self._client.list(with_token(credentials, token))
         return make_offer(self.name, self.prefix, listed)
 
     async def tools(
@@ -308,33 +266,10 @@ class MCPServer:
             ToolProviderAuthError: the server refused the credentials.
             InvalidRequestError: ``offer`` is another server's.
         """
-        return (await self.offered(offer, context=context, token=token))[1]
-
-    async def offered(
-        self,
-        offer: MCPOffer | None = None,
-        *,
-        context: Mapping[str, Any] | None = None,
-        token: Token | None = None,
-    ) -> tuple[MCPOffer, list[Tool]]:
-        """:meth:`tools`, with the offer they were built from: ``offer`` itself, or (without
-        one) the new offer the server's list made, to store. One listing either way."""
-        if offer is not None and offer.server != self.name:
-            raise InvalidRequestError(
-                f"that offer is MCP server {offer.server!r}'s, not {self.name!r}'s"
-            )
-        try:
-            current = await self.offer(context=context, token=token)
-        except ToolProviderAuthError:
-            raise
-        except ToolProviderError as exc:
-            if offer is None:
-                raise
-            _log.warning("%s; offering the stored tools, whose calls fail until it is back", exc)
-            current = offer
-        offer = offer or current
-        gone = offer.unavailable(spec.remote_name for spec in current.tools)
-        return offer, self._built(offer, gone)
+        offer, gone = await offer_and_gone(
+            self.name, offer, lambda: self.offer(context=context, token=token)
+        )
+        return self._tools.build(offer, gone)
 
     async def get_tools(self, request: ToolRequest) -> SourcedTools:
         """The server as a tool source (``helix_stream/_tool_source.py``), once per turn.
@@ -351,7 +286,8 @@ class MCPServer:
         """
         if request.offer is not None:
             offer = MCPOffer.decode(request.offer)
-            return SourcedTools(tools=tuple(self._built(offer, (), check=self._still_lists)))
+            tools = self._tools.build(offer, check=self._client.still_lists)
+            return SourcedTools(tools=tuple(tools))
         if self.auth is None:
             offer = await self.offer(context=request.context)
         else:
@@ -362,85 +298,4 @@ class MCPServer:
                 session=request.session,
                 settings=request.auth,
             )
-        return SourcedTools(tools=tuple(self._built(offer, ())), offer=offer.encode())
-
-    def _built(
-        self, offer: MCPOffer, gone: Collection[str], check: CheckFn | None = None
-    ) -> list[Tool]:
-        """The tools of ``offer`` (those in ``gone``: offered, not available)."""
-        return [
-            build_tool(
-                spec,
-                server=self.name,
-                call=self._call,
-                context_schema=self.context_schema,
-                approval=needs_approval(self._approval, spec),
-                available=spec.name not in gone,
-                auth=self.auth,
-                check=check,
-            )
-            for spec in offer.tools
-        ]
-
-    async def _still_lists(self, remote: str, context: Any, token: Token | None) -> bool:
-        """Whether the server still lists the tool ``remote`` (for a call of a tool built from
-        a stored offer)."""
-        listed = await self._list(with_token(credentials_of(context), token))
-        return any(str(raw.get("name")) == remote for raw in listed)
-
-    def _credentials(self, context: Mapping[str, Any] | None) -> Credentials:
-        if context is None:
-            return NO_CREDENTIALS
-        if self.context_schema is None:
-            raise InvalidRequestError(
-                f"MCP server {self.name!r} takes no per-request credentials: declare them "
-                "with request_headers= (HTTP) or request_env= (stdio)"
-            )
-        try:
-            return credentials_of(self.context_schema.model_validate(context))
-        except ValidationError as exc:
-            raise ToolContextError(
-                f"the context for MCP server {self.name!r} is invalid: {describe_validation(exc)}"
-            ) from None
-
-    async def _list(self, credentials: Credentials) -> list[dict[str, Any]]:
-        for attempt in (1, 2):
-            connection = await self._pool.acquire(credentials)
-            try:
-                return await connection.list_tools()
-            except ToolProviderAuthError:
-                raise
-            except ToolProviderError:
-                # The connection was already gone (a server that exited since its last use):
-                # listing is safe to repeat, once, on a new one.
-                if attempt == 2 or connection.alive:
-                    raise
-        raise AssertionError("unreachable")
-
-    def _attributes(self, connection: Connection | None, tool: str) -> dict[str, Any]:
-        return mcp_attributes(
-            method="tools/call",
-            transport=self._transport.kind,
-            server=self.name,
-            url=self._transport.url,
-            protocol_version=connection.protocol_version if connection else None,
-            session_id=connection.seen.session_id if connection else None,
-            tool=tool,
-        )
-
-    async def _call(
-        self, tool: str, arguments: dict[str, Any], context: Any, token: Token | None
-    ) -> Any:
-        """Send ``tools/call`` on the connection for the call's credentials."""
-        try:
-            connection = await self._pool.acquire(with_token(credentials_of(context), token))
-        except ToolProviderError:
-            annotate_tool_call(self._attributes(None, tool))
-            raise
-        annotate_tool_call(self._attributes(connection, tool))
-        try:
-            return await connection.request(lambda client: client.call_tool(tool, arguments))
-        except ToolFailedError as exc:
-            if exc.error_type and exc.error_type.lstrip("-").isdigit():
-                annotate_tool_call({"rpc.response.status_code": exc.error_type})
-            raise
+        return SourcedTools(tools=tuple(self._tools.build(offer)), offer=offer.encode())

@@ -11,15 +11,16 @@ HTTP).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection
+from dataclasses import dataclass
 from typing import Any
 
 from .._json_schema import JsonSchemaInput, json_schema_model
 from ..errors import InvalidRequestError, ToolProviderAuthError, ToolProviderError
 from ..tools import Tool, ToolContext, ToolUnavailable
-from ._offer import MCPToolSpec
+from ._offer import MCPOffer, MCPToolSpec
 from ._results import tool_output
 
-__all__ = ["ApprovalRule", "CallFn", "CheckFn", "build_tool", "needs_approval"]
+__all__ = ["ApprovalRule", "CallFn", "CheckFn", "ToolBuilder", "build_tool", "needs_approval"]
 
 ApprovalRule = bool | Collection[str] | Callable[[MCPToolSpec], bool]
 """``needs_approval=``: every tool or none, the tools named (by their name on the server or
@@ -110,3 +111,33 @@ def build_tool(
         auth=auth,
         origin=(server, remote),
     )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolBuilder:
+    """How one server's offered tools are made: the server's name, how they call it, the
+    context they take, which of them need approval, and the auth strategy they share."""
+
+    server: str
+    call: CallFn
+    context_schema: Any
+    approval: ApprovalRule
+    auth: Any = None
+
+    def build(
+        self, offer: MCPOffer, gone: Collection[str] = (), check: CheckFn | None = None
+    ) -> list[Tool]:
+        """The tools of ``offer`` (those in ``gone``: offered, not available)."""
+        return [
+            build_tool(
+                spec,
+                server=self.server,
+                call=self.call,
+                context_schema=self.context_schema,
+                approval=needs_approval(self.approval, spec),
+                available=spec.name not in gone,
+                auth=self.auth,
+                check=check,
+            )
+            for spec in offer.tools
+        ]

@@ -15,18 +15,27 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 from urllib.parse import urlsplit
 
+from ..errors import InvalidRequestError
 from ._credentials import Credentials
 
 if TYPE_CHECKING:
     from mcp.client._transport import TransportStreams
 
-__all__ = ["HttpTransport", "Seen", "StdioTransport", "Transport", "safe_url"]
+__all__ = [
+    "HttpTransport",
+    "Seen",
+    "StdioTransport",
+    "Transport",
+    "http_transport",
+    "safe_url",
+    "stdio_transport",
+]
 
 # The mcp package's defaults for HTTP: 30 s to connect and write, 5 min to read a stream.
 _HTTP_TIMEOUT = 30.0
@@ -183,3 +192,54 @@ def _merge(base: tuple[tuple[str, str], ...], extra: tuple[tuple[str, str], ...]
 
 
 Transport = StdioTransport | HttpTransport
+
+
+def _strings(value: Mapping[str, str] | None, what: str) -> tuple[tuple[str, str], ...]:
+    items = dict(value or {})
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in items.items()):
+        raise InvalidRequestError(f"{what}= takes a mapping of strings to strings")
+    return tuple(items.items())
+
+
+def stdio_transport(
+    command: str,
+    args: Sequence[str],
+    env: Mapping[str, str] | None,
+    cwd: str | os.PathLike[str] | None,
+) -> StdioTransport:
+    """``MCPServer.stdio``'s arguments, checked, as a transport.
+
+    Raises:
+        InvalidRequestError: no command, or arguments or environment that are not strings.
+    """
+    if not isinstance(command, str) or not command:
+        raise InvalidRequestError("MCPServer.stdio() needs a command")
+    if isinstance(args, str) or not all(isinstance(arg, str) for arg in args):
+        raise InvalidRequestError("args= takes a list of strings")
+    return StdioTransport(
+        command=command,
+        args=tuple(args),
+        env=_strings(env, "env"),
+        cwd=os.fspath(cwd) if cwd is not None else None,
+    )
+
+
+def http_transport(
+    url: str, headers: Mapping[str, str] | None, auth: Any, transport: str
+) -> HttpTransport:
+    """``MCPServer.http``'s arguments, checked, as a transport (``auth``: an ``httpx2.Auth``).
+
+    Raises:
+        InvalidRequestError: not an http(s) URL, an unknown transport, or headers that are not
+            strings.
+    """
+    if not isinstance(url, str) or not url.lower().startswith(("http://", "https://")):
+        raise InvalidRequestError("MCPServer.http() needs an http:// or https:// URL")
+    if transport not in ("streamable-http", "sse"):
+        raise InvalidRequestError(f"transport= is 'streamable-http' or 'sse', not {transport!r}")
+    return HttpTransport(
+        url=url,
+        headers=_strings(headers, "headers"),
+        auth=auth,
+        kind="sse" if transport == "sse" else "http",
+    )

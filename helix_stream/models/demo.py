@@ -36,7 +36,13 @@ _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 @dataclass(slots=True)
 class DemoReply:
-    """What the demo model answers: text, or tool calls (name, JSON arguments)."""
+    """What the demo model answers: text, or tool calls (name, JSON arguments).
+
+    Example::
+
+        reply = demo_reply([{"role": "user", "content": "Hello"}], tools=None)
+        assert isinstance(reply, DemoReply) and reply.text and not reply.tool_calls
+    """
 
     text: str = ""
     tool_calls: list[tuple[str, str]] = field(default_factory=list)
@@ -89,7 +95,15 @@ def _pick_tool(tools: list[dict[str, Any]], text: str) -> tuple[str, str] | None
 
 
 def demo_reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> DemoReply:
-    """Decide the demo model's reply (pure function; see the module docstring)."""
+    """Decide the demo model's reply (pure function; see the module docstring).
+
+    Example::
+
+        tools = [{"type": "function", "function": {"name": "get_weather", "description": "Weather",
+                  "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
+        reply = demo_reply([{"role": "user", "content": "Use get_weather for Paris"}], tools)
+        print(reply.tool_calls)                           # [("get_weather", '{"city": ...}')]
+    """
     instructions = _instructions(messages)
     follow = f" (Following the instruction: {instructions[-1]})" if instructions else ""
     last = messages[-1] if messages else {"role": "user", "content": ""}

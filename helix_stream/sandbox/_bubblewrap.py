@@ -39,7 +39,8 @@ class BubblewrapSandbox(LocalSandbox):
 
     Example::
 
-        agent = hs.Agent(name="coder", ..., sandbox=hs.BubblewrapSandbox("/var/tmp/helix"))
+        agent = hs.Agent(name="coder", model="helix/demo", tools=[run_tests],
+                         sandbox=hs.BubblewrapSandbox("/var/tmp/helix"))
 
     Raises:
         FrameworkNotSupportedError: at ``create``/``attach``, when bubblewrap is not installed

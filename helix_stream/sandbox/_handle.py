@@ -31,6 +31,15 @@ class SkillFile:
     Attributes:
         skill: The skill's name.
         path: The file's path in the skill's folder (``SKILL.md`` is the skill itself).
+
+    Example::
+
+        review = hs.Skill("code-review", "How to review.", "Read the diff twice.",
+                          files={"references/checklist.md": "- tests"})
+
+        @hs.tool(description="The review checklist.")
+        async def checklist(ctx: hs.ToolContext) -> str:
+            return await ctx.get_skill("code-review").file("references/checklist.md").text()
     """
 
     skill: str
@@ -91,6 +100,14 @@ class SkillHandle:
 
     Attributes:
         name: The skill's name.
+
+    Example::
+
+        @hs.tool(description="Review a diff with the team's checklist.")
+        async def review(diff: str, ctx: hs.ToolContext) -> str:
+            skill = ctx.get_skill("code-review")       # a SkillHandle, in a session run
+            checklist = await skill.file("references/checklist.md").text()
+            return checklist + diff
     """
 
     name: str

@@ -84,7 +84,8 @@ class LocalSandbox:
 
     Example::
 
-        agent = hs.Agent(name="coder", ..., sandbox=hs.LocalSandbox("/var/tmp/helix-sandboxes"))
+        agent = hs.Agent(name="coder", model="helix/demo", tools=[run_tests],
+                         sandbox=hs.LocalSandbox("/var/tmp/helix-sandboxes"))
 
     Args:
         root_dir: Where the sandboxes' directories go (made if missing).
@@ -192,6 +193,13 @@ class LocalSandboxSession:
         id: What the session stores (``LocalSandbox.attach`` finds it again).
         description: What the model may be told about it.
         workspace: The real path of its ``/workspace``.
+
+    Example::
+
+        provider = hs.LocalSandbox("/var/tmp/helix-sandboxes")
+        sandbox = await provider.create(session, "coder")
+        if isinstance(sandbox, LocalSandboxSession):
+            print(sandbox.workspace)                      # the real directory behind /workspace
     """
 
     id: str

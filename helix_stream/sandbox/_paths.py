@@ -29,6 +29,11 @@ def workspace_parts(path: str) -> tuple[str, ...]:
 
     Raises:
         SandboxPathError: the path leaves ``/workspace`` or is not a string.
+
+    Example::
+
+        assert workspace_parts("/workspace/src/app.py") == ("src", "app.py")
+        assert workspace_parts("src//./app.py") == ("src", "app.py")
     """
     if not isinstance(path, str) or "\0" in path:
         raise SandboxPathError(f"{path!r} is not a path: give a string without NUL bytes.")
@@ -48,7 +53,12 @@ def workspace_parts(path: str) -> tuple[str, ...]:
 
 
 def workspace_path(path: str) -> str:
-    """The logical path in its one spelling: ``/workspace/a/b`` for ``a//./b``."""
+    """The logical path in its one spelling: ``/workspace/a/b`` for ``a//./b``.
+
+    Example::
+
+        assert workspace_path("src//./app.py") == "/workspace/src/app.py"
+    """
     return "/".join((WORKSPACE, *workspace_parts(path)))
 
 
@@ -60,6 +70,14 @@ def resolve_within(root: str, path: str) -> str:
 
     Raises:
         SandboxPathError: the path leaves ``/workspace``, lexically or through a link.
+
+    Example::
+
+        import tempfile
+
+        root = tempfile.mkdtemp()
+        real = resolve_within(root, "/workspace/src/app.py")   # a path that may not exist yet
+        assert real.startswith(root)
     """
     parts = workspace_parts(path)
     real = os.path.realpath(os.path.join(root, *parts))

@@ -49,6 +49,11 @@ class SkillSet:
 
     Raises:
         SkillFormatError: two skills share a name, or an entry is not a Skill.
+
+    Example::
+
+        skills = SkillSet([hs.Skill("code-review", "How to review.", "Read the diff twice.")])
+        print([skill.name for skill in skills.skills])    # what Agent(skills=...) builds
     """
 
     __slots__ = ("_by_name", "skills", "tool")

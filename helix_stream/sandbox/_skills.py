@@ -265,6 +265,11 @@ def skills_from_dir(path: str | os.PathLike[str]) -> list[Skill]:
     Raises:
         SkillFormatError: ``path`` is not a folder, or a skill is malformed; the message names
             the file.
+
+    Example::
+
+        skills = hs.skills_from_dir("skills/")          # each folder with a SKILL.md, by name
+        agent = hs.Agent(name="coder", model="helix/demo", skills=skills)
     """
     base = Path(path)
     if not base.is_dir():

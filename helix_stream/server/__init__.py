@@ -6,7 +6,7 @@
     from helix_stream.server import create_app
 
     executor = hs.Executor(store=hs.SQLiteStore("helix.db"))
-    agent = hs.Agent(name="assistant", model="openai/gpt-4o-mini", tools=[...])
+    agent = hs.Agent(name="assistant", model="openai/gpt-4o-mini", tools=[get_weather])
     app = create_app(executor, agent, authenticate=check_caller)   # uvicorn module:app
 
 The routes (paths are options of :func:`routes`):

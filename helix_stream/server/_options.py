@@ -49,6 +49,18 @@ class Authenticate(Protocol):
     Sync or async. Raise :class:`~helix_stream.errors.AuthenticationError` (401) or
     :class:`~helix_stream.errors.PermissionDeniedError` (403) to refuse the request; whatever
     it returns is passed to ``executor.run(..., auth=...)`` (``current_session().auth``).
+
+    Example::
+
+        from starlette.requests import Request
+
+        def by_api_key(request: Request) -> str:
+            if request.headers.get("x-api-key") != os.environ["CHAT_KEY"]:
+                raise hs.PermissionDeniedError("wrong key")
+            return "user-1"
+
+        check: Authenticate = by_api_key
+        app = create_app(executor, agent, check)
     """
 
     def __call__(self, request: Request, /) -> Any: ...
@@ -60,6 +72,15 @@ class Authorize(Protocol):
     Sync or async; called on every route once the session id is known (from the path or the
     body), with the value ``authenticate`` returned. Raise
     :class:`~helix_stream.errors.PermissionDeniedError` (403) to refuse; nothing is written.
+
+    Example::
+
+        def own_sessions(auth: str, session_id: str) -> None:
+            if not session_id.startswith(f"{auth}-"):
+                raise hs.PermissionDeniedError("not your conversation")
+
+        rule: Authorize = own_sessions
+        app = create_app(executor, agent, check_caller, authorize=rule)
     """
 
     def __call__(self, auth: Any, session_id: str, /) -> Any: ...
@@ -70,6 +91,19 @@ class RunOptions(Protocol):
 
     Sync or async; return e.g. ``{"tools_context": {...}, "runtime_context": {...}}``
     (per request, typically derived from ``auth``, the value ``authenticate`` returned).
+
+    Example::
+
+        from typing import Any
+
+        from starlette.requests import Request
+
+        def per_user(request: Request, auth: str) -> dict[str, Any]:
+            return {"runtime_context": {"user_id": auth},
+                    "tools_context": {"github": {"headers": {"Authorization": f"Bearer {auth}"}}}}
+
+        options: RunOptions = per_user
+        app = create_app(executor, agent, check_caller, run_options=options)
     """
 
     def __call__(self, request: Request, auth: Any, /) -> Any: ...
@@ -132,7 +166,13 @@ class ServerOptions:
 
 
 class ServerKeywords(TypedDict, total=False):
-    """:class:`ServerOptions` as keywords (PEP 692): ``create_app(executor, agent, **options)``."""
+    """:class:`ServerOptions` as keywords (PEP 692): ``create_app(executor, agent, **options)``.
+
+    Example::
+
+        keywords: ServerKeywords = {"client_version": 6, "max_body_bytes": 2_000_000}
+        app = create_app(executor, agent, check_caller, **keywords)
+    """
 
     authorize: Authorize | None
     client_version: int

@@ -91,7 +91,13 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 
 def error_response(exc: HelixError) -> JSONResponse:
-    """The JSON answer for a refused request: ``{"error": {"code", "message"}}``."""
+    """The JSON answer for a refused request: ``{"error": {"code", "message"}}``.
+
+    Example::
+
+        response = error_response(hs.SessionNotFoundError("no session 'x'"))
+        assert response.status_code == 404
+    """
     return JSONResponse(exc.to_dict(), status_code=exc.http_status)
 
 
@@ -100,6 +106,14 @@ async def http_error_handler(request: Request, exc: Exception) -> Response:
 
     Install it with ``Starlette(exception_handlers={HTTPException: http_error_handler})``
     (:func:`~helix_stream.server.create_app` does), so clients parse one error format.
+
+    Example::
+
+        from starlette.applications import Starlette
+        from starlette.exceptions import HTTPException
+
+        app = Starlette(routes=routes(executor, agent, check_caller),
+                        exception_handlers={HTTPException: http_error_handler})
     """
     if not isinstance(exc, HTTPException):  # pragma: no cover - registered for HTTPException
         raise exc

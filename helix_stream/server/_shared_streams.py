@@ -62,6 +62,12 @@ class SharedStreamRegistry:
     Raises:
         FrameworkNotSupportedError: the store has no shared stream log (``stream_log`` is
             ``None``): its streams could not be resumed from another process.
+
+    Example::
+
+        store = hs.PostgresStore("postgresql://app@db:5432/chat")
+        executor = hs.Executor(store=store)
+        app = create_app(executor, agent, check_caller, streams=SharedStreamRegistry(store))
     """
 
     def __init__(

@@ -63,6 +63,16 @@ async def lifespan(
         turns: The turns the routes run; ``None``: only the import.
         grace: Seconds the shutdown waits for the turns to end.
         executor: Closed last; ``None``: nothing to close.
+
+    Example::
+
+        from functools import partial
+
+        from fastapi import FastAPI
+
+        turns = RunningTurns()
+        app = FastAPI(lifespan=partial(lifespan, turns=turns, executor=executor))
+        app.include_router(fastapi_router(executor, agent, check_caller, turns=turns))
     """
     load_litellm()
     try:

@@ -65,6 +65,13 @@ class ActiveStream:
         size: Their total length in bytes.
         done: The turn's stream has ended (no event will be added).
         overflowed: The stream passed a bound: it can no longer be replayed.
+
+    Example::
+
+        streams = StreamRegistry()
+        active = streams.get("session-1")                 # None once the turn's stream is gone
+        if active is not None:
+            print(active.size, active.done, len(active.events))
     """
 
     def __init__(self, session_id: str) -> None:
@@ -113,6 +120,11 @@ class StreamRegistry:
         max_bytes: Bytes held by all streams together at most (default 64 MiB). A stream whose
             next event would pass it stops being resumable and frees what it held.
         max_stream_bytes: Bytes held by one stream at most (default 4 MiB).
+
+    Example::
+
+        streams = StreamRegistry(max_streams=500, max_bytes=32 * 1024 * 1024)
+        app = create_app(executor, agent, check_caller, streams=streams)
     """
 
     def __init__(

@@ -40,6 +40,13 @@ class StopElsewhere(Protocol):
     Called by the stop route when the session is running but not in this process. Return
     once that turn has ended: ``True`` if one was stopped, ``False`` if none was running.
     Raise a :class:`~helix_stream.errors.HelixError` to refuse.
+
+    Example::
+
+        async def stop_on_other_replica(session_id: str) -> bool:
+            return False                                   # e.g. ask the replica that runs it
+
+        stop: StopElsewhere = stop_on_other_replica
     """
 
     async def __call__(self, session_id: str, /) -> bool: ...
@@ -54,7 +61,18 @@ class _Turn:
 
 
 class RunningTurns:
-    """The turns this process runs, by session id (a session runs one turn at a time)."""
+    """The turns this process runs, by session id (a session runs one turn at a time).
+
+    Example::
+
+        from functools import partial
+
+        from starlette.applications import Starlette
+
+        turns = RunningTurns()
+        app = Starlette(routes=routes(executor, agent, check_caller, turns=turns),
+                        lifespan=partial(lifespan, turns=turns, executor=executor))
+    """
 
     def __init__(self) -> None:
         self._turns: dict[str, _Turn] = {}

@@ -21,7 +21,14 @@ __all__ = ["ApprovalAnswer", "ToolAnswer", "by_call"]
 
 @dataclass(frozen=True, slots=True)
 class ApprovalAnswer:
-    """The app's (or the user's) answer to a ``tool-approval-request``."""
+    """The app's (or the user's) answer to a ``tool-approval-request``.
+
+    Example::
+
+        run = executor.run(agent, "session-1", answers=[hs.ApprovalAnswer("approval-call_1", True),
+                                                      hs.ApprovalAnswer("approval-call_2", False,
+                                                                        reason="not today")])
+    """
 
     approval_id: str
     approved: bool
@@ -30,7 +37,13 @@ class ApprovalAnswer:
 
 @dataclass(frozen=True, slots=True)
 class ToolAnswer:
-    """A client tool's output for call ``tool_call_id``."""
+    """A client tool's output for call ``tool_call_id``.
+
+    Example::
+
+        run = executor.run(agent, "session-1", answers=[hs.ToolAnswer("call_3", {"city": "Oslo"})])
+        print(await run.text())                         # the client tool's output reached the model
+    """
 
     tool_call_id: str
     output: Any

@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
+from .._result_size import cut_text
 from ..chunks import (
     Chunk,
     ToolCancelled,
@@ -222,10 +223,12 @@ def plan_resume(
     inactive: frozenset[str],
     deadline: float | None,
     moved_on: bool,
+    max_bytes: int | None = None,
 ) -> ResumePlan:
     """Decide each waiting call from its answer (see the module docstring). Callers have run
     :func:`check_answerable` first: a call without an answer here is settled as cancelled (a
-    new user message moved the conversation on)."""
+    new user message moved the conversation on). A client's answer over ``max_bytes`` (or its
+    tool's own ``max_result_bytes``) is cut (``_result_size.py``)."""
     calls: list[ResumeCall] = []
     rows: list[dict[str, Any]] = []
     for waiting_call in waiting:
@@ -235,7 +238,9 @@ def plan_resume(
         settled: tuple[dict[str, Any], Chunk] | None
         signed_in = False
         if waits == "client":
-            settled, row = _client(call, answer, deadline)
+            tool = tools.get(call.name)
+            limit = (tool.max_result_bytes if tool is not None else None) or max_bytes
+            settled, row = _client(call, answer, deadline, limit)
             rows.extend(row)
         elif waits == "approval":
             settled = _approval(call, answer, inactive)
@@ -255,7 +260,7 @@ def plan_resume(
 
 def _result_of(call: ToolCall, chunk: Chunk) -> ToolResult | None:
     """The result a settled call's chunk says it ended with (``None``: cancelled)."""
-    base = {"tool_call_id": call.id, "tool_name": call.name}
+    base: dict[str, Any] = {"tool_call_id": call.id, "tool_name": call.name}
     if isinstance(chunk, ToolOutputAvailable):
         return ToolResult(**base, status="output", output=chunk.output)
     if isinstance(chunk, ToolOutputError):
@@ -307,12 +312,13 @@ def _approval(
 
 
 def _client(
-    call: ToolCall, answer: Answer | None, deadline: float | None
+    call: ToolCall, answer: Answer | None, deadline: float | None, limit: int | None = None
 ) -> tuple[tuple[dict[str, Any], Chunk], list[dict[str, Any]]]:
     """The tool message and chunk of a client tool call; a late answer becomes a row."""
     if answer is not None and (deadline is None or answer.at <= deadline):
-        content = dump_output(answer.output)
-        output = ToolOutputAvailable(tool_call_id=call.id, output=answer.output)
+        content, cut = cut_text(dump_output(answer.output), limit)
+        shown = content if cut else answer.output  # a cut answer shows what the model read
+        output = ToolOutputAvailable(tool_call_id=call.id, output=shown)
         return (_message(call, "output", content), output), []
     if answer is None and (deadline is None or time.time() <= deadline):
         return _cancelled(call, "answer"), []

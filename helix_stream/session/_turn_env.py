@@ -43,6 +43,7 @@ def turn_env(opened: Opened) -> TurnEnv:
             inactive=view.inactive_now,
             deadline=view.deadline,
             moved_on=request.message is not None,
+            max_bytes=request.setup.options.max_tool_result_bytes,
         )
     store, session_id = request.store, request.session_id
     calls = CallContexts(

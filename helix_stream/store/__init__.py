@@ -81,6 +81,10 @@ def open_store(url_or_path: str | os.PathLike[str]) -> Store:
 
     Raises:
         FrameworkNotSupportedError: a PostgreSQL URL without ``helix-stream[postgres]``.
+
+    Example::
+
+        store = open_store(os.environ.get("HELIX_DATABASE", "helix.db"))   # a URL or a path
     """
     target = os.fspath(url_or_path)
     if target.startswith(("postgres://", "postgresql://")):

@@ -34,7 +34,22 @@ __all__ = ["PendingRow", "SignInTable", "StreamEvents", "StreamLog", "TokenTable
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PendingRow:
-    """One pending sign-in as a store keeps it (see :class:`SignInTable`)."""
+    """One pending sign-in as a store keeps it (see :class:`SignInTable`).
+
+    Example::
+
+        import time
+
+        from helix_stream.store import PendingRow
+
+        table = store.sign_in_table
+        if table is not None:
+            now = time.time()
+            row = PendingRow(nonce="n-1", session_id="session-1", tool_call_id="call-1",
+                             strategy="calendar", owner="user-1", created_at=now,
+                             expires_at=now + 600)
+            await table.add_pending(row)
+    """
 
     nonce: str
     session_id: str
@@ -72,7 +87,14 @@ class PendingRow:
 
 
 class SignInTable(Protocol):
-    """A store's pending sign-ins (each call one transaction)."""
+    """A store's pending sign-ins (each call one transaction).
+
+    Example::
+
+        table = store.sign_in_table                            # None: the store keeps no sign-ins
+        if table is not None:
+            row = await table.take_pending("n-1")              # once: a second take gets None
+    """
 
     async def add_pending(self, row: PendingRow) -> None:
         """Keep ``row`` (and drop the rows that expired by now).
@@ -90,7 +112,16 @@ class SignInTable(Protocol):
 
 @runtime_checkable
 class TokenTable(Protocol):
-    """A table of byte values by string key: where ``EncryptedTokenStore`` keeps its rows."""
+    """A table of byte values by string key: where ``EncryptedTokenStore`` keeps its rows.
+
+    Example::
+
+        tokens = store.token_table
+        if tokens is not None:
+            await tokens.set("key-1", b"encrypted bytes")
+            assert await tokens.get("key-1") == b"encrypted bytes"
+            await tokens.delete("key-1")
+    """
 
     async def get(self, key: str) -> bytes | None:
         """The value under ``key``, or ``None``."""
@@ -114,6 +145,13 @@ class StreamEvents:
         batches: ``(seq, events)`` after the position asked for, in order; ``events`` is the
             SSE text of one or more events.
         finished: The stream has ended: nothing will follow.
+
+    Example::
+
+        log = store.stream_log                                # PostgresStore's; None elsewhere
+        if log is not None:
+            events = await log.read("session-1")
+            print(events.stream_id, len(events.batches), events.finished)
     """
 
     stream_id: str | None
@@ -122,7 +160,18 @@ class StreamEvents:
 
 
 class StreamLog(Protocol):
-    """Running turns' UI streams, readable from every process that opens the store."""
+    """Running turns' UI streams, readable from every process that opens the store.
+
+    Example::
+
+        from helix_stream.transformers import encode_sse
+
+        log = store.stream_log
+        if log is not None:
+            await log.open("session-1", "stream-1", keep_for=600)
+            await log.append("stream-1", 1, encode_sse({"type": "start"}))
+            await log.append("stream-1", 2, "", finished=True)
+    """
 
     async def open(self, session_id: str, stream_id: str, *, keep_for: float) -> None:
         """Make ``stream_id`` the session's stream (its earlier one goes); drop streams that

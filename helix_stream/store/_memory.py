@@ -130,6 +130,10 @@ class MemoryStore(StoreWrites):
         write_transactions: Count of write calls that committed a change. Calls that changed
             nothing (an existing session, a failed compare-and-set, a key dedupe, an empty
             commit, a rewind to the last seq) and calls that raised are not counted.
+
+    Example::
+
+        executor = hs.Executor(store=hs.MemoryStore())        # tests and one-shot runs
     """
 
     def __init__(

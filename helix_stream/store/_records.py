@@ -46,6 +46,12 @@ class SessionRecord:
         read_at: The store's clock when the record was read or written (PostgreSQL: the
             database's ``now()``, in the statement that read it), which :meth:`lease_expired`
             judges by; ``None``: this process's clock is the store's. Not compared.
+
+    Example::
+
+        record = await store.get_session("session-1")
+        if record is not None:
+            print(record.status, record.agent_name, record.meta)
     """
 
     id: str
@@ -84,6 +90,11 @@ class LogRecord:
             (``"user"``, ``"assistant"``, ``"tool"``, ``"system"``).
         payload: The message dict, or the context row dict.
         created_at: Unix time of the write.
+
+    Example::
+
+        for record in await store.read_log("session-1"):
+            print(record.seq, record.role, record.payload)     # messages and context rows, in order
     """
 
     seq: int
@@ -103,6 +114,12 @@ class QueueEntry:
         key: The request key or call-site key, if any.
         origin: Where the items came from (``{"type": "app"|"tool"|"hook", "tool_call_id"?, ...}``).
         delivered_seq: ``None`` while queued; the log seq of its first row once committed.
+
+    Example::
+
+        snapshot = await store.read_snapshot("session-1")
+        for entry in snapshot.pending:                         # add_context calls not yet delivered
+            print(entry.id, entry.source, entry.key, entry.items)
     """
 
     id: int
@@ -116,7 +133,14 @@ class QueueEntry:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Checkpoint:
-    """The state after a finished step: everything up to ``log_seq`` is that step's past."""
+    """The state after a finished step: everything up to ``log_seq`` is that step's past.
+
+    Example::
+
+        checkpoints = await executor.checkpoints("session-1")
+        if checkpoints:
+            await executor.retry("session-1", checkpoint_id=checkpoints[0].id)   # rewind to it
+    """
 
     id: str
     session_id: str
@@ -136,6 +160,11 @@ class RewindResult:
             pass delivers them again.
         dropped_entries: Queue ids deleted with their request keys (id order): tool entries
             whose call the rewind removed.
+
+    Example::
+
+        result = await store.rewind("session-1", to_seq=4)
+        print(result.removed_records, result.redelivered_entries, result.dropped_entries)
     """
 
     removed_records: int

@@ -37,6 +37,12 @@ class Snapshot:
         log: Its whole log, in order.
         checkpoint: Its last checkpoint (the define_state snapshot comes from it), if any.
         pending: Its undelivered queue entries, in id order.
+
+    Example::
+
+        snapshot = await store.read_snapshot("session-1")      # one consistent view
+        if snapshot.session is not None:
+            print(snapshot.session.status, len(snapshot.log), snapshot.checkpoint)
     """
 
     session: SessionRecord | None
@@ -47,7 +53,17 @@ class Snapshot:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NewSession:
-    """How to create the session of a :class:`TurnWrite` when it does not exist yet."""
+    """How to create the session of a :class:`TurnWrite` when it does not exist yet.
+
+    Example::
+
+        from helix_stream.store import NewSession, TurnWrite
+
+        result = await store.write_turn(
+            "session-2", TurnWrite(create=NewSession(agent_name="support"), status="idle",
+                                   messages=[{"role": "user", "content": "Hi"}]))
+        assert result.applied
+    """
 
     agent_name: str
     parent_id: str | None = None
@@ -61,6 +77,14 @@ class Lease:
     Attributes:
         token: The turn's own token (a fresh uuid4 hex per turn).
         seconds: How long each write of the turn (its heartbeat too) extends the lease.
+
+    Example::
+
+        from helix_stream.store import Lease, TurnWrite
+
+        result = await store.write_turn("session-1", TurnWrite(
+            expect=["idle"], status="running", lease=Lease(token="turn-7", seconds=30.0)))
+        print(result.applied)                                  # False: someone else runs it
     """
 
     token: str
@@ -109,6 +133,14 @@ class TurnWrite:
     A write that changes nothing (no new session, rows, checkpoint or status, and a meta patch
     that leaves ``meta`` as it is) writes nothing and is not counted in ``write_transactions``.
     A heartbeat changes the lease only (not ``updated_at``).
+
+    Example::
+
+        from helix_stream.store import TurnWrite
+
+        result = await store.write_turn("session-1", TurnWrite(
+            messages=[{"role": "assistant", "content": "Done."}], status="idle"))
+        print(result.applied, [r.seq for r in result.records])
     """
 
     create: NewSession | None = None
@@ -131,6 +163,14 @@ class TurnWriteResult:
         session: The session record after the write; when not applied, before it (or, for a
             create that was not applied, the record it would have made).
         records: The appended log records: messages, then queue rows, then ``rows``.
+
+    Example::
+
+        from helix_stream.store import TurnWrite
+
+        result = await store.write_turn("session-1", TurnWrite(expect=["idle"], status="running"))
+        if not result.applied:                                 # nothing written
+            print("busy:", result.session.status)
     """
 
     applied: bool

@@ -71,6 +71,12 @@ def recorder_for(
         InvalidRequestError: ``settings.include_tools_context`` names a tool the call does
             not have (checked even when telemetry is disabled, so that a typo shows up before
             the day it is switched on).
+
+    Example::
+
+        from helix_stream.telemetry import TelemetrySettings
+
+        recorder = recorder_for(TelemetrySettings(), operation="invoke_agent", agent_name="support")
     """
     if settings is None:
         return NOOP_RECORDER

@@ -51,6 +51,13 @@ def annotate_tool_call(attributes: Mapping[str, Any]) -> None:
     it for the ``mcp.*`` attributes (OpenTelemetry semconv: MCP instrumentation that finds a
     tool-execution span already open adds its attributes there instead of a span of its own).
     Only what the caller passes is recorded: it must hold no secret.
+
+    Example::
+
+        @hs.tool(description="Look up an order.")
+        def lookup_order(order_id: str) -> str:
+            annotate_tool_call({"app.order.region": "eu"})   # on this call's execute_tool span
+            return order_id
     """
     span = TOOL_SPAN.get()
     if span is not None and span.is_recording():
@@ -58,7 +65,15 @@ def annotate_tool_call(attributes: Mapping[str, Any]) -> None:
 
 
 class Recorder:
-    """Receives the loop's lifecycle; every method is a no-op here."""
+    """Receives the loop's lifecycle; every method is a no-op here.
+
+    Example::
+
+        from helix_stream.telemetry import TelemetrySettings
+
+        recorder: Recorder = recorder_for(TelemetrySettings(enabled=False), operation="stream_text")
+        recorder.call_started(model="helix/demo", runtime_context={}, messages=[])   # a no-op
+    """
 
     def call_started(
         self,

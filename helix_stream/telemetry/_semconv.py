@@ -155,6 +155,12 @@ def mcp_attributes(
     place for one; the digest still tells sessions apart. ``helix.mcp.server.name`` is the
     server's name in this app, ``helix.mcp.tool.name`` the tool's name on the server (the
     offered name, with its prefix, is ``gen_ai.tool.name``).
+
+    Example::
+
+        attributes = mcp_attributes(method="tools/call", transport="stdio", server="weather",
+                                    tool="forecast")
+        assert attributes["network.transport"] == "pipe"
     """
     attrs: dict[str, AttributeValue] = {
         "mcp.method.name": method,

@@ -39,6 +39,13 @@ class Difference:
             (the replayed turn failed).
         expected: What the stored session has.
         actual: What the replay produced.
+
+    Example::
+
+        report = await replay(executor, "session-1", agent)
+        for difference in report.differences:     # where the new run went elsewhere
+            print(difference.turn, difference.step, difference.what, difference.expected,
+                  difference.actual)
     """
 
     turn: int
@@ -62,6 +69,12 @@ class ReplayReport:
         turns: User turns replayed.
         model: The model the replay ran against (``.requests``: what the agent sent).
         differences: Every difference, in order; empty when the run matches.
+
+    Example::
+
+        report = await replay(executor, "session-1", agent)
+        assert report.ok, report.differences              # the agent still does what it did
+        print(report.turns, len(report.model.requests))
     """
 
     turns: int

@@ -4,8 +4,13 @@ Two steps, usable apart::
 
     from helix_stream.transformers import UIMessageStreamResponse, to_ui_message_stream
 
-    async def chat(request):
-        stream = await litellm.acompletion(model=..., messages=..., stream=True)
+    import litellm
+    from starlette.requests import Request
+
+    async def chat(request: Request) -> UIMessageStreamResponse:
+        body = await request.json()
+        stream = await litellm.acompletion(model="openai/gpt-4o-mini", stream=True,
+                                           messages=[{"role": "user", "content": body["text"]}])
         return UIMessageStreamResponse(to_ui_message_stream(stream))
 
 :func:`to_ui_message_stream` maps the loop's internal chunks (or a raw litellm stream) to UI

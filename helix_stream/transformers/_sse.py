@@ -130,10 +130,16 @@ class UIMessageStreamResponse(Response):
     An exception from ``ui_chunks`` is logged and sent as one masked ``error`` chunk, then
     ``[DONE]``.
 
-    Example:
-        >>> async def chat(request):  # doctest: +SKIP
-        ...     stream = await litellm.acompletion(model=..., messages=..., stream=True)
-        ...     return UIMessageStreamResponse(to_ui_message_stream(stream))
+    Example::
+
+        import litellm
+        from starlette.requests import Request
+
+        async def chat(request: Request) -> UIMessageStreamResponse:
+            body = await request.json()
+            stream = await litellm.acompletion(model="openai/gpt-4o-mini", stream=True,
+                                               messages=[{"role": "user", "content": body["text"]}])
+            return UIMessageStreamResponse(to_ui_message_stream(stream))
     """
 
     media_type = "text/event-stream"

@@ -62,6 +62,15 @@ class UIStreamFinish:
         is_aborted: The consumer stopped (disconnect, cancellation) before ``finish`` was sent,
             or the run was stopped (an ``Abort`` chunk: ``abort`` was sent).
         finish_reason: The ``finishReason`` sent in ``finish`` (``None`` when aborted before it).
+
+    Example::
+
+        def saved(finish: UIStreamFinish) -> None:
+            if not finish.is_aborted:
+                print(finish.finish_reason, finish.message["id"], len(finish.messages))
+
+        result = hs.stream_text(model="helix/demo", prompt="Hi")
+        ui = to_ui_message_stream(result, on_finish=saved)
     """
 
     message: UIMessage
@@ -124,8 +133,11 @@ def to_ui_message_stream(
 
         from helix_stream.transformers import UIMessageStreamResponse, to_ui_message_stream
 
-        stream = await litellm.acompletion(model=..., messages=..., stream=True)
-        return UIMessageStreamResponse(to_ui_message_stream(stream))   # in a route, for useChat
+        import litellm
+
+        stream = await litellm.acompletion(model="openai/gpt-4o-mini", stream=True,
+                                           messages=[{"role": "user", "content": "Hi"}])
+        response = UIMessageStreamResponse(to_ui_message_stream(stream))   # a route's, for useChat
     """
     if client_version not in (5, 6, 7):
         raise ValueError(

@@ -8,7 +8,8 @@ A block is checked by what the HTML comment on the line before it says:
 * ``<!-- checked-by: tests/<file>.py -->``: a test in that file runs it (the file must exist and
   read the page);
 * ``<!-- run-shell -->``: a shell block run by the docs test, in the repository's root;
-* ``<!-- fragment: <reason> -->``: not run, for the reason given (a reader's placeholder, a real
+* ``<!-- fragment: <reason> -->``: not run, for the reason given, but type-checked when it is
+  Python (tests/docs/_given.py declares the reader's names it uses) (a reader's placeholder, a real
   provider, a server that keeps running, ...).
 """
 

@@ -1,7 +1,8 @@
 """An MCP server over stdio that misbehaves on purpose, written by hand (the SDK's server would
 never send what it sends). Its tools: ``echo`` answers; ``garbage`` answers with a line that is
 not JSON; ``malformed`` with an error object whose code is not a number and that has no
-message; ``silent`` never answers. It appends its pid to ``$HELIX_MCP_STATE/starts`` when it
+message; ``silent`` never answers; ``huge`` answers with a text of 10 MB (``HUGE`` bytes: far
+more than a provider takes in one request), one line of ``x`` per KiB. It appends its pid to ``$HELIX_MCP_STATE/starts`` when it
 starts (a reset connection is a new process).
 
     python tests/mcp/bad_server.py
@@ -21,8 +22,9 @@ TOOLS = [
         "description": f"The {name} tool.",
         "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
     }
-    for name in ("echo", "garbage", "malformed", "silent")
+    for name in ("echo", "garbage", "malformed", "silent", "huge")
 ]
+HUGE = 10 * 1024 * 1024
 
 
 def send(message: dict[str, Any] | str) -> None:
@@ -53,6 +55,9 @@ def answer(request: dict[str, Any]) -> None:
             send({"jsonrpc": "2.0", "id": rid, "error": {"code": "oops"}})
         elif name == "echo":
             content = [{"type": "text", "text": args.get("text", "")}]
+            send({"jsonrpc": "2.0", "id": rid, "result": {"content": content, "isError": False}})
+        elif name == "huge":
+            content = [{"type": "text", "text": ("x" * 1023 + "\n") * (HUGE // 1024)}]
             send({"jsonrpc": "2.0", "id": rid, "result": {"content": content, "isError": False}})
         # "silent": nothing, ever
     elif method == "ping":

@@ -78,6 +78,11 @@ class PostgresStore(StoreWrites, PostgresDatabase):
 
     Raises:
         FrameworkNotSupportedError: psycopg is not installed.
+
+    Example::
+
+        store = hs.PostgresStore("postgresql://app@db:5432/chat")  # several processes or machines
+        executor = hs.Executor(store=store)
     """
 
     @cached_property

@@ -59,6 +59,10 @@ class SQLiteStore(StoreWrites, SQLiteDatabase):
         sign_in_table: The pending sign-ins (table ``auth_pending`` of the file).
         token_table: ``EncryptedTokenStore``'s rows (table ``auth_tokens``).
         stream_log: ``None``: a turn's UI stream is followed in the process that runs it.
+
+    Example::
+
+        executor = hs.Executor(store=hs.SQLiteStore("helix.db"))   # one machine, survives restarts
     """
 
     stream_log: None = None
