@@ -37,11 +37,14 @@ def _check_run_options(agent: Agent[Any]) -> None:
     """The run options an agent carries, checked as a run checks them.
 
     Raises:
-        InvalidRequestError: a wrong retry count, ``prompt_cache`` or ``max_tool_result_bytes``.
+        InvalidRequestError: a wrong retry count, ``prompt_cache``, ``max_tool_result_bytes``
+            or ``compaction``.
     """
     RetryPolicy(max_retries=agent.max_retries)
     check_prompt_cache(agent.prompt_cache)
     check_result_limit(agent.max_tool_result_bytes, argument="Agent(max_tool_result_bytes=...)")
+    if agent.compaction is not None and not isinstance(agent.compaction, Compaction):
+        raise InvalidRequestError("Agent(compaction=...) takes an hs.Compaction(...)")
 
 
 @documents_options
@@ -99,9 +102,6 @@ class Agent(LoopOptions, Generic[OutputT]):
             laid out in it under ``/workspace/skills/<name>/``.
         sandbox_on_session: ``fn(ctx)``, sync or async: called once when a session's sandbox
             is made, to prepare it (``await ctx.get_sandbox()``), inside the session scope.
-        compaction: ``hs.Compaction(trigger_tokens=..., keep_last_turns=...)``: compact a
-            session whose next request would exceed ``trigger_tokens`` by appending a
-            summary row, never rewriting the log (README, "Compaction that appends").
         settings: litellm params for every call (temperature, api_base, ...). A keyword that
             is the agent's own (``output_schema``, ``max_steps``...) or that litellm cannot
             send raises :class:`~helix_stream.errors.InvalidRequestError` here; one litellm
@@ -139,8 +139,6 @@ class Agent(LoopOptions, Generic[OutputT]):
             check_output_schema(self.output_schema, argument="output_schema")
         check_params(self.settings, where="Agent(settings=...)")
         check_known(self.settings, where="Agent(settings=...)", model=self.model)
-        if self.compaction is not None and not isinstance(self.compaction, Compaction):
-            raise InvalidRequestError("Agent(compaction=...) takes an hs.Compaction(...)")
         self._check_sandbox_and_skills()
 
     def _check_sandbox_and_skills(self) -> None:

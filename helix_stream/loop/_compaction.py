@@ -18,26 +18,31 @@ step goes on with its request as it was, after a ``context_skipped`` chunk (reas
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from contextlib import aclosing
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from .._step_parts import Usage
 from .._timeout import NO_CLOCK, RunClock, StreamTimer
 from ..chunks import Chunk, ContextRowChunk, ContextSkipped
-from ..errors import ModelError
 from ..middleware import ModelMiddleware
 from ..models._cache import PromptCache
 from ..models._litellm import count_tokens
 from ..models._retry import RetryPolicy
 from ..steps import StepCompaction
-from ..telemetry._recorder import NOOP_RECORDER
 from ._config import LoopConfig
-from ._env import Compactor
-from ._step import ModelCall
+from ._env import Compactor, StepCommit
 
-__all__ = ["NOT_COMPACTED", "Compacted", "SummarizerCall", "compact", "summarizer_request"]
+__all__ = [
+    "NOT_COMPACTED",
+    "Compacted",
+    "PreparedCall",
+    "Preparing",
+    "Summarize",
+    "SummarizerCall",
+    "compact_request",
+    "summarizer_request",
+]
 
 # Per message, litellm's counter adds a few tokens beyond the content; per tool, the words of
 # its rendering; per image, a count from its size (at most a few thousand). A request whose
@@ -66,6 +71,9 @@ class Compacted:
 
 
 NOT_COMPACTED = Compacted()
+
+# Sends the summarizer's request; its text (an empty one is a failure) and usage.
+Summarize = Callable[[dict[str, Any]], Awaitable[tuple[str, Usage]]]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -125,34 +133,11 @@ def summarizer_request(
     return request
 
 
-async def _summarize(
-    request: dict[str, Any], how: SummarizerCall, timeout: Any
-) -> tuple[str, Usage]:
-    call = ModelCall(
-        request,
-        how.middleware,
-        NOOP_RECORDER,  # the step's span is not open yet: the step reports it (StepCompaction)
-        how.step_number,
-        how.prompt_cache,
-        router=how.router,
-        retry=how.retry,
-        where=how.where,
-        timer=how.timer(timeout),
-    )
-    async with aclosing(call.chunks()) as chunks:
-        async for _ in chunks:  # nothing of it reaches the stream
-            pass
-    result = call.result()
-    text = result.text.strip()
-    if not text:
-        raise ModelError("the summarizer answered no text (a tool call or an empty answer)")
-    return text, result.usage
-
-
-async def compact(
-    compactor: Compactor, params: Mapping[str, Any], how: SummarizerCall, *, timeout: Any = None
+async def compact_request(
+    compactor: Compactor, params: Mapping[str, Any], summarize: Summarize
 ) -> Compacted:
-    """Compact before the call of ``params`` if it is over the trigger (module docstring).
+    """Compact before the call of ``params`` if it is over the trigger (module docstring);
+    ``summarize`` sends the summarizer's request and returns its text and usage.
 
     Raises:
         Exception: what the session's write of the summary raised (the summarizer's own
@@ -170,7 +155,7 @@ async def compact(
     request = summarizer_request(params, compactor.summarizer_message(), settings.model)
     model = str(request["model"])
     try:
-        text, usage = await _summarize(request, how, timeout)
+        text, usage = await summarize(request)
     except Exception as exc:
         compactor.failed(exc)
         skipped = ContextSkipped(reason="compaction_failed", source="compaction")
@@ -181,3 +166,32 @@ async def compact(
     seq = seqs[-1] if seqs else None
     report = StepCompaction(model=model, request_tokens=tokens, usage=usage, summary_seq=seq)
     return Compacted(history=list(commit.messages), chunks=list(commit.chunks), report=report)
+
+
+class PreparedCall(Protocol):
+    """A step's request, ready to send (the loop's ``_Prepared``)."""
+
+    @property
+    def context(self) -> StepCommit: ...
+    @property
+    def params(self) -> dict[str, Any]: ...
+    @property
+    def middleware(self) -> tuple[ModelMiddleware, ...]: ...
+    @property
+    def prompt_cache(self) -> PromptCache: ...
+    @property
+    def timeout(self) -> Any: ...
+
+
+P_co = TypeVar("P_co", bound=PreparedCall, covariant=True)
+
+
+class Preparing(Protocol[P_co]):
+    """What :func:`compacting` needs of the run: its config, clock, history and preparation."""
+
+    cfg: LoopConfig
+    clock: RunClock
+    messages: list[dict[str, Any]]
+    first: StepCommit | None
+
+    async def _prepare(self, step_number: int, forced: bool) -> P_co: ...

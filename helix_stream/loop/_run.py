@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import AbstractContextManager, aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .._event_stream import (
@@ -51,25 +51,17 @@ from ..models._cache import PromptCache, check_prompt_cache
 from ..models._litellm import ensure_litellm, translate_error
 from ..models._output import OutputSpec
 from ..prepare_step import StepInput, run_step_chain
-from ..steps import StepPerformance, StepResult, ToolCall, ToolResult, should_stop
+from ..steps import StepResult, ToolCall, ToolResult, should_stop
 from ..telemetry import Recorder
 from ..telemetry._recorder import recorder_subscriber
 from ..tools import resolve_contexts
 from ._answer import finish_required, run_output_spec, structured_output
-from ._compaction import NOT_COMPACTED, Compacted, SummarizerCall, compact
 from ._config import Callbacks, LoopConfig, call_user
 from ._env import Resumed, RunEnd, StepCommit
 from ._lifecycle import AliasSubscriber, LifecycleSubscriber, ToolWatch, outcome_of
 from ._result import GenerateTextResult
 from ._resume import ResumeStep
-from ._step import (
-    ModelCall,
-    ModelResult,
-    model_name,
-    request_params,
-    step_performance,
-    step_result,
-)
+from ._step import ModelCall, compact, model_name, request_params, step_performance, step_result
 from ._tools import ToolCalls, ToolRun
 
 __all__ = ["run_event_stream", "run_loop"]
@@ -296,9 +288,8 @@ class _Run:
         began = time.perf_counter()
         if events.wants("step-started"):
             await events.emit(StepStarted(session_id=cfg.session_id, step_number=step_number))
-        prepared = await self._prepare(step_number, forced)
+        prepared, compacted = await compact(self, step_number, forced)
         yield StartStep(step_number=step_number)
-        prepared, compacted = await self._compact(step_number, forced, prepared)
         for chunk in (*prepared.context.chunks, *compacted.chunks):
             yield chunk
         call = self._model_call(step_number, prepared)
@@ -306,7 +297,7 @@ class _Run:
         async with aclosing(self._model_chunks(step_number, call, prepared)) as model_chunks:
             async for chunk in model_chunks:
                 yield chunk
-        model = call.result()
+        model = replace(call.result(), compaction=compacted.report)
         tools = self._tool_calls(
             model.calls, step_number, inactive=self.inactive, secrets=model.credentials
         )
@@ -318,7 +309,9 @@ class _Run:
                     step_number=step_number,
                     model=prepared.params["model"],
                     performance=call.performance(),
-                    step=self._so_far(step_number, model, performance, compacted),
+                    step=step_result(
+                        step_number, model, [], [], self.runtime_context, performance=performance
+                    ),
                     response=model.response,
                 )
             )
@@ -340,7 +333,6 @@ class _Run:
             self.runtime_context,
             data=outcome.data,
             performance=performance,
-            compaction=compacted.report,
         )
         self.steps.append(step)
         self.usage = self.usage + model.usage + compacted.usage
@@ -364,19 +356,6 @@ class _Run:
             usage=step.usage,
             response_model=step.response_model,
             step=step,
-        )
-
-    def _so_far(
-        self,
-        step_number: int,
-        model: ModelResult,
-        performance: StepPerformance,
-        compacted: Compacted,
-    ) -> StepResult:
-        """The step as its model call ended (no tool results yet), for model-call-ended."""
-        runtime, report = self.runtime_context, compacted.report
-        return step_result(
-            step_number, model, [], [], runtime, performance=performance, compaction=report
         )
 
     def _tool_watch(self, step_number: int) -> ToolWatch | None:
@@ -454,32 +433,11 @@ class _Run:
             timer=timer if timer.active else None,
         )
 
-    async def _compact(
-        self, step_number: int, forced: bool, prepared: _Prepared
-    ) -> tuple[_Prepared, Compacted]:
-        """Compact the session before this call if its agent says so (``_compaction.py``);
-        a compacted history makes the step's request anew (prepare_step runs again)."""
-        compactor = self.cfg.env.compactor
-        if compactor is None:
-            return prepared, NOT_COMPACTED
-        how = SummarizerCall.like_step(
-            self.cfg, self.clock, step_number, prepared.middleware, prepared.prompt_cache
-        )
-        compacted = await compact(compactor, prepared.params, how, timeout=prepared.timeout)
-        if compacted.history is None:
-            return prepared, compacted
-        self.messages = list(compacted.history)
-        return await self._request(step_number, forced, prepared.context), compacted
-
     async def _prepare(self, step_number: int, forced: bool) -> _Prepared:
-        """Commit the session's context, then build the request (:meth:`_request`)."""
+        """Commit the session's context, run the prepare_step chain, build the request."""
+        cfg = self.cfg
         context, self.first = self.first or await self._commit(step_number), None
         self.messages.extend(context.messages)
-        return await self._request(step_number, forced, context)
-
-    async def _request(self, step_number: int, forced: bool, context: StepCommit) -> _Prepared:
-        """Run the prepare_step chain over the loop's messages and build the request."""
-        cfg = self.cfg
         step_in = StepInput(
             step_number=step_number,
             steps=tuple(self.steps),

@@ -14,11 +14,13 @@ import asyncio
 import statistics
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from .._timeout import StreamTimer
 from ..chunks import Chunk, DataChunk, FinishReason, SourceUrl, Usage
+from ..errors import ModelError
 from ..middleware import ModelMiddleware, WrappedModel, call_with_middleware
 from ..models._cache import PromptCache, with_cache_breakpoints
 from ..models._lean_stream import read_path
@@ -37,14 +39,30 @@ from ..steps import (
 )
 from ..telemetry import Recorder
 from ..telemetry._filters import credential_strings
+from ..telemetry._recorder import NOOP_RECORDER
 from ..tools import Tool
+from ._compaction import (
+    NOT_COMPACTED,
+    Compacted,
+    PreparedCall,
+    Preparing,
+    SummarizerCall,
+    compact_request,
+)
 from ._config import LoopConfig
 from ._env import StepCommit
 from ._params import check_known, check_run_options
 from ._retry_status import opening, retry_status
 from ._tool_media import with_tool_media
 
-__all__ = ["ModelCall", "ModelResult", "model_name", "request_params"]
+__all__ = [
+    "ModelCall",
+    "ModelResult",
+    "compact",
+    "model_name",
+    "request_params",
+    "summarizer_answer",
+]
 
 
 def model_name(model: str | WrappedModel) -> tuple[str, tuple[ModelMiddleware, ...]]:
@@ -110,6 +128,7 @@ class ModelResult:
     response: ResponseInfo | None = None
     credentials: frozenset[str] = frozenset()  # what the request sent as credentials
     sources: tuple[SourceUrl, ...] = ()  # the sources the model cited
+    compaction: StepCompaction | None = None  # what ran before the call (loop/_compaction.py)
 
 
 class ModelCall:
@@ -349,7 +368,6 @@ def step_result(
     runtime_context: Mapping[str, Any],
     data: Sequence[DataChunk] = (),
     performance: StepPerformance | None = None,
-    compaction: StepCompaction | None = None,
 ) -> StepResult:
     """A finished step: the model's answer, the tools' results, the messages it adds."""
     return StepResult(
@@ -366,7 +384,7 @@ def step_result(
         sources=list(model.sources),
         data=list(data),
         performance=performance,
-        compaction=compaction,
+        compaction=model.compaction,
     )
 
 
@@ -381,3 +399,59 @@ def step_performance(
         tool_time=tool_time,
         model=model,
     )
+
+
+async def summarizer_answer(
+    request: dict[str, Any], how: SummarizerCall, timeout: Any
+) -> tuple[str, Usage]:
+    """The summarizer call of a compaction, sent as its step's would be; its text and usage.
+
+    Raises:
+        ModelError: it answered no text. Whatever the call raised.
+    """
+    call = ModelCall(
+        request,
+        how.middleware,
+        NOOP_RECORDER,  # the step's span is not open yet: the step reports it (StepCompaction)
+        how.step_number,
+        how.prompt_cache,
+        router=how.router,
+        retry=how.retry,
+        where=how.where,
+        timer=how.timer(timeout),
+    )
+    async with aclosing(call.chunks()) as chunks:
+        async for _ in chunks:  # nothing of it reaches the stream
+            pass
+    result = call.result()
+    text = result.text.strip()
+    if not text:
+        raise ModelError("the summarizer answered no text (a tool call or an empty answer)")
+    return text, result.usage
+
+
+P = TypeVar("P", bound=PreparedCall)
+
+
+async def compact(run: Preparing[P], step_number: int, forced: bool) -> tuple[P, Compacted]:
+    """Prepare step ``step_number``'s request, compacting first when the agent says so: the
+    request is then made anew over the compacted history (its prepare_step runs again)."""
+    prepared = await run._prepare(step_number, forced)
+    compactor = run.cfg.env.compactor
+    if compactor is None:
+        return prepared, NOT_COMPACTED
+    how = SummarizerCall.like_step(
+        run.cfg, run.clock, step_number, prepared.middleware, prepared.prompt_cache
+    )
+    timeout = prepared.timeout
+
+    async def summarize(request: dict[str, Any]) -> tuple[str, Usage]:
+        return await summarizer_answer(request, how, timeout)
+
+    compacted = await compact_request(compactor, prepared.params, summarize)
+    if compacted.history is None:
+        return prepared, compacted
+    # The step's commit is taken again: the compacted history ends with its messages.
+    history, taken = list(compacted.history), len(prepared.context.messages)
+    run.messages, run.first = history[: len(history) - taken], prepared.context
+    return await run._prepare(step_number, forced), compacted

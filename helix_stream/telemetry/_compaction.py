@@ -1,16 +1,18 @@
 """The step span's attributes of the compaction that ran before its model call.
 
 A compaction's summarizer call (``loop/_compaction.py``) is no step of its own: its figures are
-attributes of the span of the step whose call it preceded, apart from the step's own usage.
+attributes of the span of the step whose call it preceded, apart from the step's own usage;
+:func:`step_figures` gives them with the step's performance figures (``_figures.py``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ._figures import performance_attributes
 from ._filters import AttributeValue
 
-__all__ = ["compaction_attributes"]
+__all__ = ["compaction_attributes", "step_figures"]
 
 
 def compaction_attributes(compaction: Any) -> dict[str, AttributeValue]:
@@ -27,3 +29,9 @@ def compaction_attributes(compaction: Any) -> dict[str, AttributeValue]:
         "helix.compaction.output_tokens": int(usage.output_tokens),
         "helix.compaction.failed": compaction.error is not None,
     }
+
+
+def step_figures(step: Any) -> dict[str, AttributeValue]:
+    """A finished model call's figures: its performance, and the compaction before it."""
+    performance = performance_attributes(getattr(step, "performance", None))
+    return {**performance, **compaction_attributes(getattr(step, "compaction", None))}

@@ -33,9 +33,8 @@ from typing import Any
 from opentelemetry import context as otel_context, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from ._compaction import compaction_attributes
+from ._compaction import step_figures
 from ._figures import (
-    performance_attributes,
     step_time_attributes,
     time_to_first_chunk_attributes,
 )
@@ -344,8 +343,7 @@ class OtelRecorder(Recorder):
             "helix.tool_calls": len(calls),
             "helix.attempts": self._failed_attempts + 1,
         }
-        attrs.update(performance_attributes(getattr(step, "performance", None)))
-        attrs.update(compaction_attributes(getattr(step, "compaction", None)))
+        attrs.update(step_figures(step))
         response_model = getattr(step, "response_model", None)
         if response_model:
             attrs["gen_ai.response.model"] = str(response_model)
