@@ -74,6 +74,7 @@ if TYPE_CHECKING:  # "X as X": explicit re-exports, so type checkers see the laz
         Usage as Usage,
     )
     from .context import (
+        Compaction as Compaction,
         ContextAdded as ContextAdded,
         ContextItem as ContextItem,
         ContextRow as ContextRow,
@@ -199,6 +200,7 @@ _LAZY: dict[str, str] = {
     "Usage": "chunks",
     **dict.fromkeys(
         [
+            "Compaction",
             "ContextAdded",
             "ContextItem",
             "ContextRow",

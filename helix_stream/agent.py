@@ -14,6 +14,7 @@ from ._result_size import check_result_limit
 from ._tool_source import FunctionTools, ToolSource
 from ._usage_limits import UsageLimits, check_limits
 from .context import StepContextLimits
+from .context._compaction import Compaction
 from .errors import InvalidRequestError
 from .loop._options import LoopOptions, documents_options
 from .loop._params import check_known, check_params, unknown_keyword
@@ -45,7 +46,7 @@ def _check_run_options(agent: Agent[Any]) -> None:
 
     Raises:
         InvalidRequestError: a wrong retry count, ``prompt_cache``, ``max_tool_result_bytes``
-            or usage limits.
+            usage limits or ``compaction``.
         ValueError: an unknown ``turn_policy``.
     """
     RetryPolicy(max_retries=agent.max_retries)
@@ -57,6 +58,8 @@ def _check_run_options(agent: Agent[Any]) -> None:
         raise ValueError(
             f"turn_policy must be one of {list(TURN_POLICIES)}, not {agent.turn_policy!r}"
         )
+    if agent.compaction is not None and not isinstance(agent.compaction, Compaction):
+        raise InvalidRequestError("Agent(compaction=...) takes an hs.Compaction(...)")
 
 
 @documents_options
@@ -144,6 +147,7 @@ class Agent(LoopOptions, Generic[OutputT]):
     sandbox_on_session: Callable[..., Any] | None = None
     session_limits: UsageLimits | None = None
     turn_policy: TurnPolicy | None = None
+    compaction: Compaction | None = None
     _skill_cache: tuple[tuple[Skill, ...], SkillSet] | None = field(
         default=None, init=False, repr=False, compare=False
     )

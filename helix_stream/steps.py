@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ModelCallPerformance",
+    "StepCompaction",
     "StepPerformance",
     "StepResult",
     "StopCondition",
@@ -148,6 +149,34 @@ class StepPerformance:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class StepCompaction:
+    """The compaction that ran before a step's model call (``StepResult.compaction``): its
+    summarizer call, reported apart from the step's own ``usage`` (the run's total counts
+    both).
+
+    Attributes:
+        model: The summarizer's model.
+        request_tokens: The triggering request's input tokens, as litellm counted them.
+        usage: The summarizer call's usage (its cache reads included).
+        summary_seq: The seq of the summary row it appended; ``None`` when it failed.
+        error: Why it failed (the session was left as it was), or ``None``.
+
+    Example::
+
+        result = executor.run(agent, "s1", "And the next order?")
+        for step in await result.steps():
+            if step.compaction is not None:
+                print(step.compaction.model, step.compaction.usage.cached_input_tokens)
+    """
+
+    model: str
+    request_tokens: int
+    usage: Usage = field(default_factory=Usage)
+    summary_seq: int | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StepResult:
     """One model call and the tool calls it made.
 
@@ -159,7 +188,9 @@ class StepResult:
     what the model call did with the provider's prompt cache (:class:`~helix_stream.CacheLedger`:
     tokens read and written, the first segment that differs from the session's previous
     request, the provider's miss reason, each breakpoint's lifetime; ``None`` for a step that
-    made no model call; not compared either).
+    made no model call; not compared either);
+    ``compaction`` the compaction that ran before its model call, if one did
+    (:class:`StepCompaction`).
 
     Example::
 
@@ -184,6 +215,7 @@ class StepResult:
     performance: StepPerformance | None = field(default=None, compare=False, repr=False)
     # What the cache did depends on the calls before it (and the provider): not compared.
     cache: CacheLedger | None = field(default=None, compare=False, repr=False)
+    compaction: StepCompaction | None = None
 
     @property
     def pending(self) -> list[ToolResult]:

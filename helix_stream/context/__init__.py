@@ -3,6 +3,7 @@ context rows")."""
 
 from __future__ import annotations
 
+from ._compaction import Compaction
 from ._envelope import escape_envelopes, escape_message
 from ._items import (
     APP_SOURCE,
@@ -45,6 +46,7 @@ __all__ = [
     "STEP_CONTEXT_SOURCE",
     "SYSTEM_FORM_SOURCES",
     "TOOL_SOURCE",
+    "Compaction",
     "ContextAdded",
     "ContextItem",
     "ContextItemLike",

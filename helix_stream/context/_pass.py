@@ -25,6 +25,7 @@ from ._log_fold import LogFold
 from ._memory import recall_memories
 from ._rows import render_record
 from ._step_context import StepContextLimits, StepContextRequest, run_step_context
+from ._summary import epoch_records
 
 __all__ = ["ContextPass", "Gathered"]
 
@@ -82,14 +83,20 @@ class ContextPass:
         self.memory = memory
         self.fold = LogFold()
         self._last_user = ""
-        self.messages = self.take(log)
+        self._fold_in(log)
+        # After a summary row, the model sees its epoch (context/_summary.py); the fold is
+        # the whole log's.
+        self.messages = [render_record(r, family) for r in epoch_records(log)]
 
-    def take(self, records: Sequence[LogRecord]) -> list[dict[str, Any]]:
-        """Fold committed records in; return them as the model sees them."""
+    def _fold_in(self, records: Sequence[LogRecord]) -> None:
         self.fold.add(records)
         for record in records:
             if record.role == "user":
                 self._last_user = message_text(record.payload)
+
+    def take(self, records: Sequence[LogRecord]) -> list[dict[str, Any]]:
+        """Fold committed records in; return them as the model sees them."""
+        self._fold_in(records)
         return [render_record(record, self.family) for record in records]
 
     async def gather(self, step_number: int, *, user_text: str | None = None) -> Gathered:

@@ -51,9 +51,10 @@ class ContextRow(BaseModel):
 
     Attributes:
         seq: Its position in the session's log.
-        kind: ``instruction``, ``notice``, ``tools`` or ``memory``.
-        source: ``app``, ``hook``, ``tool``, ``memory`` or ``late-answer``.
-        content: The text (instruction and notice rows).
+        kind: ``instruction``, ``notice``, ``tools``, ``memory`` or ``summary`` (a
+            compaction's, ``context/_summary.py``).
+        source: ``app``, ``hook``, ``tool``, ``memory``, ``late-answer`` or ``compaction``.
+        content: The text (instruction, notice and summary rows).
         disable, enable: Tool names (tools rows).
         memories: ``[{"id", "content"}]`` (memory rows).
         cursor: The step_context hook's cursor stored with its batch, if any.

@@ -12,7 +12,8 @@ before the run starts, as data:
   sandbox and skills, how tokens resolve and where a call waiting for a sign-in is parked);
 * the session's own start events, awaited after the ``start`` chunk;
 * a :class:`~._resume.Resume` when the turn carries on a paused one: the calls it waited for,
-  which the loop settles itself before its first step (``loop/_resume.py``).
+  which the loop settles itself before its first step (``loop/_resume.py``);
+* a :class:`Compactor` when the agent compacts its sessions (``loop/_compaction.py``).
 
 A plain ``stream_text`` call runs in :data:`PLAIN`: no session, nothing to commit or persist.
 """
@@ -35,11 +36,13 @@ from ._budget import SessionBudget
 from ._side_effects import CallRecorder
 
 if TYPE_CHECKING:
+    from ..context._compaction import Compaction
     from ..state import SessionInfo
 
 __all__ = [
     "PLAIN",
     "CallContexts",
+    "Compactor",
     "Parker",
     "Resume",
     "ResumeCall",
@@ -150,6 +153,31 @@ class TurnLog(Protocol):
         ...
 
 
+class Compactor(Protocol):
+    """What a session whose agent compacts gives the loop: the settings, where the kept tail
+    starts, the summarizing row, and the append of the summary (``loop/_compaction.py``)."""
+
+    @property
+    def settings(self) -> Compaction: ...
+
+    async def plan(self) -> int | None:
+        """The seq the kept tail starts at, or ``None`` when there is nothing to summarize."""
+        ...
+
+    def summarizer_message(self) -> dict[str, Any]:
+        """The summarizing row, as the model is sent it (the summarizer request's last)."""
+        ...
+
+    async def append(self, summary: str, *, keep_from: int, model: str) -> StepCommit:
+        """Append the summary row; the commit's messages are the whole history the model
+        sees from now on (they replace the loop's), its chunks the row's."""
+        ...
+
+    def failed(self, error: BaseException) -> None:
+        """The summarizer failed: nothing was written (the turn goes on uncompacted)."""
+        ...
+
+
 class _NoLog:
     """The log of a plain ``stream_text`` call: nothing to commit or persist."""
 
@@ -231,6 +259,7 @@ class TurnEnv:
         budget: The session's usage limits and what it had used when the turn opened.
         cache_book: The session's prompt-cache ledger book (``models/_cache_book.py``),
             shared by the session's turns; ``None``: the run keeps one of its own.
+        compactor: The session's compaction, when its agent has one.
     """
 
     log: TurnLog = field(default_factory=_NoLog)
@@ -239,6 +268,7 @@ class TurnEnv:
     resume: Resume | None = None
     budget: SessionBudget | None = None
     cache_book: CacheBook | None = None
+    compactor: Compactor | None = None
 
 
 PLAIN = TurnEnv()

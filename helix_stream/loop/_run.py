@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import AbstractContextManager, aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .._event_stream import (
@@ -61,7 +61,7 @@ from ._env import Resumed, RunEnd, StepCommit
 from ._lifecycle import AliasSubscriber, LifecycleSubscriber, ToolWatch, outcome_of
 from ._result import GenerateTextResult
 from ._resume import ResumeStep
-from ._step import cache_scope, model_name, request_params, step_performance, step_result
+from ._step import cache_scope, compact, model_name, request_params, step_performance, step_result
 from ._stream_retry import StepCall, step_call
 from ._tools import ToolCalls, ToolRun
 
@@ -295,17 +295,17 @@ class _Run:
         began = time.perf_counter()
         if events.wants("step-started"):
             await events.emit(StepStarted(session_id=cfg.session_id, step_number=step_number))
-        prepared = await self._prepare(step_number, forced)
+        prepared, compacted = await compact(self, step_number, forced)
         await self.budget.check_request(prepared.params)  # nothing sent past a limit
         yield StartStep(step_number=step_number)
-        for chunk in prepared.context.chunks:
+        for chunk in (*prepared.context.chunks, *compacted.chunks):
             yield chunk
         call = self._model_call(step_number, prepared)
         self.unfinished = call
         async with aclosing(self._model_chunks(step_number, call, prepared)) as model_chunks:
             async for chunk in model_chunks:
                 yield chunk
-        model = call.result()
+        model = replace(call.result(), compaction=compacted.report)
         tools = self._tool_calls(
             model.calls, step_number, inactive=self.inactive, secrets=model.credentials
         )
@@ -343,7 +343,7 @@ class _Run:
             performance=performance,
         )
         self.steps.append(step)
-        self.budget = self.budget.after(model.usage)
+        self.budget = self.budget.after(model.usage + compacted.usage)
         self.messages.extend(call.retry_messages)  # rows of a retried attempt, in log order
         # A `messages` override applies to its step only: the conversation goes on from the
         # loop's own messages, in the form a later turn reads them from the log in, so that

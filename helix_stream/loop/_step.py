@@ -14,12 +14,14 @@ import asyncio
 import statistics
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from .._cache_ledger import CacheLedger
 from .._timeout import StreamTimer
 from ..chunks import Chunk, DataChunk, FinishReason, SourceUrl, Usage
+from ..errors import ModelError
 from ..middleware import ModelMiddleware, WrappedModel, call_with_middleware
 from ..models._cache import CacheHints, PromptCacheOption, cache_settings, with_cache_breakpoints
 from ..models._cache_book import CacheBook, CacheEntry, CacheScope
@@ -31,17 +33,41 @@ from ..models._parse import StepParser, map_finish_reason
 from ..models._pricing import CallCost, cost_of, priced
 from ..models._retry import Attempt, RetryPolicy, open_content_stream
 from ..prepare_step import STEP_OVERRIDE_KEYS, StepInput
-from ..steps import ModelCallPerformance, StepPerformance, StepResult, ToolCall, ToolResult
+from ..steps import (
+    ModelCallPerformance,
+    StepCompaction,
+    StepPerformance,
+    StepResult,
+    ToolCall,
+    ToolResult,
+)
 from ..telemetry import Recorder
 from ..telemetry._filters import credential_strings
+from ..telemetry._recorder import NOOP_RECORDER
 from ..tools import Tool
+from ._compaction import (
+    NOT_COMPACTED,
+    Compacted,
+    PreparedCall,
+    Preparing,
+    SummarizerCall,
+    compact_request,
+)
 from ._config import LoopConfig
 from ._env import StepCommit
 from ._params import check_known, check_run_options
 from ._retry_status import opening, retry_status
 from ._tool_media import with_tool_media
 
-__all__ = ["ModelCall", "ModelResult", "cache_scope", "model_name", "request_params"]
+__all__ = [
+    "ModelCall",
+    "ModelResult",
+    "cache_scope",
+    "compact",
+    "model_name",
+    "request_params",
+    "summarizer_answer",
+]
 
 
 def model_name(model: str | WrappedModel) -> tuple[str, tuple[ModelMiddleware, ...]]:
@@ -128,6 +154,7 @@ class ModelResult:
     credentials: frozenset[str] = frozenset()  # what the request sent as credentials
     sources: tuple[SourceUrl, ...] = ()  # the sources the model cited
     cache: CacheLedger | None = None  # the prompt cache's account of the call
+    compaction: StepCompaction | None = None  # what ran before the call (loop/_compaction.py)
 
 
 class ModelCall:
@@ -428,6 +455,7 @@ def step_result(
         data=list(data),
         performance=performance,
         cache=model.cache,
+        compaction=model.compaction,
     )
 
 
@@ -442,3 +470,61 @@ def step_performance(
         tool_time=tool_time,
         model=model,
     )
+
+
+async def summarizer_answer(
+    request: dict[str, Any], how: SummarizerCall, timeout: Any
+) -> tuple[str, Usage]:
+    """The summarizer call of a compaction, sent as its step's would be; its text and usage.
+
+    Raises:
+        ModelError: it answered no text. Whatever the call raised.
+    """
+    call = ModelCall(
+        request,
+        how.middleware,
+        NOOP_RECORDER,  # the step's span is not open yet: the step reports it (StepCompaction)
+        how.step_number,
+        # The step's markers, but a book of its own: the summarizer's request is no request of
+        # the session's that the next one should be compared with (the cache ledger).
+        CacheScope(book=CacheBook(), mode=how.prompt_cache),
+        router=how.router,
+        retry=how.retry,
+        where=how.where,
+        timer=how.timer(timeout),
+    )
+    async with aclosing(call.chunks()) as chunks:
+        async for _ in chunks:  # nothing of it reaches the stream
+            pass
+    result = call.result()
+    text = result.text.strip()
+    if not text:
+        raise ModelError("the summarizer answered no text (a tool call or an empty answer)")
+    return text, result.usage
+
+
+P = TypeVar("P", bound=PreparedCall)
+
+
+async def compact(run: Preparing[P], step_number: int, forced: bool) -> tuple[P, Compacted]:
+    """Prepare step ``step_number``'s request, compacting first when the agent says so: the
+    request is then made anew over the compacted history (its prepare_step runs again)."""
+    prepared = await run._prepare(step_number, forced)
+    compactor = run.cfg.env.compactor
+    if compactor is None:
+        return prepared, NOT_COMPACTED
+    how = SummarizerCall.like_step(
+        run.cfg, run.clock, step_number, prepared.middleware, prepared.prompt_cache
+    )
+    timeout = prepared.timeout
+
+    async def summarize(request: dict[str, Any]) -> tuple[str, Usage]:
+        return await summarizer_answer(request, how, timeout)
+
+    compacted = await compact_request(compactor, prepared.params, summarize)
+    if compacted.history is None:
+        return prepared, compacted
+    # The step's commit is taken again: the compacted history ends with its messages.
+    history, taken = list(compacted.history), len(prepared.context.messages)
+    run.messages, run.first = history[: len(history) - taken], prepared.context
+    return await run._prepare(step_number, forced), compacted

@@ -37,6 +37,7 @@ __all__ = [
     "NO_INNER_RETRIES",
     "ProviderInfo",
     "acompletion",
+    "count_tokens",
     "ensure_litellm",
     "expect_requests",
     "is_litellm_param",
@@ -355,4 +356,20 @@ def llm_provider(
         provider=provider,
         bedrock_route=route,
         openai_compatible=frozenset(litellm.openai_compatible_providers) | custom,
+    )
+
+
+def count_tokens(params: Mapping[str, Any]) -> int:
+    """The input tokens of a request (``litellm.acompletion`` params: ``model``,
+    ``messages``, ``tools``), as litellm's token counter counts them (its tokenizer for the
+    model, tiktoken's by default). Needs litellm loaded (a run has loaded it)."""
+    litellm = litellm_module()
+    return int(
+        litellm.token_counter(
+            model=str(params.get("model", "")),
+            messages=list(params.get("messages") or []),
+            tools=list(params.get("tools") or []) or None,
+            # An image by URL is counted at litellm's default size, never fetched to measure.
+            use_default_image_token_count=True,
+        )
     )

@@ -22,6 +22,7 @@ from ..state import bind_scope
 from ..steps import ToolCall
 from ..store import Store
 from ..tools import Tool
+from ._compaction import compactor
 from ._open import Opened
 from ._pending import plan_resume
 from ._side_effects import session_calls, settle_unknown, waiting_data
@@ -91,6 +92,7 @@ def turn_env(opened: Opened) -> TurnEnv:
         resume=plan.resume if plan is not None else None,
         budget=opened.budget,
         cache_book=cache_book(store),
+        compactor=compactor(opened),
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._compaction import compaction_attributes
 from ._filters import AttributeValue
 from ._prompt_cache import prompt_cache_attributes
 
@@ -60,9 +61,11 @@ def step_time_attributes(performance: Any) -> dict[str, AttributeValue]:
 
 
 def step_figures(step: Any) -> dict[str, AttributeValue]:
-    """A finished model call's figures on its step span: its performance and its prompt-cache
-    ledger (``helix.prompt_cache.*``, ``_prompt_cache.py``)."""
+    """A finished model call's figures on its step span: its performance, its prompt-cache
+    ledger (``helix.prompt_cache.*``, ``_prompt_cache.py``) and the compaction that ran before
+    it (``helix.compaction.*``, ``_compaction.py``)."""
     return {
         **performance_attributes(getattr(step, "performance", None)),
         **prompt_cache_attributes(getattr(step, "cache", None)),
+        **compaction_attributes(getattr(step, "compaction", None)),
     }
