@@ -142,6 +142,20 @@ async def open_turn(request: TurnRequest) -> Opened:
         raise
 
 
+async def _context_pass(request: TurnRequest, snapshot: Snapshot, setup: RunSetup) -> ContextPass:
+    """The turn's context pass over the session's log."""
+    agent = request.agent
+    return ContextPass(
+        request.session_id,
+        snapshot.log,
+        step_context=agent.step_context,
+        limits=agent.step_context_limits,
+        memory=agent.memory,
+        # Rows take the form of the provider family the turn's model is sent as.
+        family=await params_family(model_name(setup.call.model)[0], setup.options.settings),
+    )
+
+
 async def _prepare(request: TurnRequest) -> Opened:
     """Read the session once and refuse what cannot run; nothing is written here."""
     snapshot = await request.store.read_snapshot(request.session_id)
@@ -154,15 +168,7 @@ async def _prepare(request: TurnRequest) -> Opened:
     budget = session_budget(request, snapshot)
     await check_budget(request, budget)  # a limit reached already: refused, nothing written
     assert isinstance(setup, RunSetup)  # server_tools made the run's one setup
-    context_pass = ContextPass(
-        session_id,
-        snapshot.log,
-        step_context=agent.step_context,
-        limits=agent.step_context_limits,
-        memory=agent.memory,
-        # Rows take the form of the provider family the turn's model is sent as.
-        family=await params_family(model_name(setup.call.model)[0], setup.options.settings),
-    )
+    context_pass = await _context_pass(request, snapshot, setup)
     site = snapshot.checkpoint.log_seq if snapshot.checkpoint is not None else 0
     meta = _turn_meta(request, view, site)
     created = snapshot.session is None
