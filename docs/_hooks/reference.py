@@ -188,11 +188,25 @@ def _options_list(dotted: str) -> str:
     return "\n".join(items)
 
 
+def _composed(obj: Any) -> bool:
+    """A class made of mixins (``Executor``'s, one per concern): bases the package does not
+    export, whose methods are the class's own API and so belong on its entry."""
+    if not inspect.isclass(obj):
+        return False
+    package = importlib.import_module("helix_stream")
+    return any(
+        base.__module__.startswith("helix_stream.") and base.__name__ not in package.__all__
+        for base in obj.__bases__
+    )
+
+
 def _entries(module: str, names: list[str]) -> str:
     mod = importlib.import_module(module)
     out = []
     for name in names:
         entry = f"::: {module}.{name}\n"
+        if _composed(getattr(mod, name)):
+            entry += "    options:\n      inherited_members: true\n"
         for marker in _markers(getattr(mod, name)):
             what = "run" if "run" in marker else "server"
             entry += (

@@ -2,50 +2,43 @@
 
 Every operation on a session goes through it: turns (``run``, ``start``), answers to paused
 calls, context from the app, rewinds and branches, and reading (the log, the context rows,
-the stored UI messages). The chat server calls nothing else.
+the stored UI messages). The chat server calls nothing else. This module owns the front door:
+the constructor and the turns; the rest comes from one mixin per concern (``_answering``,
+``_app_context``, ``_control``, ``_history``, ``_authorization``, ``_mcp``, ``_run_sync``,
+``_resolve``, ``_turn_policies``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from typing_extensions import Unpack
 
-from .._limits import check_key, check_session_id
+from .._limits import check_session_id
 from ..agent import Agent, OutputT
 from ..chunks import ErrorChunk
-from ..context import (
-    APP_SOURCE,
-    LATE_ANSWER_SOURCE,
-    ContextAdded,
-    ContextItemLike,
-    unknown_tools,
-    validate_items,
-)
-from ..errors import InvalidRequestError, StateError
+from ..errors import InvalidRequestError
 from ..loop import StreamTextResult, has_tool_call, step_count_is
 from ..loop._options import LoopOptions, RunKeywords, documents_options, options_over, split_options
 from ..loop._setup import LoopCall, RunCheck, check_run, setup_run
 from ..state import ParentInfo, SubAgent
-from ..store import LogRecord, MemoryStore, Store
+from ..store import MemoryStore, Store
 from ..tools import FINISH_TOOL_NAME
-from ._answers import ApprovalAnswer, ToolAnswer, by_call
+from ._answering import Answers, SessionAnswers
+from ._app_context import SessionContext
 from ._authorization import DEFAULT_SIGN_IN_TTL, SessionAuthorization
-from ._history import SessionHistory, check_idle
+from ._control import SessionControl
+from ._history import SessionHistory
 from ._input import Input, checked_input
-from ._lease import STOP_KEY, FencedWriter
+from ._lease import FencedWriter
 from ._mcp import SessionServers
-from ._meta import TurnMeta
-from ._pending import late_answer_row, waiting_calls
 from ._queued import QueuedTurns
 from ._request import TurnRequest
 from ._resolve import CallResolution
 from ._run_sync import SyncTurns
-from ._sandbox import close_sandboxes
 from ._turn import run_turn
 from ._turn_policies import TurnPolicies
 
@@ -55,8 +48,6 @@ if TYPE_CHECKING:
     from ..telemetry import TelemetrySettings
 
 __all__ = ["Executor", "default_identity"]
-
-Answers = Sequence[ApprovalAnswer | ToolAnswer]
 
 
 def default_identity(auth: Any) -> Any:
@@ -68,7 +59,15 @@ def default_identity(auth: Any) -> Any:
 
 
 class Executor(
-    SessionHistory, SessionAuthorization, SessionServers, SyncTurns, CallResolution, TurnPolicies
+    SessionAnswers,
+    SessionContext,
+    SessionControl,
+    SessionHistory,
+    SessionAuthorization,
+    SessionServers,
+    SyncTurns,
+    CallResolution,
+    TurnPolicies,
 ):
     """Runs agents in sessions stored in ``store``.
 
@@ -276,181 +275,6 @@ class Executor(
             raise first.error
         return StreamTextResult.started(first, iterator)
 
-    async def request_stop(self, session_id: str, *, timeout: float = 30.0) -> bool:
-        """Stop the session's running turn, wherever it runs: in this process or another one
-        sharing the store (a replica). Returns once the turn has ended.
-
-        The request is written to the session; the running turn's lease heartbeat reads it
-        back within ``lease_renew_seconds`` and calls the turn's ``on_stop_requested`` (see
-        :meth:`run`), which the chat server gives every turn: it ends as its stop route ends
-        one (what was streamed stored as interrupted, the session idle).
-
-        Returns:
-            ``True`` once the turn has ended, ``False`` if no turn was running (or its
-            process is gone: its lease expired) or it had not ended after ``timeout``.
-
-        Raises:
-            SessionNotFoundError: no such session.
-        """
-        loop = asyncio.get_running_loop()
-        session = await self.session(session_id)
-        token = session.lease_token
-        if session.status != "running" or token is None or session.lease_expired():
-            return False
-        await self.store.update_session_meta(session_id, {STOP_KEY: token})
-        deadline = loop.time() + timeout
-        while loop.time() < deadline:
-            await asyncio.sleep(0.1)  # a stop is rare: polling its end costs nothing that counts
-            now = await self.store.get_session(session_id)
-            if now is None or now.lease_token != token or now.status != "running":
-                return True
-            if now.lease_expired():
-                return False  # its process is gone: the next turn takes the session over
-        return False
-
-    # -- answers to a paused turn ----------------------------------------------------------
-
-    async def answer(self, session_id: str, answers: Answers) -> None:
-        """Record answers to the calls a paused turn left waiting; the next ``run()`` of the
-        session acts on them.
-
-        An approval runs its call — unless the tool was switched off meanwhile (even by a
-        switch-off still queued): then nothing runs and the call gets ``tool_inactive``. A
-        client tool's output that answers no waiting call but a call of the log (one already
-        settled as timed out, say) is delivered as a ``late-answer`` notice row instead.
-
-        Raises:
-            SessionNotFoundError: no such session.
-            SessionBusyError: the session is running.
-            StateError: an answer names no call of the session (nothing was written).
-        """
-        snapshot = await self.store.read_snapshot(session_id)
-        check_idle(session_id, snapshot.session)
-        waiting = waiting_calls(snapshot.log)
-        matched, unmatched = by_call(answers, waiting)
-        late = [_late_row(snapshot.log, answer) for answer in unmatched]
-        for answer, row in zip(unmatched, late, strict=True):
-            if row is None:
-                raise _unknown_call(session_id, answer)
-        patch: dict[str, Any] = {}
-        for call_id, recorded in matched.items():
-            patch.update(TurnMeta.answer(call_id, recorded))
-        if patch:
-            await self.store.update_session_meta(session_id, patch)
-        rows = [row for row in late if row is not None]
-        if rows:
-            # Queued, not appended: the log may end with calls still waiting for their results.
-            await self.store.enqueue_context(
-                session_id,
-                [{k: v for k, v in row.items() if k != "origin"} for row in rows],
-                source=LATE_ANSWER_SOURCE,
-                origin={"type": LATE_ANSWER_SOURCE},
-            )
-
-    async def respond_to_approval(
-        self, session_id: str, approval_id: str, approved: bool, reason: str | None = None
-    ) -> None:
-        """Answer one ``tool-approval-request`` (see :meth:`answer`).
-
-        Raises:
-            SessionNotFoundError, SessionBusyError, StateError: as :meth:`answer`.
-        """
-        await self.answer(session_id, [ApprovalAnswer(approval_id, bool(approved), reason)])
-
-    async def submit_tool_result(self, session_id: str, tool_call_id: str, output: Any) -> None:
-        """Give a client tool's answer (see :meth:`answer`).
-
-        Raises:
-            SessionNotFoundError, SessionBusyError, StateError: as :meth:`answer`.
-        """
-        await self.answer(session_id, [ToolAnswer(tool_call_id, output)])
-
-    # -- context from the app --------------------------------------------------------------
-
-    async def add_context(
-        self, session_id: str, items: Sequence[ContextItemLike], key: str | None = None
-    ) -> int:
-        """Queue context items for a session's next model call; return how many were recorded.
-
-        Works whether the session is idle, running or paused. With a ``key`` (one request), a
-        retry with the same items records nothing (0); the same key with other items is
-        refused whole. Without a key every call records. Items get ``source="app"`` unless
-        they name their own; ``"hook"`` is reserved for the step_context hook.
-        :meth:`add_context_for` does the same and also checks the items against an agent.
-
-        Raises:
-            ContextValidationError: an item is invalid (nothing was queued).
-            SessionNotFoundError: no such session.
-            ContextKeyConflictError: ``key`` was used before with other items (nothing written).
-        """
-        return (await self._add_context(session_id, items, key, tools=None)).recorded
-
-    async def add_context_for(
-        self,
-        agent: Agent,
-        session_id: str,
-        items: Sequence[ContextItemLike],
-        key: str | None = None,
-    ) -> ContextAdded:
-        """:meth:`add_context` for a session of ``agent``, with warnings about what the agent
-        cannot act on: a tools item naming a tool the agent does not have is recorded all the
-        same (it switches nothing now; an MCP server's tools or a later version of the agent
-        may bring the name), with ``"unknown tool 'x'"`` in ``warnings``. The warnings are
-        decided before anything is written.
-
-        Raises:
-            ContextValidationError, SessionNotFoundError, ContextKeyConflictError: as
-                :meth:`add_context` (nothing written).
-        """
-        return await self._add_context(session_id, items, key, tools=agent.tool_map)
-
-    async def _add_context(
-        self,
-        session_id: str,
-        items: Sequence[ContextItemLike],
-        key: str | None,
-        *,
-        tools: Collection[str] | None,
-    ) -> ContextAdded:
-        check_session_id(session_id)
-        check_key(key)
-        clean = validate_items(items, default_source=APP_SOURCE)
-        warnings = unknown_tools(clean, tools) if tools is not None else ()
-        recorded = await self.store.enqueue_context(
-            session_id,
-            clean,
-            source=APP_SOURCE,
-            origin={"type": APP_SOURCE},
-            key=key,
-            on_key_conflict="raise",
-        )
-        return ContextAdded(recorded=recorded, warnings=warnings)
-
-    # -- sandboxes ----------------------------------------------------------------------------
-
-    async def close_sandbox(self, session_id: str, agent: Agent | None = None) -> None:
-        """End the session's sandbox: its commands are stopped, its files gone, and the
-        session forgets it (the next ``get_sandbox()`` makes a new one).
-
-        Args:
-            session_id: The session.
-            agent: Whose sandbox to end; by default every sandbox the session has, of the
-                agents this executor ran (after a restart, pass the agent).
-
-        Raises:
-            SessionNotFoundError: no such session.
-            SessionBusyError: a turn of the session is running.
-            InvalidRequestError: the session has a sandbox of an agent this executor does
-                not know (pass ``agent=``), or ``agent`` has no sandbox (nothing was closed).
-        """
-        if agent is None:
-            await close_sandboxes(self.store, session_id, self._sandboxes)
-            return
-        if agent.sandbox is None:
-            raise InvalidRequestError(f"agent {agent.name!r} has no sandbox (Agent(sandbox=...))")
-        providers = {agent.name: agent.sandbox}
-        await close_sandboxes(self.store, session_id, providers, agent=agent.name)
-
 
 def _check_identity(initiator: Any) -> None:
     """Refuse (a programming error, not the caller's) an initiator no store can hold."""
@@ -488,26 +312,3 @@ def _agent_call(agent: Agent, session_id: str) -> LoopCall:
         conversation_id=session_id,
         where="Agent(settings=...) or Executor.run()",
     )
-
-
-def _unknown_call(session_id: str, answer: ApprovalAnswer | ToolAnswer) -> StateError:
-    if isinstance(answer, ApprovalAnswer):
-        return StateError(
-            f"no call of session {session_id!r} is waiting for approval {answer.approval_id!r}"
-        )
-    return StateError(f"session {session_id!r} has no tool call {answer.tool_call_id!r}")
-
-
-def _late_row(
-    log: Sequence[LogRecord], answer: ApprovalAnswer | ToolAnswer
-) -> dict[str, Any] | None:
-    """The late-answer row of a client answer to a call of the log that waits no more."""
-    if not isinstance(answer, ToolAnswer):
-        return None
-    for record in log:
-        if record.role != "assistant":
-            continue
-        for call in record.payload.get("tool_calls") or []:
-            if call["id"] == answer.tool_call_id:
-                return late_answer_row(call["function"]["name"], call["id"], answer.output)
-    return None
