@@ -63,7 +63,8 @@ class SessionHistory:
             result = await executor.run(agent, session_id).consume()
 
         Raises:
-            SessionNotFoundError, StateError (unknown checkpoint), SessionBusyError (running).
+            SessionNotFoundError, StateError, SessionBusyError: no such session, an unknown
+                checkpoint, the session is running.
         """
         session = await self.store.get_session(session_id)
         check_idle(session_id, session)
@@ -93,7 +94,7 @@ class SessionHistory:
         earlier message's regeneration truncates the conversation after it.
 
         Raises:
-            SessionNotFoundError, SessionBusyError (running).
+            SessionNotFoundError, SessionBusyError: no such session, the session is running.
             InvalidRequestError: the session has no assistant message ``message_id``, or no
                 user message to answer.
         """
@@ -132,7 +133,7 @@ class SessionHistory:
             Whether the session has that message (if not, nothing was written).
 
         Raises:
-            SessionNotFoundError, SessionBusyError (running).
+            SessionNotFoundError, SessionBusyError: no such session, the session is running.
         """
         snapshot = await self.store.read_snapshot(session_id)
         check_idle(session_id, snapshot.session)
@@ -164,7 +165,8 @@ class SessionHistory:
         to ``checkpoint_id`` as :meth:`retry` does. Then ``run(agent, session_id)`` continues.
 
         Raises:
-            SessionNotFoundError, StateError (unknown checkpoint), InvalidRequestError (mode).
+            SessionNotFoundError, StateError, InvalidRequestError: no such session, an unknown
+                checkpoint, an unknown ``mode``.
         """
         await self.session(session_id)
         if mode == "continue":

@@ -81,7 +81,7 @@ class CallResolution:
             CallNotInFlightError: the call has its result (its outcome is not unknown).
             CallAlreadySettledError: the call was settled already.
             ToolContextError: ``rerun`` without the tool's valid ``tools_context`` entry.
-            (Every refusal writes nothing.)
+                (Every refusal writes nothing.)
         """
         return await resolve_call(
             self.store,
