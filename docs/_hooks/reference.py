@@ -189,12 +189,12 @@ def _options_list(dotted: str) -> str:
 
 
 def _composed(obj: Any) -> bool:
-    """A class made of mixins (``Executor``'s, one per concern): bases the package does not
-    export, whose methods are the class's own API and so belong on its entry."""
+    """The executor, made of one mixin per concern (``helix_stream/session/``): those bases are
+    not exported, so their methods, the executor's API, belong on its entry."""
     if not inspect.isclass(obj):
         return False
     package = importlib.import_module("helix_stream")
-    return any(
+    return obj.__module__.startswith("helix_stream.session.") and any(
         base.__module__.startswith("helix_stream.") and base.__name__ not in package.__all__
         for base in obj.__bases__
     )
