@@ -63,8 +63,7 @@ class SessionHistory:
             result = await executor.run(agent, session_id).consume()
 
         Raises:
-            SessionNotFoundError, StateError, SessionBusyError: no such session, an unknown
-                checkpoint, the session is running.
+            SessionNotFoundError, StateError, SessionBusyError: unknown session, checkpoint; running
         """
         session = await self.store.get_session(session_id)
         check_idle(session_id, session)
@@ -165,8 +164,7 @@ class SessionHistory:
         to ``checkpoint_id`` as :meth:`retry` does. Then ``run(agent, session_id)`` continues.
 
         Raises:
-            SessionNotFoundError, StateError, InvalidRequestError: no such session, an unknown
-                checkpoint, an unknown ``mode``.
+            SessionNotFoundError, StateError, InvalidRequestError: unknown session, checkpoint, mode
         """
         await self.session(session_id)
         if mode == "continue":
