@@ -89,7 +89,8 @@ class ToolPartFold:
     def _require(self, chunk: Mapping[str, Any]) -> _Part:
         """The part of the chunk's tool call: the current step's, else the latest earlier one."""
         tool_call_id = chunk["toolCallId"]
-        for part in chain(self._step_parts(), reversed(self._message["parts"])):
+        parts: list[_Part] = self._message["parts"]
+        for part in chain(self._step_parts(), reversed(parts)):
             if _is_tool(part) and part.get("toolCallId") == tool_call_id:
                 return part
         raise ValueError(f'No tool invocation found for tool call ID "{tool_call_id}".')
