@@ -59,10 +59,12 @@ from ._budget import RunBudget
 from ._config import Callbacks, LoopConfig, call_user
 from ._env import Resumed, RunEnd, StepCommit
 from ._lifecycle import AliasSubscriber, LifecycleSubscriber, ToolWatch, outcome_of
+from ._request import cache_scope, model_name, request_params
 from ._result import GenerateTextResult
 from ._resume import ResumeStep
-from ._step import cache_scope, compact, model_name, request_params, step_performance, step_result
+from ._step import step_performance, step_result
 from ._stream_retry import StepCall, step_call
+from ._summarize import compact
 from ._tools import ToolCalls, ToolRun
 
 __all__ = ["run_event_stream", "run_loop"]
