@@ -14,29 +14,23 @@ told last (``TurnLog.end``).
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator, Callable, Sequence
-from contextlib import AbstractContextManager, aclosing
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, replace
 from typing import Any
 
 from .._event_stream import (
-    EventStream,
-    ModelCallEnded,
-    ModelCallStarted,
     RunAborted,
     RunFailed,
     RunFinished,
     RunStarted,
     StepEnded,
     StepStarted,
-    Subscriber,
 )
 from .._timeout import NO_CLOCK, RunClock, as_timeout
 from .._transform import aclose_stream, apply_transforms
 from ..chunks import (
     Chunk,
-    ContextRowChunk,
-    ContextSkipped,
     ErrorChunk,
     Finish,
     FinishReason,
@@ -50,19 +44,20 @@ from ..models._cache import PromptCacheOption, check_prompt_cache
 from ..models._litellm import ensure_litellm, translate_error
 from ..models._output import OutputSpec
 from ..prepare_step import StepInput, run_step_chain
-from ..steps import StepResult, ToolCall, ToolResult, should_stop
-from ..telemetry import Recorder
-from ..telemetry._recorder import recorder_subscriber
+from ..steps import StepResult, ToolCall
 from ..tools import resolve_contexts
-from ._answer import finish_required, run_output_spec, structured_output
+from ._answer import run_output_spec, structured_output
 from ._budget import RunBudget
-from ._config import Callbacks, LoopConfig, call_user
+from ._config import LoopConfig
+from ._decide import FORCE, STOP, next_move
 from ._env import Resumed, RunEnd, StepCommit
-from ._lifecycle import AliasSubscriber, LifecycleSubscriber, ToolWatch, outcome_of
+from ._lifecycle import ToolWatch
 from ._request import cache_scope, model_name, request_params
 from ._result import GenerateTextResult
 from ._resume import ResumeStep
+from ._run_events import run_event_stream
 from ._step import step_performance, step_result
+from ._step_events import model_call_ended, model_chunks, not_executed
 from ._stream_retry import StepCall, step_call
 from ._summarize import compact
 from ._tools import ToolCalls, ToolRun
@@ -92,37 +87,6 @@ async def run_loop(cfg: LoopConfig) -> AsyncGenerator[Chunk, None]:
         await cfg.env.log.end(run.how_it_ended())
 
 
-def run_event_stream(
-    recorder: Recorder,
-    callbacks: Callbacks,
-    *,
-    session_id: str | None,
-    scope: Callable[[], AbstractContextManager[None]],
-    subscribers: Sequence[Subscriber] = (),
-) -> EventStream:
-    """A run's one event stream. Its subscribers, in the order they see an event: telemetry,
-    ``subscribers`` (a session's: its hooks), the older callbacks, the lifecycle callbacks
-    (which run inside ``scope``, the session binding). A session makes its turn's stream
-    when the turn opens and hands it to the run (``LoopConfig.events``): the session's own
-    events and the run's go through the same one."""
-
-    async def call(fn: Any, event: Any) -> Any:
-        return await call_user(fn, event, scope=scope)
-
-    every = [
-        recorder_subscriber(recorder),
-        *subscribers,
-        AliasSubscriber(callbacks.on_step_finish, callbacks.on_finish, callbacks.on_error, call),
-        LifecycleSubscriber.of(callbacks.lifecycle, call),
-    ]
-    on_chunk = callbacks.on_chunk
-    return EventStream(
-        [s for s in every if s is not None and s.kinds],
-        on_chunk=(lambda chunk: call(on_chunk, chunk)) if on_chunk is not None else None,
-        session_id=session_id,
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class _Prepared:
     """A step ready to call the model."""
@@ -133,9 +97,6 @@ class _Prepared:
     middleware: tuple[ModelMiddleware, ...]
     prompt_cache: PromptCacheOption
     timeout: Any = None  # the step's own limits (a prepare_step override)
-
-
-_GO_ON, _FORCE, _STOP = "go on", "force", "stop"
 
 
 class _Run:
@@ -152,7 +113,7 @@ class _Run:
         self.contexts = cfg.contexts
         self.output: Any = None
         self.output_spec: OutputSpec | None = None  # decided when the run starts
-        self.next = _STOP  # set by each step: go on, force the finish tool, or stop
+        self.next = STOP  # set by each step: go on, force the finish tool, or stop
         self.error: BaseException | None = None  # the run's error, once it failed
         self.finished = False  # the finish chunk was made
         self.unfinished: StepCall | None = None  # the model call of the step in progress
@@ -200,9 +161,9 @@ class _Run:
                 async with aclosing(self._step(step_number, forced)) as step_chunks:
                     async for chunk in step_chunks:
                         yield chunk
-                if self.next == _STOP:
+                if self.next == STOP:
                     break
-                forced = self.next == _FORCE
+                forced = self.next == FORCE
                 step_number += 1
             finish = self._finish()
             ended = True
@@ -291,12 +252,12 @@ class _Run:
 
     async def _step(self, step_number: int, forced: bool) -> AsyncGenerator[Chunk, None]:
         """One step's chunks; sets :attr:`next`, what the loop does after it."""
-        cfg, events = self.cfg, self.events
+        cfg, events, sid = self.cfg, self.events, self.cfg.session_id
         self.clock.check()  # the total limit, between steps
         self.budget.check()  # a call refused anyway commits no context (loop/_budget.py)
         began = time.perf_counter()
         if events.wants("step-started"):
-            await events.emit(StepStarted(session_id=cfg.session_id, step_number=step_number))
+            await events.emit(StepStarted(session_id=sid, step_number=step_number))
         prepared, compacted = await compact(self, step_number, forced)
         await self.budget.check_request(prepared.params)  # nothing sent past a limit
         yield StartStep(step_number=step_number)
@@ -304,27 +265,18 @@ class _Run:
             yield chunk
         call = self._model_call(step_number, prepared)
         self.unfinished = call
-        async with aclosing(self._model_chunks(step_number, call, prepared)) as model_chunks:
-            async for chunk in model_chunks:
+        called = model_chunks(events, sid, step_number, call, prepared, self.runtime_context)
+        async with aclosing(called) as model_call_chunks:
+            async for chunk in model_call_chunks:
                 yield chunk
         model = replace(call.result(), compaction=compacted.report)
         tools = self._tool_calls(
             model.calls, step_number, inactive=self.inactive, secrets=model.credentials
         )
         performance = step_performance(began, call.performance())
-        if events.wants("model-call-ended"):
-            await events.emit(
-                ModelCallEnded(
-                    session_id=cfg.session_id,
-                    step_number=step_number,
-                    model=prepared.params["model"],
-                    performance=call.performance(),
-                    step=step_result(
-                        step_number, model, [], [], self.runtime_context, performance=performance
-                    ),
-                    response=model.response,
-                )
-            )
+        await model_call_ended(
+            events, sid, step_number, call, prepared, model, self.runtime_context, performance
+        )
         tools_began = time.perf_counter()
         if model.calls:
             # aclosing: if this run is closed mid-way, the tools still running are cancelled
@@ -333,7 +285,7 @@ class _Run:
                 async for chunk in tool_chunks:
                     yield chunk
         outcome = tools.outcome()
-        await self._not_executed(step_number, model.calls, outcome.results, tools.executed)
+        await not_executed(events, sid, step_number, model.calls, outcome.results, tools.executed)
         performance = step_performance(began, performance.model, time.perf_counter() - tools_began)
         step = step_result(
             step_number,
@@ -351,13 +303,13 @@ class _Run:
         # loop's own messages, in the form a later turn reads them from the log in, so that
         # their bytes never change between calls.
         self.messages.extend(model_message(m) for m in step.response_messages)
-        self.next = await self._decide(step, forced)
-        final = self.next == _STOP
+        self.next, self.output = await next_move(
+            cfg, self.output_spec, step, self.steps, forced=forced, output=self.output
+        )
+        final = self.next == STOP
         await cfg.env.log.persist(step, final=final)
         if events.wants("step-ended"):
-            ended = StepEnded(
-                session_id=cfg.session_id, step=step, performance=performance, final=final
-            )
+            ended = StepEnded(session_id=sid, step=step, performance=performance, final=final)
             await events.emit(ended)  # telemetry, hooks and callbacks: one emission
         self.unfinished = None
         yield FinishStep(
@@ -367,58 +319,6 @@ class _Run:
             response_model=step.response_model,
             step=step,
         )
-
-    async def _not_executed(
-        self,
-        step_number: int,
-        calls: Sequence[ToolCall],
-        results: Sequence[ToolResult],
-        executed: set[str],
-    ) -> None:
-        """``on_tool_call_end`` for the calls that did not run (refused, invalid, waiting)."""
-        watch = ToolWatch.of(self.events, step_number, self.cfg.session_id)
-        if watch is None:
-            return
-        by_id = {r.tool_call_id: r for r in results}
-        for call in calls:
-            if call.id not in executed and call.id in by_id:
-                result = by_id[call.id]
-                await watch.end(call, result, 0.0, outcome_of(result))
-
-    async def _model_chunks(
-        self, step_number: int, call: StepCall, prepared: _Prepared
-    ) -> AsyncGenerator[Chunk, None]:
-        """The model call's chunks, after its ``model-call-started`` event; a call that fails
-        ends with its ``model-call-ended`` (one that succeeds: when its step is built)."""
-        model, events, sid = prepared.params["model"], self.events, self.cfg.session_id
-        if events.wants("model-call-started"):
-            committed = prepared.context.chunks
-            await events.emit(
-                ModelCallStarted(
-                    session_id=sid,
-                    step_number=step_number,
-                    model=model,
-                    params=prepared.params,
-                    runtime_context=self.runtime_context,
-                    context_rows=[c.row for c in committed if isinstance(c, ContextRowChunk)],
-                    skipped=[c for c in committed if isinstance(c, ContextSkipped)],
-                )
-            )
-        try:
-            async with aclosing(call.chunks()) as chunks:
-                async for chunk in chunks:
-                    yield chunk
-        except Exception as exc:
-            if events.wants("model-call-ended"):
-                end = ModelCallEnded(
-                    session_id=sid,
-                    step_number=step_number,
-                    model=model,
-                    performance=call.performance(),
-                    error=exc,
-                )
-                await events.emit(end)
-            raise
 
     def _model_call(self, step_number: int, prepared: _Prepared) -> StepCall:
         return step_call(
@@ -471,25 +371,6 @@ class _Run:
             prompt_cache=prompt_cache,
             timeout=timeout,
         )
-
-    async def _decide(self, step: StepResult, forced: bool) -> str:
-        """Go on, force the finish tool next, or stop (keeping the finish tool's output)."""
-        finish_tool = self.cfg.finish_tool
-        if finish_tool is not None:
-            for result in step.tool_results:
-                if result.tool_name == finish_tool and result.status == "output":
-                    self.output = result.output
-                    return _STOP
-        if forced or step.pending:
-            return _STOP
-        if not step.tool_calls:
-            # A structured answer asked for through the finish tool must come through it.
-            return _FORCE if finish_required(self.output_spec, self.cfg) else _STOP
-        with self.scope():  # stop conditions are user code too
-            stop = await should_stop(self.cfg.stop_when, self.steps)
-        if stop:
-            return _STOP if finish_tool is None else _FORCE
-        return _GO_ON
 
     def _finish(self) -> Finish:
         reason: FinishReason = self.steps[-1].finish_reason if self.steps else "stop"
