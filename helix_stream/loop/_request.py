@@ -3,24 +3,29 @@
 This module owns :func:`model_name` (the litellm model string and a wrapped model's own
 middleware), :func:`request_params` (the params of a step, from the config and the step's
 overrides) and :func:`cache_scope` (the call's prompt caching, what ``ttl="auto"`` decides
-with). The call itself is :class:`~helix_stream.loop._step.ModelCall`'s.
+with) and :func:`prepared_call` (a step ready to call the model: its request, middleware,
+prompt caching and own time limits, the overrides checked before the call). The call itself
+is :class:`~helix_stream.loop._step.ModelCall`'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from .._timeout import as_timeout
 from ..middleware import ModelMiddleware, WrappedModel
-from ..models._cache import CacheHints, PromptCacheOption
+from ..models._cache import CacheHints, PromptCacheOption, check_prompt_cache
 from ..models._cache_book import CacheBook, CacheScope
 from ..models._output import OutputSpec
 from ..prepare_step import STEP_OVERRIDE_KEYS, StepInput
 from ..tools import Tool
 from ._config import LoopConfig
+from ._env import StepCommit
 from ._params import check_known
 
-__all__ = ["cache_scope", "model_name", "request_params"]
+__all__ = ["Prepared", "cache_scope", "model_name", "prepared_call", "request_params"]
 
 
 def model_name(model: str | WrappedModel) -> tuple[str, tuple[ModelMiddleware, ...]]:
@@ -90,3 +95,39 @@ def cache_scope(
     slow = book.slow(cfg.session_id, first_of_turn=step_number == 0)
     hints = CacheHints(can_park=can_park, slow=slow)
     return CacheScope(book=book, session_id=cfg.session_id, mode=mode, hints=hints)
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A step ready to call the model."""
+
+    context: StepCommit
+    step: StepInput
+    params: dict[str, Any]
+    middleware: tuple[ModelMiddleware, ...]
+    prompt_cache: PromptCacheOption
+    timeout: Any = None  # the step's own limits (a prepare_step override)
+
+
+def prepared_call(
+    cfg: LoopConfig,
+    context: StepCommit,
+    step: StepInput,
+    overrides: Mapping[str, Any],
+    params: dict[str, Any],
+) -> Prepared:
+    """Step ``step`` ready to call the model, with ``params`` (:func:`request_params`);
+    a bad ``prompt_cache`` or ``timeout`` override fails here, before the call."""
+    middleware = (*cfg.middleware, *model_name(step.model)[1])
+    prompt_cache = overrides.get("prompt_cache", cfg.prompt_cache)
+    check_prompt_cache(prompt_cache)  # a bad override fails before the call
+    timeout = overrides.get("timeout")
+    as_timeout(timeout)  # a bad override fails before the call too
+    return Prepared(
+        context=context,
+        step=step,
+        params=params,
+        middleware=middleware,
+        prompt_cache=prompt_cache,
+        timeout=timeout,
+    )

@@ -14,9 +14,9 @@ told last (``TurnLog.end``).
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from .._event_stream import (
@@ -27,40 +27,34 @@ from .._event_stream import (
     StepEnded,
     StepStarted,
 )
-from .._timeout import NO_CLOCK, RunClock, as_timeout
+from .._timeout import NO_CLOCK, RunClock
 from .._transform import aclose_stream, apply_transforms
 from ..chunks import (
     Chunk,
     ErrorChunk,
-    Finish,
-    FinishReason,
     FinishStep,
     Start,
     StartStep,
 )
 from ..context import model_message
-from ..middleware import ModelMiddleware
-from ..models._cache import PromptCacheOption, check_prompt_cache
 from ..models._litellm import ensure_litellm, translate_error
 from ..models._output import OutputSpec
 from ..prepare_step import StepInput, run_step_chain
-from ..steps import StepResult, ToolCall
+from ..steps import StepResult
 from ..tools import resolve_contexts
-from ._answer import run_output_spec, structured_output
+from ._answer import run_output_spec
 from ._budget import RunBudget
 from ._config import LoopConfig
-from ._decide import FORCE, STOP, next_move
+from ._decide import FORCE, STOP, next_move, run_finish
 from ._env import Resumed, RunEnd, StepCommit
-from ._lifecycle import ToolWatch
-from ._request import cache_scope, model_name, request_params
-from ._result import GenerateTextResult
+from ._request import Prepared, cache_scope, model_name, prepared_call, request_params
 from ._resume import ResumeStep
 from ._run_events import run_event_stream
 from ._step import step_performance, step_result
 from ._step_events import model_call_ended, model_chunks, not_executed
 from ._stream_retry import StepCall, step_call
 from ._summarize import compact
-from ._tools import ToolCalls, ToolRun
+from ._tool_runner import tool_calls
 
 __all__ = ["run_event_stream", "run_loop"]
 
@@ -85,18 +79,6 @@ async def run_loop(cfg: LoopConfig) -> AsyncGenerator[Chunk, None]:
                     await aclose_stream(chunks)
     finally:
         await cfg.env.log.end(run.how_it_ended())
-
-
-@dataclass(frozen=True, slots=True)
-class _Prepared:
-    """A step ready to call the model."""
-
-    context: StepCommit
-    step: StepInput
-    params: dict[str, Any]
-    middleware: tuple[ModelMiddleware, ...]
-    prompt_cache: PromptCacheOption
-    timeout: Any = None  # the step's own limits (a prepare_step override)
 
 
 class _Run:
@@ -165,9 +147,11 @@ class _Run:
                     break
                 forced = self.next == FORCE
                 step_number += 1
-            finish = self._finish()
+            finish, result = run_finish(
+                cfg, self.output_spec, self.steps, self.output, self.budget.usage
+            )
+            self.output = finish.output
             ended = True
-            result = self.summary(finish)
             end = RunFinished(
                 session_id=cfg.session_id, result=result, finish_reason=finish.finish_reason
             )
@@ -188,9 +172,13 @@ class _Run:
             return
         step = ResumeStep(
             resume,
-            lambda calls, signed_in: self._tool_calls(
+            lambda calls, signed_in: tool_calls(
+                self.cfg,
                 calls,
                 0,
+                contexts=self.contexts,
+                clock=self.clock,
+                events=self.events,
                 approved=frozenset(c.id for c in calls),
                 signed_in=signed_in,
                 # After a new message nothing can wait: the conversation has moved on.
@@ -218,38 +206,6 @@ class _Run:
         self.inactive = commit.inactive
         return commit
 
-    def _tool_calls(
-        self,
-        calls: Sequence[ToolCall],
-        step_number: int,
-        *,
-        inactive: frozenset[str] = frozenset(),
-        secrets: frozenset[str] = frozenset(),
-        approved: frozenset[str] = frozenset(),
-        signed_in: frozenset[str] = frozenset(),
-        can_park: bool = True,
-    ) -> ToolCalls:
-        """The runner of a step's (or the resume step's) tool calls."""
-        cfg = self.cfg
-        return ToolCalls(
-            calls,
-            tools=cfg.tools,
-            contexts=self.contexts,
-            recorder=cfg.recorder,
-            factory=cfg.env.calls,
-            inactive=inactive,
-            approved=approved,
-            secrets=secrets,
-            auth=cfg.env.calls.auth or cfg.auth,
-            signed_in=signed_in,
-            can_park=can_park,
-            run=ToolRun(
-                clock=self.clock,
-                watch=ToolWatch.of(self.events, step_number, cfg.session_id),
-                options=cfg.options,
-            ),
-        )
-
     async def _step(self, step_number: int, forced: bool) -> AsyncGenerator[Chunk, None]:
         """One step's chunks; sets :attr:`next`, what the loop does after it."""
         cfg, events, sid = self.cfg, self.events, self.cfg.session_id
@@ -270,8 +226,15 @@ class _Run:
             async for chunk in model_call_chunks:
                 yield chunk
         model = replace(call.result(), compaction=compacted.report)
-        tools = self._tool_calls(
-            model.calls, step_number, inactive=self.inactive, secrets=model.credentials
+        tools = tool_calls(
+            cfg,
+            model.calls,
+            step_number,
+            contexts=self.contexts,
+            clock=self.clock,
+            events=events,
+            inactive=self.inactive,
+            secrets=model.credentials,
         )
         performance = step_performance(began, call.performance())
         await model_call_ended(
@@ -320,7 +283,7 @@ class _Run:
             step=step,
         )
 
-    def _model_call(self, step_number: int, prepared: _Prepared) -> StepCall:
+    def _model_call(self, step_number: int, prepared: Prepared) -> StepCall:
         return step_call(
             self.cfg,
             prepared.params,
@@ -333,7 +296,7 @@ class _Run:
             commit=lambda: self._commit(step_number, retry=True),
         )
 
-    async def _prepare(self, step_number: int, forced: bool) -> _Prepared:
+    async def _prepare(self, step_number: int, forced: bool) -> Prepared:
         """Commit the session's context, run the prepare_step chain, build the request."""
         cfg = self.cfg
         context, self.first = self.first or await self._commit(step_number), None
@@ -358,35 +321,7 @@ class _Run:
             params = request_params(
                 cfg, step_in, overrides, self.contexts, forced=forced, output=self.output_spec
             )
-        middleware = (*cfg.middleware, *model_name(step_in.model)[1])
-        prompt_cache = overrides.get("prompt_cache", cfg.prompt_cache)
-        check_prompt_cache(prompt_cache)  # a bad override fails before the call
-        timeout = overrides.get("timeout")
-        as_timeout(timeout)  # a bad override fails before the call too
-        return _Prepared(
-            context=context,
-            step=step_in,
-            params=params,
-            middleware=middleware,
-            prompt_cache=prompt_cache,
-            timeout=timeout,
-        )
-
-    def _finish(self) -> Finish:
-        reason: FinishReason = self.steps[-1].finish_reason if self.steps else "stop"
-        self.output = structured_output(self.output_spec, self.steps, self.output, self.cfg)
-        return Finish(finish_reason=reason, usage=self.budget.usage, output=self.output)
-
-    def summary(self, finish: Finish) -> GenerateTextResult:
-        """What ``on_finish`` receives (the same as ``generate_text`` returns)."""
-        return GenerateTextResult(
-            text=self.steps[-1].text if self.steps else "",
-            steps=list(self.steps),
-            usage=self.budget.usage,
-            finish_reason=finish.finish_reason,
-            response_messages=[m for s in self.steps for m in s.response_messages],
-            output=self.output,
-        )
+        return prepared_call(cfg, context, step_in, overrides, params)
 
     async def _fail(self, exc: Exception) -> ErrorChunk:
         error = translate_error(exc)
