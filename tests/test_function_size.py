@@ -17,9 +17,7 @@ PARAMETER_LIMIT = 12
 
 # What is still over a limit, with its size when it was listed: the list only shrinks.
 KNOWN_OVER: dict[str, int] = {
-    "loop/_run.py": 514,
-    "loop/_run.py:_Run": 377,
-    "transformers/_fold.py:UIMessageFold": 280,
+    "transformers/_mapper.py:UIChunkMapper": 380,
     "transformers/_mapper.py:UIChunkMapper": 380,
 }
 

@@ -22,7 +22,7 @@ headers and ``[DONE]`` terminator; :func:`read_ui_message` folds UI chunks into 
 Modules: ``_ui_stream`` (the entry point, iteration and closing), ``_mapper`` (the per-chunk
 mapping and its repairs), ``_tool_results`` (a tool call's end as one UI chunk),
 ``_litellm_stream`` (litellm stream -> internal chunks), ``_fold`` (UI chunks ->
-``UIMessage``), ``_sse`` (the SSE response).
+``UIMessage``), ``_tool_parts`` (its tool parts), ``_sse`` (the SSE response).
 """
 
 from __future__ import annotations
