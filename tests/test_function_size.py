@@ -18,7 +18,6 @@ PARAMETER_LIMIT = 12
 # What is still over a limit, with its size when it was listed: the list only shrinks.
 KNOWN_OVER: dict[str, int] = {
     "transformers/_mapper.py:UIChunkMapper": 380,
-    "transformers/_mapper.py:UIChunkMapper": 380,
 }
 
 
