@@ -22,7 +22,6 @@ KNOWN_OVER: dict[str, int] = {
     "session/_executor.py": 526,
     "session/_executor.py:Executor": 381,
     "transformers/_fold.py:UIMessageFold": 280,
-    "transformers/_mapper.py:UIChunkMapper": 380,
 }
 
 
