@@ -21,7 +21,7 @@ headers and ``[DONE]`` terminator; :func:`read_ui_message` folds UI chunks into 
 
 Modules: ``_ui_stream`` (the entry point, iteration and closing), ``_mapper`` (the per-chunk
 dispatch, the message and its steps), ``_text_parts`` (open text and reasoning parts),
-``_tool_parts`` (tool calls' UI chunks), ``_ui_versions`` (which chunk types each ``ai`` major
+``_tool_mapper`` (tool calls' UI chunks), ``_ui_versions`` (which chunk types each ``ai`` major
 gets), ``_error_text`` (the masked error text), ``_tool_results`` (a tool call's end as one
 UI chunk),
 ``_litellm_stream`` (litellm stream -> internal chunks), ``_fold`` (UI chunks ->

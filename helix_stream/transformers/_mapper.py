@@ -5,10 +5,11 @@ protocol's ordering rules need to remember of the message and its steps (is ``st
 a step open, did it finish or abort). It is driven by
 :func:`helix_stream.transformers.to_ui_message_stream`, which owns iteration and closing.
 
-The mapper dispatches each chunk by its type to one handler: its own for the message, its steps,
-errors, sources and data parts; :class:`~._text_parts.OpenParts`' for text and reasoning;
-:class:`~._tool_parts.ToolParts`' for tool calls. Which chunk types a client's ``ai`` major gets
-is :mod:`._ui_versions`'; the error text a client sees is :class:`~._error_text.ErrorMask`'s.
+The mapper dispatches each chunk by its type to one handler: its own for the message, its
+steps, errors, sources and data parts; :class:`~._text_parts.OpenParts`' for text and
+reasoning; :class:`~._tool_mapper.ToolMapper`' for tool calls. Which chunk types a client's
+``ai`` major gets is :mod:`._ui_versions`'; the error text a client sees is
+:class:`~._error_text.ErrorMask`'s.
 Every handler sends plain dicts through :meth:`UIChunkMapper._emit`, the single exit where the
 per-version whitelist is enforced and the ``on_finish`` fold is fed.
 """
@@ -56,7 +57,7 @@ from helix_stream.errors import ERROR_MASK, ModelUnavailableError
 from helix_stream.transformers._error_text import ErrorMask
 from helix_stream.transformers._fold import UIMessageFold
 from helix_stream.transformers._text_parts import OpenParts
-from helix_stream.transformers._tool_parts import ToolParts
+from helix_stream.transformers._tool_mapper import ToolMapper
 from helix_stream.transformers._ui_versions import ALLOWED, gated
 
 __all__ = ["ERROR_MASK", "UIChunk", "UIChunkMapper"]
@@ -105,7 +106,7 @@ class UIChunkMapper:
         self._out: list[UIChunk] = []
         self._error_text = ErrorMask(on_error=on_error).text
         self._parts = parts = OpenParts(emit=self._emit)
-        self._tools = tools = ToolParts(
+        self._tools = tools = ToolMapper(
             version=client_version,
             emit=self._emit,
             error_text=self._error_text,

@@ -1,6 +1,6 @@
-"""The tool parts of one UI stream: which calls the client knows, and each call's UI chunks.
+"""The tool calls of one UI stream: which calls the client knows, and each call's UI chunks.
 
-Owned here: :class:`ToolParts`, which maps a tool call's chunks (input start, delta and
+Owned here: :class:`ToolMapper`, which maps a tool call's chunks (input start, delta and
 available; outputs, preliminary outputs, errors, denials, cancellations; not-executed calls;
 approval and sign-in requests; the settling of a call of an earlier message) to UI chunks, and
 remembers which calls the client has been told of: the client throws on a result for a tool
@@ -28,7 +28,7 @@ from helix_stream.chunks import (
 )
 from helix_stream.transformers._tool_results import result_chunk
 
-__all__ = ["ToolParts"]
+__all__ = ["ToolMapper"]
 
 logger = logging.getLogger("helix_stream.transformers")
 
@@ -42,12 +42,12 @@ _RESULT_STATES = {
 }
 
 
-class ToolParts:
+class ToolMapper:
     """The tool calls of one stream (see the module docstring).
 
     Example:
         >>> sent = []
-        >>> tools = ToolParts(version=7, emit=sent.append, error_text=str, continued_message=None)
+        >>> tools = ToolMapper(version=7, emit=sent.append, error_text=str, continued_message=None)
         >>> tools.input_available(ToolInputAvailable(tool_call_id="c1", tool_name="f", input={}))
         >>> [c["type"] for c in sent]
         ['tool-input-available']
