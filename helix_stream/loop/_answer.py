@@ -15,7 +15,7 @@ from ..models._litellm import ensure_litellm
 from ..models._output import OutputSpec, output_from_value, parse_output
 from ..steps import StepResult
 from ._config import LoopConfig
-from ._step import model_name
+from ._request import model_name
 
 __all__ = ["finish_required", "run_output_spec", "structured_output"]
 

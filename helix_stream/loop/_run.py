@@ -14,56 +14,47 @@ told last (``TurnLog.end``).
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator, Callable, Sequence
-from contextlib import AbstractContextManager, aclosing
-from dataclasses import dataclass, replace
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from dataclasses import replace
 from typing import Any
 
 from .._event_stream import (
-    EventStream,
-    ModelCallEnded,
-    ModelCallStarted,
     RunAborted,
     RunFailed,
     RunFinished,
     RunStarted,
     StepEnded,
     StepStarted,
-    Subscriber,
 )
-from .._timeout import NO_CLOCK, RunClock, as_timeout
+from .._timeout import NO_CLOCK, RunClock
 from .._transform import aclose_stream, apply_transforms
 from ..chunks import (
     Chunk,
-    ContextRowChunk,
-    ContextSkipped,
     ErrorChunk,
-    Finish,
-    FinishReason,
     FinishStep,
     Start,
     StartStep,
 )
 from ..context import model_message
-from ..middleware import ModelMiddleware
-from ..models._cache import PromptCacheOption, check_prompt_cache
 from ..models._litellm import ensure_litellm, translate_error
 from ..models._output import OutputSpec
 from ..prepare_step import StepInput, run_step_chain
-from ..steps import StepResult, ToolCall, ToolResult, should_stop
-from ..telemetry import Recorder
-from ..telemetry._recorder import recorder_subscriber
+from ..steps import StepResult
 from ..tools import resolve_contexts
-from ._answer import finish_required, run_output_spec, structured_output
+from ._answer import run_output_spec
 from ._budget import RunBudget
-from ._config import Callbacks, LoopConfig, call_user
+from ._config import LoopConfig
+from ._decide import FORCE, STOP, next_move, run_finish
 from ._env import Resumed, RunEnd, StepCommit
-from ._lifecycle import AliasSubscriber, LifecycleSubscriber, ToolWatch, outcome_of
-from ._result import GenerateTextResult
+from ._request import Prepared, cache_scope, model_name, prepared_call, request_params
 from ._resume import ResumeStep
-from ._step import cache_scope, compact, model_name, request_params, step_performance, step_result
+from ._run_events import run_event_stream
+from ._step import step_performance, step_result
+from ._step_events import model_call_ended, model_chunks, not_executed
 from ._stream_retry import StepCall, step_call
-from ._tools import ToolCalls, ToolRun
+from ._summarize import compact
+from ._tool_runner import tool_calls
 
 __all__ = ["run_event_stream", "run_loop"]
 
@@ -90,52 +81,6 @@ async def run_loop(cfg: LoopConfig) -> AsyncGenerator[Chunk, None]:
         await cfg.env.log.end(run.how_it_ended())
 
 
-def run_event_stream(
-    recorder: Recorder,
-    callbacks: Callbacks,
-    *,
-    session_id: str | None,
-    scope: Callable[[], AbstractContextManager[None]],
-    subscribers: Sequence[Subscriber] = (),
-) -> EventStream:
-    """A run's one event stream. Its subscribers, in the order they see an event: telemetry,
-    ``subscribers`` (a session's: its hooks), the older callbacks, the lifecycle callbacks
-    (which run inside ``scope``, the session binding). A session makes its turn's stream
-    when the turn opens and hands it to the run (``LoopConfig.events``): the session's own
-    events and the run's go through the same one."""
-
-    async def call(fn: Any, event: Any) -> Any:
-        return await call_user(fn, event, scope=scope)
-
-    every = [
-        recorder_subscriber(recorder),
-        *subscribers,
-        AliasSubscriber(callbacks.on_step_finish, callbacks.on_finish, callbacks.on_error, call),
-        LifecycleSubscriber.of(callbacks.lifecycle, call),
-    ]
-    on_chunk = callbacks.on_chunk
-    return EventStream(
-        [s for s in every if s is not None and s.kinds],
-        on_chunk=(lambda chunk: call(on_chunk, chunk)) if on_chunk is not None else None,
-        session_id=session_id,
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class _Prepared:
-    """A step ready to call the model."""
-
-    context: StepCommit
-    step: StepInput
-    params: dict[str, Any]
-    middleware: tuple[ModelMiddleware, ...]
-    prompt_cache: PromptCacheOption
-    timeout: Any = None  # the step's own limits (a prepare_step override)
-
-
-_GO_ON, _FORCE, _STOP = "go on", "force", "stop"
-
-
 class _Run:
     """One run's progress: the loop's own messages, steps, usage and carried contexts."""
 
@@ -150,7 +95,7 @@ class _Run:
         self.contexts = cfg.contexts
         self.output: Any = None
         self.output_spec: OutputSpec | None = None  # decided when the run starts
-        self.next = _STOP  # set by each step: go on, force the finish tool, or stop
+        self.next = STOP  # set by each step: go on, force the finish tool, or stop
         self.error: BaseException | None = None  # the run's error, once it failed
         self.finished = False  # the finish chunk was made
         self.unfinished: StepCall | None = None  # the model call of the step in progress
@@ -198,13 +143,15 @@ class _Run:
                 async with aclosing(self._step(step_number, forced)) as step_chunks:
                     async for chunk in step_chunks:
                         yield chunk
-                if self.next == _STOP:
+                if self.next == STOP:
                     break
-                forced = self.next == _FORCE
+                forced = self.next == FORCE
                 step_number += 1
-            finish = self._finish()
+            finish, result = run_finish(
+                cfg, self.output_spec, self.steps, self.output, self.budget.usage
+            )
+            self.output = finish.output
             ended = True
-            result = self.summary(finish)
             end = RunFinished(
                 session_id=cfg.session_id, result=result, finish_reason=finish.finish_reason
             )
@@ -225,9 +172,13 @@ class _Run:
             return
         step = ResumeStep(
             resume,
-            lambda calls, signed_in: self._tool_calls(
+            lambda calls, signed_in: tool_calls(
+                self.cfg,
                 calls,
                 0,
+                contexts=self.contexts,
+                clock=self.clock,
+                events=self.events,
                 approved=frozenset(c.id for c in calls),
                 signed_in=signed_in,
                 # After a new message nothing can wait: the conversation has moved on.
@@ -255,46 +206,14 @@ class _Run:
         self.inactive = commit.inactive
         return commit
 
-    def _tool_calls(
-        self,
-        calls: Sequence[ToolCall],
-        step_number: int,
-        *,
-        inactive: frozenset[str] = frozenset(),
-        secrets: frozenset[str] = frozenset(),
-        approved: frozenset[str] = frozenset(),
-        signed_in: frozenset[str] = frozenset(),
-        can_park: bool = True,
-    ) -> ToolCalls:
-        """The runner of a step's (or the resume step's) tool calls."""
-        cfg = self.cfg
-        return ToolCalls(
-            calls,
-            tools=cfg.tools,
-            contexts=self.contexts,
-            recorder=cfg.recorder,
-            factory=cfg.env.calls,
-            inactive=inactive,
-            approved=approved,
-            secrets=secrets,
-            auth=cfg.env.calls.auth or cfg.auth,
-            signed_in=signed_in,
-            can_park=can_park,
-            run=ToolRun(
-                clock=self.clock,
-                watch=ToolWatch.of(self.events, step_number, cfg.session_id),
-                options=cfg.options,
-            ),
-        )
-
     async def _step(self, step_number: int, forced: bool) -> AsyncGenerator[Chunk, None]:
         """One step's chunks; sets :attr:`next`, what the loop does after it."""
-        cfg, events = self.cfg, self.events
+        cfg, events, sid = self.cfg, self.events, self.cfg.session_id
         self.clock.check()  # the total limit, between steps
         self.budget.check()  # a call refused anyway commits no context (loop/_budget.py)
         began = time.perf_counter()
         if events.wants("step-started"):
-            await events.emit(StepStarted(session_id=cfg.session_id, step_number=step_number))
+            await events.emit(StepStarted(session_id=sid, step_number=step_number))
         prepared, compacted = await compact(self, step_number, forced)
         await self.budget.check_request(prepared.params)  # nothing sent past a limit
         yield StartStep(step_number=step_number)
@@ -302,27 +221,25 @@ class _Run:
             yield chunk
         call = self._model_call(step_number, prepared)
         self.unfinished = call
-        async with aclosing(self._model_chunks(step_number, call, prepared)) as model_chunks:
-            async for chunk in model_chunks:
+        called = model_chunks(events, sid, step_number, call, prepared, self.runtime_context)
+        async with aclosing(called) as model_call_chunks:
+            async for chunk in model_call_chunks:
                 yield chunk
         model = replace(call.result(), compaction=compacted.report)
-        tools = self._tool_calls(
-            model.calls, step_number, inactive=self.inactive, secrets=model.credentials
+        tools = tool_calls(
+            cfg,
+            model.calls,
+            step_number,
+            contexts=self.contexts,
+            clock=self.clock,
+            events=events,
+            inactive=self.inactive,
+            secrets=model.credentials,
         )
         performance = step_performance(began, call.performance())
-        if events.wants("model-call-ended"):
-            await events.emit(
-                ModelCallEnded(
-                    session_id=cfg.session_id,
-                    step_number=step_number,
-                    model=prepared.params["model"],
-                    performance=call.performance(),
-                    step=step_result(
-                        step_number, model, [], [], self.runtime_context, performance=performance
-                    ),
-                    response=model.response,
-                )
-            )
+        await model_call_ended(
+            events, sid, step_number, call, prepared, model, self.runtime_context, performance
+        )
         tools_began = time.perf_counter()
         if model.calls:
             # aclosing: if this run is closed mid-way, the tools still running are cancelled
@@ -331,7 +248,7 @@ class _Run:
                 async for chunk in tool_chunks:
                     yield chunk
         outcome = tools.outcome()
-        await self._not_executed(step_number, model.calls, outcome.results, tools.executed)
+        await not_executed(events, sid, step_number, model.calls, outcome.results, tools.executed)
         performance = step_performance(began, performance.model, time.perf_counter() - tools_began)
         step = step_result(
             step_number,
@@ -349,13 +266,13 @@ class _Run:
         # loop's own messages, in the form a later turn reads them from the log in, so that
         # their bytes never change between calls.
         self.messages.extend(model_message(m) for m in step.response_messages)
-        self.next = await self._decide(step, forced)
-        final = self.next == _STOP
+        self.next, self.output = await next_move(
+            cfg, self.output_spec, step, self.steps, forced=forced, output=self.output
+        )
+        final = self.next == STOP
         await cfg.env.log.persist(step, final=final)
         if events.wants("step-ended"):
-            ended = StepEnded(
-                session_id=cfg.session_id, step=step, performance=performance, final=final
-            )
+            ended = StepEnded(session_id=sid, step=step, performance=performance, final=final)
             await events.emit(ended)  # telemetry, hooks and callbacks: one emission
         self.unfinished = None
         yield FinishStep(
@@ -366,59 +283,7 @@ class _Run:
             step=step,
         )
 
-    async def _not_executed(
-        self,
-        step_number: int,
-        calls: Sequence[ToolCall],
-        results: Sequence[ToolResult],
-        executed: set[str],
-    ) -> None:
-        """``on_tool_call_end`` for the calls that did not run (refused, invalid, waiting)."""
-        watch = ToolWatch.of(self.events, step_number, self.cfg.session_id)
-        if watch is None:
-            return
-        by_id = {r.tool_call_id: r for r in results}
-        for call in calls:
-            if call.id not in executed and call.id in by_id:
-                result = by_id[call.id]
-                await watch.end(call, result, 0.0, outcome_of(result))
-
-    async def _model_chunks(
-        self, step_number: int, call: StepCall, prepared: _Prepared
-    ) -> AsyncGenerator[Chunk, None]:
-        """The model call's chunks, after its ``model-call-started`` event; a call that fails
-        ends with its ``model-call-ended`` (one that succeeds: when its step is built)."""
-        model, events, sid = prepared.params["model"], self.events, self.cfg.session_id
-        if events.wants("model-call-started"):
-            committed = prepared.context.chunks
-            await events.emit(
-                ModelCallStarted(
-                    session_id=sid,
-                    step_number=step_number,
-                    model=model,
-                    params=prepared.params,
-                    runtime_context=self.runtime_context,
-                    context_rows=[c.row for c in committed if isinstance(c, ContextRowChunk)],
-                    skipped=[c for c in committed if isinstance(c, ContextSkipped)],
-                )
-            )
-        try:
-            async with aclosing(call.chunks()) as chunks:
-                async for chunk in chunks:
-                    yield chunk
-        except Exception as exc:
-            if events.wants("model-call-ended"):
-                end = ModelCallEnded(
-                    session_id=sid,
-                    step_number=step_number,
-                    model=model,
-                    performance=call.performance(),
-                    error=exc,
-                )
-                await events.emit(end)
-            raise
-
-    def _model_call(self, step_number: int, prepared: _Prepared) -> StepCall:
+    def _model_call(self, step_number: int, prepared: Prepared) -> StepCall:
         return step_call(
             self.cfg,
             prepared.params,
@@ -431,7 +296,7 @@ class _Run:
             commit=lambda: self._commit(step_number, retry=True),
         )
 
-    async def _prepare(self, step_number: int, forced: bool) -> _Prepared:
+    async def _prepare(self, step_number: int, forced: bool) -> Prepared:
         """Commit the session's context, run the prepare_step chain, build the request."""
         cfg = self.cfg
         context, self.first = self.first or await self._commit(step_number), None
@@ -456,54 +321,7 @@ class _Run:
             params = request_params(
                 cfg, step_in, overrides, self.contexts, forced=forced, output=self.output_spec
             )
-        middleware = (*cfg.middleware, *model_name(step_in.model)[1])
-        prompt_cache = overrides.get("prompt_cache", cfg.prompt_cache)
-        check_prompt_cache(prompt_cache)  # a bad override fails before the call
-        timeout = overrides.get("timeout")
-        as_timeout(timeout)  # a bad override fails before the call too
-        return _Prepared(
-            context=context,
-            step=step_in,
-            params=params,
-            middleware=middleware,
-            prompt_cache=prompt_cache,
-            timeout=timeout,
-        )
-
-    async def _decide(self, step: StepResult, forced: bool) -> str:
-        """Go on, force the finish tool next, or stop (keeping the finish tool's output)."""
-        finish_tool = self.cfg.finish_tool
-        if finish_tool is not None:
-            for result in step.tool_results:
-                if result.tool_name == finish_tool and result.status == "output":
-                    self.output = result.output
-                    return _STOP
-        if forced or step.pending:
-            return _STOP
-        if not step.tool_calls:
-            # A structured answer asked for through the finish tool must come through it.
-            return _FORCE if finish_required(self.output_spec, self.cfg) else _STOP
-        with self.scope():  # stop conditions are user code too
-            stop = await should_stop(self.cfg.stop_when, self.steps)
-        if stop:
-            return _STOP if finish_tool is None else _FORCE
-        return _GO_ON
-
-    def _finish(self) -> Finish:
-        reason: FinishReason = self.steps[-1].finish_reason if self.steps else "stop"
-        self.output = structured_output(self.output_spec, self.steps, self.output, self.cfg)
-        return Finish(finish_reason=reason, usage=self.budget.usage, output=self.output)
-
-    def summary(self, finish: Finish) -> GenerateTextResult:
-        """What ``on_finish`` receives (the same as ``generate_text`` returns)."""
-        return GenerateTextResult(
-            text=self.steps[-1].text if self.steps else "",
-            steps=list(self.steps),
-            usage=self.budget.usage,
-            finish_reason=finish.finish_reason,
-            response_messages=[m for s in self.steps for m in s.response_messages],
-            output=self.output,
-        )
+        return prepared_call(cfg, context, step_in, overrides, params)
 
     async def _fail(self, exc: Exception) -> ErrorChunk:
         error = translate_error(exc)

@@ -1,8 +1,9 @@
-"""One model call of the loop: its request, the stream through model middleware, the parse.
+"""One model call of the loop: the stream through model middleware, the parse, a step's figures.
 
-This module owns :func:`request_params` (the ``litellm.acompletion`` params of a step, from
-the config and the step's overrides) and :class:`ModelCall` (send, stream, parse; the litellm
-stream is closed whatever happens). The stream is opened by
+This module owns :class:`ModelCall` (send, stream, parse; the litellm stream is closed
+whatever happens) and the assembly of a finished step (:func:`step_result`,
+:func:`step_performance`). The request is built by ``loop/_request.py``, the call's result
+assembled and priced by ``loop/_model_result.py``. The stream is opened by
 :func:`~helix_stream.models._retry.open_stream`: the retry policy applies until the first
 chunk, never after it; before a retried attempt the session commits the context that came
 meanwhile (``before_retry``), and the attempt carries its rows.
@@ -14,28 +15,20 @@ import asyncio
 import statistics
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import aclosing
-from dataclasses import dataclass, replace
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
-from .._cache_ledger import CacheLedger
 from .._timeout import StreamTimer
-from ..chunks import Chunk, DataChunk, FinishReason, SourceUrl, Usage
-from ..errors import ModelError
-from ..middleware import ModelMiddleware, WrappedModel, call_with_middleware
-from ..models._cache import CacheHints, PromptCacheOption, cache_settings, with_cache_breakpoints
+from ..chunks import Chunk, DataChunk, Usage
+from ..middleware import ModelMiddleware, call_with_middleware
+from ..models._cache import cache_settings, with_cache_breakpoints
 from ..models._cache_book import CacheBook, CacheEntry, CacheScope
-from ..models._fields import ResponseInfo, has_content
+from ..models._fields import has_content
 from ..models._lean_stream import read_path
 from ..models._litellm import acompletion, translate_error
-from ..models._output import OutputSpec
-from ..models._parse import StepParser, map_finish_reason
-from ..models._pricing import CallCost, cost_of, priced
+from ..models._parse import StepParser
 from ..models._retry import Attempt, RetryPolicy, open_content_stream
-from ..prepare_step import STEP_OVERRIDE_KEYS, StepInput
 from ..steps import (
     ModelCallPerformance,
-    StepCompaction,
     StepPerformance,
     StepResult,
     ToolCall,
@@ -43,131 +36,27 @@ from ..steps import (
 )
 from ..telemetry import Recorder
 from ..telemetry._filters import credential_strings
-from ..telemetry._recorder import NOOP_RECORDER
-from ..tools import Tool
-from ._compaction import (
-    NOT_COMPACTED,
-    Compacted,
-    PreparedCall,
-    Preparing,
-    SummarizerCall,
-    compact_request,
-)
-from ._config import LoopConfig
 from ._env import StepCommit
-from ._params import check_known, check_run_options
+from ._model_result import ModelResult, model_result
+from ._params import check_run_options
 from ._retry_status import opening, retry_status
 from ._tool_media import with_tool_media
 
-__all__ = [
-    "ModelCall",
-    "ModelResult",
-    "cache_scope",
-    "compact",
-    "model_name",
-    "request_params",
-    "summarizer_answer",
-]
-
-
-def model_name(model: str | WrappedModel) -> tuple[str, tuple[ModelMiddleware, ...]]:
-    """The litellm model string and the model's own middleware."""
-    if isinstance(model, WrappedModel):
-        return model.model, model.middleware
-    return str(model), ()
-
-
-def request_params(
-    cfg: LoopConfig,
-    step: StepInput,
-    overrides: Mapping[str, Any],
-    contexts: Mapping[str, Any],
-    *,
-    forced: bool,
-    output: OutputSpec | None = None,
-) -> dict[str, Any]:
-    """The ``litellm.acompletion`` params of one model call (``output``: a structured answer
-    asked for through the provider's JSON schema, which replaces the finish tool)."""
-    system = overrides.get("system", cfg.system)
-    active = overrides.get("active_tools")
-    hidden = cfg.finish_tool if output is not None and output.mode == "json_schema" else None
-    offered: Sequence[Tool] = [
-        t for name, t in cfg.tools.items() if (active is None or name in active) and name != hidden
-    ]
-    params: dict[str, Any] = {**cfg.litellm_params}
-    # Litellm params from prepare_step apply to this call only; a name litellm does not know
-    # is refused as the run's error (TypeError), before the call.
-    extra = {k: v for k, v in overrides.items() if k not in STEP_OVERRIDE_KEYS}
-    check_known(extra, where="a prepare_step override", model=model_name(step.model)[0])
-    params.update(extra)
-    params["model"] = model_name(step.model)[0]
-    params["messages"] = ([{"role": "system", "content": system}] if system else []) + step.messages
-    params["stream"] = True
-    params.setdefault("stream_options", {"include_usage": True})
-    if offered:
-        params["tools"] = [t.schema(contexts[t.name]) for t in offered]
-    if "tool_choice" in overrides:
-        params["tool_choice"] = overrides["tool_choice"]
-    if output is not None:
-        params.update(output.request_params())
-    if forced and hidden is None:
-        # Forced completion: the model must call the finish tool now.
-        params["tool_choice"] = {"type": "function", "function": {"name": cfg.finish_tool}}
-    elif forced and offered:
-        # Forced completion of a JSON-schema answer: no more tool calls, the answer now.
-        params["tool_choice"] = "none"
-    return params
-
-
-def cache_scope(
-    cfg: LoopConfig, step_number: int, params: Mapping[str, Any], mode: PromptCacheOption
-) -> CacheScope:
-    """A model call's prompt caching: ``mode`` (the step's ``prompt_cache``), the run's ledger
-    book (its session's, from the turn environment), and what ``ttl="auto"`` decides with:
-    whether the request offers a tool that can park the turn (one that needs an approval, a
-    client tool, one with ``auth=``), and whether the session's turns come far apart."""
-    book = cfg.env.cache_book or CacheBook()
-    offered = {t.get("function", {}).get("name") for t in params.get("tools") or ()}
-    tools = cfg.tools
-    can_park = any(
-        tools[name].pauses_for is not None or tools[name].auth is not None
-        for name in offered
-        if name in tools
-    )
-    slow = book.slow(cfg.session_id, first_of_turn=step_number == 0)
-    hints = CacheHints(can_park=can_park, slow=slow)
-    return CacheScope(book=book, session_id=cfg.session_id, mode=mode, hints=hints)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ModelResult:
-    """What one model call produced."""
-
-    text: str
-    reasoning: str
-    calls: list[ToolCall]
-    finish_reason: FinishReason
-    usage: Usage
-    response_model: str | None
-    assistant: dict[str, Any]
-    response: ResponseInfo | None = None
-    credentials: frozenset[str] = frozenset()  # what the request sent as credentials
-    sources: tuple[SourceUrl, ...] = ()  # the sources the model cited
-    cache: CacheLedger | None = None  # the prompt cache's account of the call
-    compaction: StepCompaction | None = None  # what ran before the call (loop/_compaction.py)
+__all__ = ["ModelCall", "step_performance", "step_result"]
 
 
 class ModelCall:
     """One model call. Iterate :meth:`chunks`, then read :meth:`result`.
 
     Args:
-        params: The request (see :func:`request_params`).
+        params: The request (see :func:`~helix_stream.loop._request.request_params`).
         middleware: Model middleware, outermost first.
         recorder: Telemetry.
         step_number: The step this call belongs to.
-        cache: The call's prompt caching (:func:`cache_scope`): its ``prompt_cache`` value,
-            the cache ledger's book and session, ``ttl="auto"``'s hints; ``None``: markers
-            as ``"auto"`` puts them and a book of its own, compared with nothing.
+        cache: The call's prompt caching (:func:`~helix_stream.loop._request.cache_scope`):
+            its ``prompt_cache`` value, the cache ledger's book and session, ``ttl="auto"``'s
+            hints; ``None``: markers as ``"auto"`` puts them and a book of its own, compared
+            with nothing.
         router: A ``litellm.Router`` to call instead of ``litellm.acompletion``.
         retry: The retry policy (until the first chunk).
         where: Where the litellm params came from (for the message of a refused one).
@@ -397,36 +286,13 @@ class ModelCall:
 
     def result(self) -> ModelResult:
         """The assembled call (after :meth:`chunks` has finished)."""
-        parser, calls = self._parser, self._calls
-        # Priced once, here: the step's usage, its cache ledger, and the run's and the
-        # session's totals all read this one figure.
-        cost = cost_of(parser.usage, self._params["model"], parser.response_model)
-        finish_reason = map_finish_reason(parser.finish_reason)
-        if calls and finish_reason == "stop":
-            finish_reason = "tool-calls"
-        return ModelResult(
-            text="".join(parser.text),
-            reasoning="".join(parser.reasoning),
-            calls=calls,
-            finish_reason=finish_reason,
-            usage=priced(parser.usage, cost),
-            response_model=parser.response_model,
-            assistant=parser.assistant_message(calls),
-            response=parser.response,
+        return model_result(
+            self._parser,
+            self._calls,
+            self._params["model"],
             credentials=self._credentials,
-            sources=tuple(parser.sources),
-            cache=self._ledger(cost),
-        )
-
-    def _ledger(self, cost: CallCost | None) -> CacheLedger | None:
-        entry = self._cache_entry
-        if entry is None:
-            return None
-        ledger = entry.ledger(self._parser.usage, self._provider_stream)
-        if cost is None:
-            return ledger
-        return replace(
-            ledger, cost_usd=cost.cost_usd, cost_without_cache_usd=cost.cost_without_cache_usd
+            cache_entry=self._cache_entry,
+            provider_stream=self._provider_stream,
         )
 
 
@@ -470,61 +336,3 @@ def step_performance(
         tool_time=tool_time,
         model=model,
     )
-
-
-async def summarizer_answer(
-    request: dict[str, Any], how: SummarizerCall, timeout: Any
-) -> tuple[str, Usage]:
-    """The summarizer call of a compaction, sent as its step's would be; its text and usage.
-
-    Raises:
-        ModelError: it answered no text. Whatever the call raised.
-    """
-    call = ModelCall(
-        request,
-        how.middleware,
-        NOOP_RECORDER,  # the step's span is not open yet: the step reports it (StepCompaction)
-        how.step_number,
-        # The step's markers, but a book of its own: the summarizer's request is no request of
-        # the session's that the next one should be compared with (the cache ledger).
-        CacheScope(book=CacheBook(), mode=how.prompt_cache),
-        router=how.router,
-        retry=how.retry,
-        where=how.where,
-        timer=how.timer(timeout),
-    )
-    async with aclosing(call.chunks()) as chunks:
-        async for _ in chunks:  # nothing of it reaches the stream
-            pass
-    result = call.result()
-    text = result.text.strip()
-    if not text:
-        raise ModelError("the summarizer answered no text (a tool call or an empty answer)")
-    return text, result.usage
-
-
-P = TypeVar("P", bound=PreparedCall)
-
-
-async def compact(run: Preparing[P], step_number: int, forced: bool) -> tuple[P, Compacted]:
-    """Prepare step ``step_number``'s request, compacting first when the agent says so: the
-    request is then made anew over the compacted history (its prepare_step runs again)."""
-    prepared = await run._prepare(step_number, forced)
-    compactor = run.cfg.env.compactor
-    if compactor is None:
-        return prepared, NOT_COMPACTED
-    how = SummarizerCall.like_step(
-        run.cfg, run.clock, step_number, prepared.middleware, prepared.prompt_cache
-    )
-    timeout = prepared.timeout
-
-    async def summarize(request: dict[str, Any]) -> tuple[str, Usage]:
-        return await summarizer_answer(request, how, timeout)
-
-    compacted = await compact_request(compactor, prepared.params, summarize)
-    if compacted.history is None:
-        return prepared, compacted
-    # The step's commit is taken again: the compacted history ends with its messages.
-    history, taken = list(compacted.history), len(prepared.context.messages)
-    run.messages, run.first = history[: len(history) - taken], prepared.context
-    return await run._prepare(step_number, forced), compacted

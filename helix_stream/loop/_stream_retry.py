@@ -56,8 +56,9 @@ from ..steps import ModelCallPerformance
 from ..telemetry import Recorder
 from ._config import LoopConfig
 from ._env import StepCommit
+from ._model_result import ModelResult
 from ._options import LoopOptions
-from ._step import ModelCall, ModelResult
+from ._step import ModelCall
 
 __all__ = [
     "OnFailed",

@@ -28,9 +28,9 @@ from ..hooks import AgentInfo, ChannelInfo
 from ..loop._budget import SessionBudget
 from ..loop._config import Callbacks
 from ..loop._env import StepCommit
+from ..loop._request import model_name
 from ..loop._run import run_event_stream
 from ..loop._setup import RunSetup
-from ..loop._step import model_name
 from ..models._family import params_family
 from ..state import AuthInfo, SessionInfo, SessionScope, TurnInfo, bind_scope
 from ..store import CallRow, NewSession, Snapshot, TurnWrite

@@ -17,7 +17,7 @@ from typing import Any
 from .._usage_limits import UsageTotals
 from ..errors import FrameworkNotSupportedError, SessionNotFoundError
 from ..loop._budget import RunBudget, SessionBudget, check_priceable
-from ..loop._step import model_name
+from ..loop._request import model_name
 from ..models._litellm import ensure_litellm
 from ..store import Snapshot, Store
 from ._request import TurnRequest

@@ -23,9 +23,8 @@ Modules: ``_ui_stream`` (the entry point, iteration and closing), ``_mapper`` (t
 dispatch, the message and its steps), ``_text_parts`` (open text and reasoning parts),
 ``_tool_mapper`` (tool calls' UI chunks), ``_ui_versions`` (which chunk types each ``ai`` major
 gets), ``_error_text`` (the masked error text), ``_tool_results`` (a tool call's end as one
-UI chunk),
-``_litellm_stream`` (litellm stream -> internal chunks), ``_fold`` (UI chunks ->
-``UIMessage``), ``_sse`` (the SSE response).
+UI chunk), ``_litellm_stream`` (litellm stream -> internal chunks), ``_fold`` (UI chunks ->
+``UIMessage``), ``_tool_parts`` (its tool parts), ``_sse`` (the SSE response).
 """
 
 from __future__ import annotations

@@ -10,22 +10,22 @@ are omitted, as ``JSON.stringify`` omits them): ``text`` and ``reasoning`` parts
 ``state`` of ``streaming``/``done``, ``tool-<name>`` parts (``dynamic-tool`` when the chunk
 says ``dynamic``) with the tool states, ``data-<name>`` parts (replaced by ``id``, never stored
 when ``transient``), ``source-url``/``source-document``/``file`` parts and ``step-start``.
+:meth:`UIMessageFold.add` dispatches on the chunk type; the tool parts are kept by
+:class:`~helix_stream.transformers._tool_parts.ToolPartFold`.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar
+
+from helix_stream.transformers._tool_parts import TOOL_CHUNKS, ToolPartFold, step_start
 
 __all__ = ["UIMessageFold", "read_ui_message"]
 
 UIPart = dict[str, Any]
 UIMessage = dict[str, Any]
-
-# The keys a tool part update rewrites (the client assigns them, undefined or not).
-_TOOL_VOLATILE = ("input", "output", "errorText", "rawInput", "preliminary")
 
 
 def _merge(base: Any, override: Any) -> Any:
@@ -73,16 +73,7 @@ class UIMessageFold:
         # Deltas are buffered and applied on the next other chunk or read of `message`: a
         # `+=` per delta on a str held in a dict copies it each time (quadratic).
         self._pending: dict[int, tuple[UIPart, list[str]]] = {}
-        # toolCallId -> accumulated input text and the tool's name (for tool-input-delta).
-        self._partial: dict[str, tuple[list[str], str, bool]] = {}
-        self._dirty_tools: dict[str, None] = {}
-        for part in self._step_parts():
-            if _is_tool(part) and part.get("state") == "input-streaming":
-                self._partial[part["toolCallId"]] = (
-                    [part.get("rawInput") or ""],
-                    _tool_name(part),
-                    part["type"] == "dynamic-tool",
-                )
+        self._tools = ToolPartFold(self._message)
 
     @property
     def message(self) -> UIMessage:
@@ -90,95 +81,37 @@ class UIMessageFold:
         self._flush()
         return self._message
 
-    # -- helpers -----------------------------------------------------------------------------
-
     def _flush(self) -> None:
         if self._pending:
             for part, pieces in self._pending.values():
                 part["text"] += "".join(pieces)
             self._pending.clear()
-        if self._dirty_tools:
-            for tool_call_id in self._dirty_tools:
-                texts, name, dynamic = self._partial[tool_call_id]
-                raw = "".join(texts)
-                values = {"input": _parse_partial_json(raw), "rawInput": raw}
-                chunk = {"toolCallId": tool_call_id, "toolName": name}
-                self._update_tool(chunk, "input-streaming", values, dynamic)
-            self._dirty_tools.clear()
+        self._tools.flush()
 
-    def _step_parts(self) -> list[UIPart]:
-        parts: list[UIPart] = self._message["parts"]
-        index = len(parts) - 1
-        while index >= 0 and parts[index].get("type") != "step-start":
-            index -= 1
-        return parts[index + 1 :]
-
-    def _find_tool(self, tool_call_id: str) -> UIPart | None:
-        for part in self._step_parts():
-            if _is_tool(part) and part.get("toolCallId") == tool_call_id:
-                return part
-        parts: list[UIPart] = self._message["parts"]
-        for part in reversed(parts):
-            if _is_tool(part) and part.get("toolCallId") == tool_call_id:
-                return part
-        return None
-
-    def _require_tool(self, chunk: Mapping[str, Any]) -> UIPart:
-        part = self._find_tool(chunk["toolCallId"])
-        if part is None:
-            raise ValueError(f'No tool invocation found for tool call ID "{chunk["toolCallId"]}".')
-        return part
-
-    def _update_tool(
-        self, chunk: Mapping[str, Any], state: str, values: Mapping[str, Any], dynamic: bool
-    ) -> None:
-        tool_call_id = chunk["toolCallId"]
-        part = next(
-            (p for p in self._step_parts() if _is_tool(p) and p.get("toolCallId") == tool_call_id),
-            None,
-        )
-        if part is None:
-            part = {"type": "", "toolCallId": tool_call_id}
-            self._message["parts"].append(part)
-        dynamic = part["type"] == "dynamic-tool" if part["type"] else dynamic
-        if dynamic:
-            part["type"] = "dynamic-tool"
-            part["toolName"] = chunk["toolName"]
-        else:
-            part["type"] = f"tool-{chunk['toolName']}"
-        part["state"] = state
-        for key in _TOOL_VOLATILE:
-            part.pop(key, None)
-        part.update((k, v) for k, v in values.items() if v is not None or k == "output")
-        for key in ("title", "providerExecuted"):
-            if chunk.get(key) is not None:
-                part[key] = chunk[key]
-
-    def _set_metadata(self, metadata: Any) -> None:
-        if metadata is None:
-            return
-        current = self._message.get("metadata")
-        self._message["metadata"] = metadata if current is None else _merge(current, metadata)
-
-    # -- the fold ----------------------------------------------------------------------------
+    # -- the fold: a dispatcher over chunk types ---------------------------------------------
 
     def add(self, chunk: Mapping[str, Any]) -> None:
         """Apply one UI chunk dict to :attr:`message`."""
         kind = chunk["type"]
+        # Deltas first, unflushed: the hot path.
         if kind == "text-delta" or kind == "reasoning-delta":
             self._delta(chunk, self._text if kind == "text-delta" else self._reasoning)
             return
         if kind == "tool-input-delta":
-            self._tool_input_delta(chunk)
+            self._tools.input_delta(chunk)
             return
         self._flush()
         handler = self._handlers.get(kind)
         if handler is not None:
             handler(self, chunk)
+        elif kind in TOOL_CHUNKS:
+            self._tools.add(chunk)
         elif kind.startswith("data-"):
             self._data(chunk)
         # "error", "abort" and the rest leave the message as it is (the client reports errors
         # through its onError callback).
+
+    # -- text and reasoning parts ------------------------------------------------------------
 
     def _delta(self, chunk: Mapping[str, Any], active: dict[str, UIPart]) -> None:
         part = active.get(chunk["id"])
@@ -191,15 +124,6 @@ class UIMessageFold:
             pending[1].append(chunk["delta"])
         if chunk.get("providerMetadata") is not None:
             part["providerMetadata"] = chunk["providerMetadata"]
-
-    def _tool_input_delta(self, chunk: Mapping[str, Any]) -> None:
-        partial = self._partial.get(chunk["toolCallId"])
-        if partial is None:
-            raise ValueError(
-                f'Received tool-input-delta for missing tool call "{chunk["toolCallId"]}".'
-            )
-        partial[0].append(chunk["inputTextDelta"])
-        self._dirty_tools[chunk["toolCallId"]] = None
 
     def _part_start(self, chunk: Mapping[str, Any]) -> None:
         if chunk["type"] == "text-start":
@@ -222,39 +146,7 @@ class UIMessageFold:
         if chunk.get("providerMetadata") is not None:
             part["providerMetadata"] = chunk["providerMetadata"]
 
-    def _tool_input_start(self, chunk: Mapping[str, Any]) -> None:
-        dynamic = bool(chunk.get("dynamic"))
-        self._partial[chunk["toolCallId"]] = ([], chunk["toolName"], dynamic)
-        self._update_tool(chunk, "input-streaming", {}, dynamic)
-
-    def _tool_input_available(self, chunk: Mapping[str, Any]) -> None:
-        self._partial.pop(chunk["toolCallId"], None)
-        values = {"input": chunk.get("input")}
-        self._update_tool(chunk, "input-available", values, bool(chunk.get("dynamic")))
-
-    def _tool_input_error(self, chunk: Mapping[str, Any]) -> None:
-        self._partial.pop(chunk["toolCallId"], None)
-        values = {"rawInput": chunk.get("input"), "errorText": chunk["errorText"]}
-        self._update_tool(chunk, "output-error", values, bool(chunk.get("dynamic")))
-
-    def _tool_output_available(self, chunk: Mapping[str, Any]) -> None:
-        part = self._require_tool(chunk)
-        self._finish_tool(part, "output-available", {"output": chunk.get("output")})
-        if chunk.get("preliminary") is not None:
-            part["preliminary"] = chunk["preliminary"]
-
-    def _tool_output_error(self, chunk: Mapping[str, Any]) -> None:
-        self._finish_tool(
-            self._require_tool(chunk), "output-error", {"errorText": chunk["errorText"]}
-        )
-
-    def _tool_output_denied(self, chunk: Mapping[str, Any]) -> None:
-        self._require_tool(chunk)["state"] = "output-denied"
-
-    def _approval_request(self, chunk: Mapping[str, Any]) -> None:
-        part = self._require_tool(chunk)
-        part["state"] = "approval-requested"
-        part["approval"] = {"id": chunk["approvalId"]}
+    # -- steps and message metadata ----------------------------------------------------------
 
     def _start_step(self, chunk: Mapping[str, Any]) -> None:
         self._message["parts"].append({"type": "step-start"})
@@ -262,6 +154,14 @@ class UIMessageFold:
     def _finish_step(self, chunk: Mapping[str, Any]) -> None:
         self._text = {}
         self._reasoning = {}
+
+    def _reset_step(self, chunk: Mapping[str, Any]) -> None:
+        """ai@7's ``reset-step``: the parts the step added since its step-start go, with their
+        open ids (a step redone by ``stream_retries``; ``add`` flushed the deltas first)."""
+        parts: list[UIPart] = self._message["parts"]
+        del parts[step_start(parts) :]
+        self._text, self._reasoning = {}, {}
+        self._tools.reset_step()
 
     def _start(self, chunk: Mapping[str, Any]) -> None:
         if chunk.get("messageId") is not None:
@@ -275,6 +175,14 @@ class UIMessageFold:
 
     def _metadata(self, chunk: Mapping[str, Any]) -> None:
         self._set_metadata(chunk.get("messageMetadata"))
+
+    def _set_metadata(self, metadata: Any) -> None:
+        if metadata is None:
+            return
+        current = self._message.get("metadata")
+        self._message["metadata"] = metadata if current is None else _merge(current, metadata)
+
+    # -- source, file and data parts ---------------------------------------------------------
 
     def _source(self, chunk: Mapping[str, Any]) -> None:
         self._message["parts"].append({k: v for k, v in chunk.items() if v is not None})
@@ -291,21 +199,16 @@ class UIMessageFold:
                     return
         parts.append(dict(chunk))  # the client stores the chunk itself as the part
 
-    # The handler of each chunk type (deltas are handled before this table: the hot path).
+    # The handler of each chunk type (deltas are handled before this table: the hot path; the
+    # tool chunks go to `_tools`, the ToolPartFold that owns the tool parts).
     _handlers: ClassVar[dict[str, Callable[[UIMessageFold, Mapping[str, Any]], None]]] = {
         "text-start": _part_start,
         "reasoning-start": _part_start,
         "text-end": _part_end,
         "reasoning-end": _part_end,
-        "tool-input-start": _tool_input_start,
-        "tool-input-available": _tool_input_available,
-        "tool-input-error": _tool_input_error,
-        "tool-output-available": _tool_output_available,
-        "tool-output-error": _tool_output_error,
-        "tool-output-denied": _tool_output_denied,
-        "tool-approval-request": _approval_request,
         "start-step": _start_step,
         "finish-step": _finish_step,
+        "reset-step": _reset_step,
         "start": _start,
         "finish": _finish,
         "message-metadata": _metadata,
@@ -314,13 +217,6 @@ class UIMessageFold:
         "source-document": _source,
         "file": _source,
     }
-
-    @staticmethod
-    def _finish_tool(part: UIPart, state: str, values: Mapping[str, Any]) -> None:
-        part["state"] = state
-        for key in ("output", "errorText", "preliminary"):
-            part.pop(key, None)
-        part.update(values)
 
 
 def read_ui_message(
@@ -352,77 +248,3 @@ def read_ui_message(
     for chunk in chunks:
         add(chunk)
     return fold.message
-
-
-def _reset_step(fold: UIMessageFold, chunk: Mapping[str, Any]) -> None:
-    """ai@7's ``reset-step``: the parts the step added since its step-start go, with their
-    open ids (a step redone by ``stream_retries``; ``add`` flushed the deltas first)."""
-    parts: list[UIPart] = fold._message["parts"]
-    del parts[len(parts) - len(fold._step_parts()) :]
-    fold._text, fold._reasoning, fold._partial = {}, {}, {}
-
-
-UIMessageFold._handlers["reset-step"] = _reset_step
-
-
-def _is_tool(part: Mapping[str, Any]) -> bool:
-    kind = part.get("type", "")
-    return isinstance(kind, str) and (kind.startswith("tool-") or kind == "dynamic-tool")
-
-
-def _tool_name(part: Mapping[str, Any]) -> str:
-    if part.get("type") == "dynamic-tool":
-        return str(part.get("toolName", ""))
-    return str(part["type"]).removeprefix("tool-")
-
-
-def _parse_partial_json(text: str) -> Any:
-    """Best-effort parse of incomplete JSON (what the client's ``parsePartialJson`` shows).
-
-    Cuts the text after the last complete value and closes the open strings, arrays and
-    objects; ``None`` when nothing parses.
-    """
-    try:
-        return json.loads(text)
-    except ValueError:
-        pass
-    stack: list[list[Any]] = []  # ["}", expecting_key] or ["]", False]
-    best = ""  # the longest repaired prefix found so far
-    in_string = escaped = is_key = False
-    for index, char in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-                if not is_key:
-                    best = text[: index + 1] + _closers(stack)
-            continue
-        if char == '"':
-            in_string = True
-            is_key = bool(stack) and stack[-1][1]
-        elif char in "{[":
-            stack.append(["}" if char == "{" else "]", char == "{"])
-            best = text[: index + 1] + _closers(stack)
-        elif char in "}]":
-            if stack:
-                stack.pop()
-            best = text[: index + 1] + _closers(stack)
-        elif char == ":" and stack:
-            stack[-1][1] = False
-        elif char == "," and stack and stack[-1][0] == "}":
-            stack[-1][1] = True
-        elif char.isdigit() or text.endswith(("true", "false", "null"), 0, index + 1):
-            best = text[: index + 1] + _closers(stack)
-    if in_string and not is_key:
-        best = text + '"' + _closers(stack)
-    try:
-        return json.loads(best) if best else None
-    except ValueError:
-        return None
-
-
-def _closers(stack: list[list[Any]]) -> str:
-    return "".join(entry[0] for entry in reversed(stack))
