@@ -222,7 +222,8 @@ def test_a_failed_turn_shows_the_same_words_live_and_after_a_reload(
             deltas=[{"content": "Half an "}, {"content": "answer"}, {"content": "!"}], fail_after=2
         ),
     )
-    with _served(_loopback_agent(loopback)) as (url, launched, watch):
+    # stream_retries=0: the failure after text is shown as it is (a retry would continue it).
+    with _served(_loopback_agent(loopback, stream_retries=0)) as (url, launched, watch):
         page = _open(launched, watch, url, width=900)
         _send(page, "First")
         first = page.locator(".msg.assistant").nth(0)
