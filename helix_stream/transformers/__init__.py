@@ -20,8 +20,10 @@ headers and ``[DONE]`` terminator; :func:`read_ui_message` folds UI chunks into 
 ``UIMessage`` the client ends up with.
 
 Modules: ``_ui_stream`` (the entry point, iteration and closing), ``_mapper`` (the per-chunk
-mapping and its repairs), ``_tool_results`` (a tool call's end as one UI chunk),
-``_litellm_stream`` (litellm stream -> internal chunks), ``_fold`` (UI chunks ->
+dispatch, the message and its steps), ``_text_parts`` (open text and reasoning parts),
+``_tool_mapper`` (tool calls' UI chunks), ``_ui_versions`` (which chunk types each ``ai`` major
+gets), ``_error_text`` (the masked error text), ``_tool_results`` (a tool call's end as one
+UI chunk), ``_litellm_stream`` (litellm stream -> internal chunks), ``_fold`` (UI chunks ->
 ``UIMessage``), ``_tool_parts`` (its tool parts), ``_sse`` (the SSE response).
 """
 
