@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
             {
                 "errors",
                 "_cleanup",
+                "_public_home",
                 "_messages",
                 "_json_schema",
                 "_limits",

@@ -8,6 +8,7 @@ and drops the internal ones (``context-row``, ``context_skipped``).
 
 from __future__ import annotations
 
+from .._public_home import claim_classes
 from .._step_parts import DataChunk, FinishReason, SourceUrl, Usage
 from ._run import (
     Abort,
@@ -118,9 +119,4 @@ Chunk = (
     | DataChunk
 )
 
-# The classes live in private modules; their public home is this package, so that their
-# qualified name (telemetry's ``error.type``, a repr, a pickle) does not name a private module.
-for _name in __all__:
-    _value = globals()[_name]
-    if isinstance(_value, type) and _value.__module__.startswith(__name__ + "._"):
-        _value.__module__ = __name__
+claim_classes(globals())  # their module is this package, not the private one (_public_home.py)

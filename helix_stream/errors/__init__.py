@@ -52,6 +52,7 @@ Foreign exceptions (litellm's) are translated in exactly one place,
 
 from __future__ import annotations
 
+from .._public_home import claim_classes
 from ._auth import (
     AuthorizationFailedError as AuthorizationFailedError,
     AuthorizationRequiredError as AuthorizationRequiredError,
@@ -158,9 +159,4 @@ __all__ = [
     "describe_validation",
 ]
 
-# The classes live in private modules; their public home is this package, so that their
-# qualified name (telemetry's ``error.type``, a repr, a pickle) does not name a private module.
-for _name in __all__:
-    _value = globals()[_name]
-    if isinstance(_value, type) and _value.__module__.startswith(__name__ + "._"):
-        _value.__module__ = __name__
+claim_classes(globals())  # their module is this package, not the private one (_public_home.py)

@@ -25,6 +25,8 @@ go no further.
 
 from __future__ import annotations
 
+from .._public_home import claim_classes
+
 # ``X as X``: names the module held before it became a package, importable from here still
 # (not in __all__).
 from ._context import AgentInfo, ChannelInfo, HookContext
@@ -88,9 +90,4 @@ __all__ = [
     "lifecycle_event",
 ]
 
-# The classes live in private modules; their public home is this package, so that their
-# qualified name (telemetry's ``error.type``, a repr, a pickle) does not name a private module.
-for _name in __all__:
-    _value = globals()[_name]
-    if isinstance(_value, type) and _value.__module__.startswith(__name__ + "._"):
-        _value.__module__ = __name__
+claim_classes(globals())  # their module is this package, not the private one (_public_home.py)

@@ -13,6 +13,8 @@ token cache and the sandbox, and re-exported here.
 
 from __future__ import annotations
 
+from .._public_home import claim_classes
+
 # ``X as X``: names the module held before it became a package, importable from here still
 # (not in __all__).
 from .._tool_context import ContextT as ContextT, ToolContext
@@ -48,9 +50,4 @@ __all__ = [
     "tools_by_name",
 ]
 
-# The classes live in private modules; their public home is this package, so that their
-# qualified name (telemetry's ``error.type``, a repr, a pickle) does not name a private module.
-for _name in __all__:
-    _value = globals()[_name]
-    if isinstance(_value, type) and _value.__module__.startswith(__name__ + "._"):
-        _value.__module__ = __name__
+claim_classes(globals())  # their module is this package, not the private one (_public_home.py)
