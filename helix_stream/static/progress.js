@@ -1,7 +1,7 @@
 // A sub-agent's progress inside its tool card. A tool made with `agent.as_tool(stream_progress=True)`
 // streams preliminary outputs while the sub-agent runs (`tool-output-available` with
-// `preliminary: true`, each the whole progress so far; docs/ui-message-stream.md, "Sub-agent
-// progress"):
+// `preliminary: true`, each the whole progress so far; see docs/ui-message-stream.md,
+// "Sub-agent progress"):
 //
 //   {"text": "What the sub-agent has written so far",
 //    "toolCalls": [{"toolCallId", "toolName", "input", "state"}]}

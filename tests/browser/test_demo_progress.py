@@ -5,7 +5,6 @@ the reason, without it)."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -43,9 +42,8 @@ def test_a_sub_agent_s_progress_shows_live_then_its_result(
         call = card.locator('.progress-call[data-tool-call-id="call_inner"]')
         expect(call).to_have_text("inner()done")
         expect(card.locator(".progress-text")).to_contain_text("Let me look.")
-        path = tmp_path / "sub_agent_progress.png"
-        card.screenshot(path=str(path))
-        shutil.copyfile(path, "/tmp/helix_demo_sub_agent_progress.png")
+        # The page, not the card: the card is re-rendered as the progress grows.
+        page.screenshot(path=str(tmp_path / "sub_agent_progress.png"))
         # The result replaces the progress; the lead answers.
         expect(card.locator(".tool-output")).to_have_text(FINAL_OUTPUT)
         expect(card.locator(".badge").first).to_have_text("done")
